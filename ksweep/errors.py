@@ -1,0 +1,61 @@
+"""The one exception tree of ksweep.
+
+Expected failures of a *configuration* (a compile error, a hang, a wrong checksum)
+are never exceptions: they are results with a status. Exceptions are for mistakes of
+the *user* (a bad spec, a missing file) and for bugs. Every user-facing exception
+carries a one-line message that names the file, the key and the fix; the CLI prints
+that line and exits with code 2.
+"""
+
+from __future__ import annotations
+
+
+class KsweepError(Exception):
+    """A user-facing error: its message is one line, fit to print as it is."""
+
+
+class ExprError(KsweepError):
+    """An expression is not in the allowed language, or failed to evaluate.
+
+    Raised without file context; the spec loader re-raises it as a SpecError that
+    names the file and key.
+    """
+
+
+class SpecError(KsweepError):
+    """The sweep spec is malformed or inconsistent."""
+
+    def __init__(self, message: str, *, path: str | None = None, key: str | None = None):
+        self.path = path
+        self.key = key
+        self.problem = message
+        prefix = ""
+        if path:
+            prefix += f"{path}: "
+        if key:
+            prefix += f"{key}: "
+        super().__init__(prefix + message)
+
+
+class StoreError(KsweepError):
+    """The results database cannot be opened or is not a ksweep database."""
+
+
+class MissingDependency(KsweepError):
+    """An optional dependency is not installed."""
+
+    def __init__(self, module: str, extra: str, purpose: str):
+        super().__init__(
+            f"{purpose} needs the Python package '{module}', which is not installed: "
+            f"pip install 'ksweep[{extra}]'"
+        )
+
+
+def require(module: str, extra: str, purpose: str):
+    """Import an optional dependency where it is used, with an install hint."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingDependency(module.split(".")[0], extra, purpose) from exc

@@ -1,0 +1,497 @@
+"""The constrained parameter space, built fast and held compactly.
+
+Parameters linked by constraints (directly, or through derived values) form *groups*.
+Each group's valid rows are built vectorised: the group's parameters are added one at a
+time (an outer product with the rows so far) and every constraint is applied as soon as
+all the names it reads are bound, so the rows never grow much past the valid ones. Big
+intermediate products are processed in chunks. Rows are stored as small integer indices
+into each parameter's value list. The space is the Cartesian product of its groups,
+combined lazily: ``len`` is the product of the group sizes, and the i-th config is found
+by mixed-radix decomposition, so the full product is never materialised.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import math
+import random
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import ExprError, SpecError
+from ..spec.expr import FUNCTIONS, parse
+from ..spec.model import Constraint, Derived, Param, PyFunction
+
+CHUNK_ROWS = 1 << 21  # rows of one intermediate product processed at once
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether one config is valid; if not, the first constraint it fails and why."""
+
+    ok: bool
+    constraint: str | None = None
+    reason: str | None = None
+
+
+class Space:
+    """The valid configs of a set of parameters under constraints.
+
+    ``Space({"A": [1, 2, 4], "B": [1, 2]}, ["A * B <= 4"])`` from Python, or
+    ``spec.space(shape, variant)`` from a spec. ``len(space)`` counts valid configs,
+    iteration yields dicts, ``space[i]`` is the i-th, ``space.sample(n, seed=...)`` draws
+    distinct configs.
+    """
+
+    def __init__(
+        self,
+        params: Mapping[str, Sequence[Any]],
+        constraints: Iterable[str] = (),
+        *,
+        derived: Mapping[str, str] | None = None,
+        constants: Mapping[str, Any] | None = None,
+    ):
+        ps = tuple(Param(name=n, values=tuple(v)) for n, v in params.items())
+        ds = tuple(Derived(name=n, expr=_parse(e, f"derived.{n}")) for n, e in (derived or {}).items())
+        cs = tuple(
+            Constraint(name=f"c{i}", expr=_parse(c, f"constraint {i}"), reason=c)
+            for i, c in enumerate(constraints)
+        )
+        self._init(ps, ds, cs, dict(constants or {}), "<space>", count_only=False)
+
+    @classmethod
+    def from_parts(
+        cls,
+        params: tuple[Param, ...],
+        derived: tuple[Derived, ...],
+        constraints: tuple[Constraint, ...],
+        fixed: Mapping[str, Any],
+        label: str = "<spec>",
+        count_only: bool = False,
+    ) -> "Space":
+        self = cls.__new__(cls)
+        self._init(params, derived, constraints, dict(fixed), label, count_only)
+        return self
+
+    # -- construction -------------------------------------------------------------
+
+    def _init(self, params, derived, constraints, fixed, label, count_only):
+        self.params: tuple[Param, ...] = tuple(params)
+        self.names: tuple[str, ...] = tuple(p.name for p in self.params)
+        self.derived: tuple[Derived, ...] = tuple(derived)
+        self.constraints: tuple[Constraint, ...] = tuple(constraints)
+        self.fixed: dict[str, Any] = fixed
+        self.label = label
+        for p in self.params:
+            if not p.values:
+                raise SpecError(f"parameter '{p.name}' has no values", path=label)
+        self._values = [_as_array(p.values) for p in self.params]
+        self._param_index = {n: i for i, n in enumerate(self.names)}
+        self._derived_by_name = {d.name: d for d in self.derived}
+        self._deps = self._resolve_dependencies()
+        self._groups = self._make_groups()
+        self._rows: list[np.ndarray | None] = []
+        self._counts: list[int] = []
+        for group, cons in self._groups:
+            result = self._build_group(group, cons, count_only)
+            if count_only:
+                self._rows.append(None)
+                self._counts.append(result)
+            else:
+                rows = _sort_rows(result)
+                self._rows.append(rows)
+                self._counts.append(len(rows))
+        self._size = math.prod(self._counts)
+        self._row_tuples: list[list[tuple] | None] = [None] * len(self._groups)
+        self._row_sets: list[dict | None] = [None] * len(self._groups)
+
+    def _visible_names(self) -> list[str]:
+        return [*self.names, *self._derived_by_name, *self.fixed, *FUNCTIONS]
+
+    def _unknown(self, name: str, where: str) -> SpecError:
+        close = difflib.get_close_matches(name, self._visible_names(), n=1)
+        hint = f" — did you mean {close[0]}?" if close else ""
+        return SpecError(f"unknown name {name}{hint}", path=self.label, key=where)
+
+    def _resolve_dependencies(self) -> dict[str, frozenset[str]]:
+        """For every constraint, the parameters it reads, through derived values."""
+        param_deps: dict[str, frozenset[str]] = {}
+        for d in self.derived:
+            deps: set[str] = set()
+            for name in d.expr.names:
+                if name in self._param_index:
+                    deps.add(name)
+                elif name in param_deps:
+                    deps |= param_deps[name]
+                elif name == d.name:
+                    raise SpecError("refers to itself", path=self.label, key=f"derived.{d.name}")
+                elif name in self._derived_by_name:
+                    raise SpecError(
+                        f"uses {name}, which is defined later; derived values are computed in order",
+                        path=self.label, key=f"derived.{d.name}",
+                    )
+                elif name not in self.fixed:
+                    raise self._unknown(name, f"derived.{d.name}")
+            param_deps[d.name] = frozenset(deps)
+        out = {}
+        for c in self.constraints:
+            out[c.name] = frozenset(self._constraint_params(c, param_deps))
+        self._derived_deps = param_deps
+        return out
+
+    def _constraint_params(self, c: Constraint, derived_deps) -> set[str]:
+        names = self._constraint_names(c)
+        deps: set[str] = set()
+        for name in names:
+            if name in self._param_index:
+                deps.add(name)
+            elif name in derived_deps:
+                deps |= derived_deps[name]
+            elif name not in self.fixed:
+                raise self._unknown(name, f"constraint '{c.name}'")
+        return deps
+
+    def _constraint_names(self, c: Constraint) -> set[str]:
+        if c.expr is not None:
+            return set(c.expr.names)
+        if c.uses is not None:
+            return set(c.uses)
+        fn = c.function
+        if fn.takes_config():
+            return set(self.names) | set(self._derived_by_name)
+        return {self._match_arg(a, c) for a in fn.arg_names()}
+
+    def _match_arg(self, arg: str, c: Constraint) -> str:
+        candidates = [*self.names, *self._derived_by_name, *self.fixed]
+        if arg in candidates:
+            return arg
+        lowered = {n.lower(): n for n in candidates}
+        if arg.lower() in lowered:
+            return lowered[arg.lower()]
+        close = difflib.get_close_matches(arg.upper(), candidates, n=1)
+        hint = f" — did you mean {close[0]}?" if close else ""
+        raise SpecError(
+            f"function argument '{arg}' matches no parameter, derived value or constant{hint}",
+            path=self.label, key=f"constraint '{c.name}'",
+        )
+
+    def _make_groups(self) -> list[tuple[list[str], list[Constraint]]]:
+        parent = {n: n for n in self.names}
+
+        def find(x):
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        for c in self.constraints:
+            deps = sorted(self._deps[c.name], key=self._param_index.__getitem__)
+            for other in deps[1:]:
+                parent[find(other)] = find(deps[0])
+        members: dict[str, list[str]] = {}
+        for n in self.names:
+            members.setdefault(find(n), []).append(n)
+        groups = []
+        for root, names in members.items():
+            cons = [c for c in self.constraints if self._deps[c.name] and find(next(iter(self._deps[c.name]))) == root]
+            groups.append((names, cons))
+        # Constraints that read no parameter hold for all configs or for none.
+        closed = [c for c in self.constraints if not self._deps[c.name]]
+        if closed:
+            groups.append(([], closed))
+        return groups
+
+    def _order(self, group: list[str], cons: list[Constraint]) -> list[str]:
+        """Bind parameters in an order that lets constraints apply early."""
+        order: list[str] = []
+        left = list(group)
+        while left:
+            bound = set(order)
+
+            def score(p):
+                completes = sum(1 for c in cons if p in self._deps[c.name] and self._deps[c.name] <= bound | {p})
+                touches = sum(1 for c in cons if p in self._deps[c.name])
+                return (completes, touches, -len(self._values[self._param_index[p]]), -self._param_index[p])
+
+            best = max(left, key=score)
+            order.append(best)
+            left.remove(best)
+        return order
+
+    def _build_group(self, group: list[str], cons: list[Constraint], count_only: bool):
+        order = self._order(group, cons)
+        due: list[list[Constraint]] = []
+        bound: set[str] = set()
+        applied: set[str] = set()
+        for p in order:
+            bound.add(p)
+            now = [c for c in cons if c.name not in applied and self._deps[c.name] <= bound]
+            applied.update(c.name for c in now)
+            due.append(now)
+        if not order:  # constraints over constants only
+            env = _RowEnv(self, [], {}, 1)
+            ok = all(self._check(c, env, 1).all() for c in cons)
+            return (1 if ok else 0) if count_only else np.zeros((1 if ok else 0, 0), dtype=np.uint8)
+        cols0: dict[str, np.ndarray] = {}
+        result = self._grow(order, due, 0, cols0, 1, count_only)
+        if count_only:
+            return result
+        # columns back into spec order
+        return np.stack([result[n] for n in group], axis=1) if len(result[group[0]]) else np.zeros(
+            (0, len(group)), dtype=np.int32
+        )
+
+    def _grow(self, order, due, step, cols, n, count_only):
+        if step == len(order):
+            return n if count_only else cols
+        p = order[step]
+        k = len(self._values[self._param_index[p]])
+        if n > 1 and n * k > CHUNK_ROWS:
+            per = max(1, CHUNK_ROWS // k)
+            parts = []
+            for start in range(0, n, per):
+                sub = {name: col[start : start + per] for name, col in cols.items()}
+                parts.append(self._grow(order, due, step, sub, min(per, n - start), count_only))
+            if count_only:
+                return sum(parts)
+            return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+        idx_dtype = np.uint8 if k <= 256 else (np.uint16 if k <= 65536 else np.int32)
+        new = {name: np.repeat(col, k) for name, col in cols.items()}
+        new[p] = np.tile(np.arange(k, dtype=idx_dtype), n)
+        m = n * k
+        if due[step]:
+            env = _RowEnv(self, order[: step + 1], new, m)
+            mask = np.ones(m, dtype=bool)
+            for c in due[step]:
+                ok = self._check(c, env, m, mask)
+                mask &= ok
+            if not mask.all():
+                new = {name: col[mask] for name, col in new.items()}
+                m = int(mask.sum())
+        if m == 0:
+            return 0 if count_only else {name: col[:0] for name, col in new.items()} | {
+                q: np.zeros(0, dtype=np.uint8) for q in order[step + 1 :]
+            }
+        return self._grow(order, due, step + 1, new, m, count_only)
+
+    def _check(self, c: Constraint, env: "_RowEnv", m: int, mask: np.ndarray | None = None) -> np.ndarray:
+        """Evaluate a constraint on every row of env (rows already failed may be skipped)."""
+        where = f"constraint '{c.name}'"
+        try:
+            if c.expr is not None:
+                out = c.expr.evaluate_vec(env, m)
+                return out.astype(bool) if out.dtype != bool else out
+            ok = np.zeros(m, dtype=bool)
+            rows = range(m) if mask is None else np.flatnonzero(mask)
+            for r in rows:
+                ok[r] = _call_python(c, self, env.row(int(r)))[0]
+            return ok
+        except ExprError as exc:
+            raise SpecError(str(exc), path=self.label, key=where) from None
+
+    # -- the public face ----------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self._size
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @property
+    def raw_size(self) -> int:
+        """Number of configs before constraints: the product of the value-list lengths."""
+        return math.prod(len(p.values) for p in self.params)
+
+    def _group_tuples(self, g: int) -> list[tuple]:
+        if self._row_tuples[g] is None:
+            names, _ = self._groups[g]
+            rows = self._rows[g]
+            if rows is None:
+                raise RuntimeError("this space was built for counting only")
+            cols = [self._values[self._param_index[n]][rows[:, j]].tolist() for j, n in enumerate(names)]
+            self._row_tuples[g] = list(zip(*cols)) if names else [()] * len(rows)
+        return self._row_tuples[g]
+
+    def _assemble(self, parts: Sequence[tuple]) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for (names, _), part in zip(self._groups, parts):
+            values.update(zip(names, part))
+        return {n: values[n] for n in self.names}
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        if self._size == 0:
+            return
+        for parts in itertools.product(*(self._group_tuples(g) for g in range(len(self._groups)))):
+            yield self._assemble(parts)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        if i < 0:
+            i += self._size
+        if not 0 <= i < self._size:
+            raise IndexError(i)
+        parts = [None] * len(self._groups)
+        for g in reversed(range(len(self._groups))):
+            i, r = divmod(i, self._counts[g])
+            parts[g] = self._group_tuples(g)[r]
+        return self._assemble(parts)
+
+    def index(self, config: Mapping[str, Any]) -> int:
+        """Position of a valid config; ValueError if it is not in the space."""
+        i = 0
+        for g, (names, _) in enumerate(self._groups):
+            if self._row_sets[g] is None:
+                self._row_sets[g] = {t: r for r, t in enumerate(self._group_tuples(g))}
+            key = tuple(config[n] for n in names)
+            r = self._row_sets[g].get(key)
+            if r is None:
+                raise ValueError(f"{dict(config)} is not a valid config of this space")
+            i = i * self._counts[g] + r
+        return i
+
+    def __contains__(self, config: Mapping[str, Any]) -> bool:
+        try:
+            self.index(config)
+            return True
+        except (ValueError, KeyError):
+            return False
+
+    def sample(self, n: int, seed: int | None = None) -> list[dict[str, Any]]:
+        """``n`` distinct valid configs drawn uniformly (all of them when n >= len)."""
+        rng = random.Random(seed)
+        k = min(n, self._size)
+        return [self[i] for i in rng.sample(range(self._size), k)]
+
+    def derive(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """The derived values of one config, in spec order."""
+        env = dict(self.fixed)
+        env.update(config)
+        out = {}
+        for d in self.derived:
+            try:
+                env[d.name] = out[d.name] = d.expr.evaluate(env)
+            except ExprError as exc:
+                raise SpecError(str(exc), path=self.label, key=f"derived.{d.name}") from None
+        return out
+
+    def explain(self, config: Mapping[str, Any]) -> Verdict:
+        """Check one config against every constraint, in spec order."""
+        env = dict(self.fixed)
+        env.update(config)
+        env.update(self.derive(config))
+        for c in self.constraints:
+            if c.expr is not None:
+                try:
+                    ok, reason = bool(c.expr.evaluate(env)), None
+                except ExprError as exc:
+                    raise SpecError(str(exc), path=self.label, key=f"constraint '{c.name}'") from None
+            else:
+                ok, reason = _call_python(c, self, env)
+            if not ok:
+                return Verdict(False, c.name, reason or format_reason(c, env))
+        return Verdict(True)
+
+    @property
+    def group_names(self) -> list[list[str]]:
+        return [names for names, _ in self._groups if names]
+
+
+class _RowEnv(Mapping):
+    """Lazy name -> array view of the rows under construction."""
+
+    def __init__(self, space: Space, bound: list[str], cols: dict[str, np.ndarray], n: int):
+        self.space = space
+        self.cols = cols
+        self.n = n
+        self.cache: dict[str, Any] = {}
+
+    def __getitem__(self, name):
+        if name in self.cache:
+            return self.cache[name]
+        sp = self.space
+        if name in self.cols:
+            value = sp._values[sp._param_index[name]][self.cols[name]]
+        elif name in sp._derived_by_name:
+            value = sp._derived_by_name[name].expr.evaluate_vec(self, self.n)
+        elif name in sp.fixed:
+            value = sp.fixed[name]
+        else:
+            raise KeyError(name)
+        self.cache[name] = value
+        return value
+
+    def __iter__(self):
+        return iter([*self.cols, *self.space._derived_by_name, *self.space.fixed])
+
+    def __len__(self):
+        return len(self.cols) + len(self.space._derived_by_name) + len(self.space.fixed)
+
+    def row(self, r: int) -> dict[str, Any]:
+        sp = self.space
+        env = dict(sp.fixed)
+        for name, col in self.cols.items():
+            env[name] = sp._values[sp._param_index[name]][col[r]].item()
+        for d in sp.derived:
+            if sp._derived_deps[d.name] <= self.cols.keys():
+                env[d.name] = d.expr.evaluate(env)
+        return env
+
+
+def _call_python(c: Constraint, space: Space, env: Mapping[str, Any]) -> tuple[bool, str | None]:
+    fn = c.function
+    try:
+        if fn.takes_config():
+            result = fn.fn(dict(env)) if fn.arg_names() == ("config",) else fn.fn(**dict(env))
+        else:
+            result = fn.fn(*[env[space._match_arg(a, c)] for a in fn.arg_names()])
+    except Exception as exc:  # noqa: BLE001 - user code; reported as a spec error
+        raise ExprError(f"{fn.path.name}:{fn.function} raised {type(exc).__name__}: {exc}") from None
+    if isinstance(result, tuple):
+        ok, reason = bool(result[0]), (str(result[1]) if len(result) > 1 else None)
+    else:
+        ok, reason = bool(result), None
+    return ok, (None if ok else reason)
+
+
+def format_reason(c: Constraint, env: Mapping[str, Any]) -> str:
+    """Fill a constraint's reason template ("SMEM {SMEM_TOTAL} > 228 KB") for one config."""
+    template = c.reason or (c.expr.source if c.expr is not None else c.name)
+    try:
+        return template.format_map(_Unquoted(env))
+    except (KeyError, ValueError, IndexError, AttributeError):
+        return template
+
+
+class _Unquoted(dict):
+    def __missing__(self, key):
+        return "{" + key + "}"
+
+
+def _parse(source: str, where: str):
+    try:
+        return parse(source)
+    except ExprError as exc:
+        raise SpecError(str(exc), key=where) from None
+
+
+def _as_array(values: tuple) -> np.ndarray:
+    kinds = {type(v) for v in values}
+    if kinds <= {bool}:
+        return np.array(values, dtype=bool)
+    if kinds <= {int}:
+        return np.array(values, dtype=np.int64)
+    if kinds <= {int, float}:
+        return np.array(values, dtype=np.float64)
+    if kinds <= {str}:
+        return np.array(values, dtype=str)
+    return np.array(values, dtype=object)
+
+
+def _sort_rows(rows: np.ndarray) -> np.ndarray:
+    if rows.shape[0] <= 1 or rows.shape[1] == 0:
+        return rows
+    order = np.lexsort(rows.T[::-1])
+    return rows[order]

@@ -1,0 +1,310 @@
+"""Frozen, validated objects that describe a sweep.
+
+They are built by ``ksweep.spec.load`` from TOML, or directly from Python. Nothing here
+does I/O; a ``Spec`` knows how to make the parameter ``Space`` of each shape × variant.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+from .expr import Expr
+
+
+def _frozen_map(m: Mapping | None) -> Mapping:
+    return MappingProxyType(dict(m or {}))
+
+
+def define_value(value: Any) -> str:
+    """How a value is written after ``-DNAME=``: booleans as 1/0, the rest as text."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Param:
+    """One tunable: Tier 1 (``params``) or Tier 2 (``switches``).
+
+    A ``flag`` switch takes the values (False, True) and is passed as a bare ``-DNAME``
+    when true and not at all when false.
+    """
+
+    name: str
+    values: tuple
+    default: Any = None
+    tier: int = 1
+    flag: bool = False
+    define: bool = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "values", tuple(self.values))
+        if self.default is None and self.values:
+            object.__setattr__(self, "default", self.values[0])
+
+    def defines(self, value: Any) -> tuple[str, ...]:
+        if not self.define:
+            return ()
+        if self.flag:
+            return (f"-D{self.name}",) if value else ()
+        return (f"-D{self.name}={define_value(value)}",)
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A value computed, in spec order, from parameters, constants and earlier derived values."""
+
+    name: str
+    expr: Expr
+    define: bool = False
+    shapes: frozenset[str] | None = None
+    variants: frozenset[str] | None = None
+
+
+@dataclass(frozen=True)
+class PyFunction:
+    """A constraint written in Python: ``file.py:function``.
+
+    The function receives the names its parameters ask for (matched exactly, or
+    case-insensitively: ``tn`` gets ``TN``), or, when its only parameter is called
+    ``config``, a dict of every name. It returns a bool or ``(bool, reason)``.
+    """
+
+    path: Path
+    function: str
+    fn: Callable = field(repr=False, compare=False)
+
+    def arg_names(self) -> tuple[str, ...]:
+        return tuple(inspect.signature(self.fn).parameters)
+
+    def takes_config(self) -> bool:
+        params = list(inspect.signature(self.fn).parameters.values())
+        return (len(params) == 1 and params[0].name == "config") or any(
+            p.kind is inspect.Parameter.VAR_KEYWORD for p in params
+        )
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A rule every valid config satisfies: an expression, or a Python function."""
+
+    name: str
+    expr: Expr | None = None
+    function: PyFunction | None = None
+    reason: str | None = None
+    uses: frozenset[str] | None = None  # names a config-taking Python function reads
+    shapes: frozenset[str] | None = None
+    variants: frozenset[str] | None = None
+
+    def applies(self, shape: str | None, variant: str | None) -> bool:
+        return (self.shapes is None or shape in self.shapes) and (
+            self.variants is None or variant in self.variants
+        )
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A named problem shape: defines (visible to expressions), run arguments, extra params."""
+
+    name: str
+    defines: Mapping[str, Any] = field(default_factory=dict)
+    args: tuple[str, ...] = ()
+    params: tuple[Param, ...] = ()
+    constants: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "defines", _frozen_map(self.defines))
+        object.__setattr__(self, "constants", _frozen_map(self.constants))
+        object.__setattr__(self, "args", tuple(self.args))
+        object.__setattr__(self, "params", tuple(self.params))
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A Tier-3 alternative: own sources, build command and parameter overrides; swept on its own."""
+
+    name: str
+    sources: tuple[str, ...] | None = None
+    build_command: tuple[str, ...] | None = None
+    run_command: tuple[str, ...] | None = None
+    params: tuple[Param, ...] = ()
+    constants: Mapping[str, Any] = field(default_factory=dict)
+    defines: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "constants", _frozen_map(self.constants))
+        object.__setattr__(self, "defines", _frozen_map(self.defines))
+        object.__setattr__(self, "params", tuple(self.params))
+
+
+BASE_VARIANT = Variant(name="base")
+NO_SHAPE = Shape(name="default")
+
+
+@dataclass(frozen=True)
+class Build:
+    """How to build one config: an argv template, never a shell string."""
+
+    command: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    timeout: float = 600.0
+    jobs: int | None = None  # None: all cores
+    env: Mapping[str, str] = field(default_factory=dict)
+    allow_spills: bool = False
+    max_registers: int | None = None  # None: the target's regs_per_thread
+
+    def __post_init__(self):
+        object.__setattr__(self, "command", tuple(self.command))
+        object.__setattr__(self, "sources", tuple(self.sources))
+        object.__setattr__(self, "env", _frozen_map(self.env))
+
+
+@dataclass(frozen=True)
+class Run:
+    """How to run one built config."""
+
+    command: tuple[str, ...] = ("{binary}",)
+    timeout: float = 30.0
+    env: Mapping[str, str] = field(default_factory=dict)
+    output_limit: int = 4 * 1024 * 1024  # bytes kept of stdout and of stderr each
+
+    def __post_init__(self):
+        object.__setattr__(self, "command", tuple(self.command))
+        object.__setattr__(self, "env", _frozen_map(self.env))
+
+
+@dataclass(frozen=True)
+class Check:
+    """Correctness check of the checked metrics: an expected value, or the defaults config."""
+
+    keys: tuple[str, ...] = ("checksum",)
+    expected: Mapping[str, float] = field(default_factory=dict)
+    reference: str | None = None  # "defaults"
+    rtol: float = 1e-5
+    atol: float = 0.0
+    max_keys: Mapping[str, float] = field(default_factory=dict)  # metric must be <= bound
+
+    def __post_init__(self):
+        object.__setattr__(self, "keys", tuple(self.keys))
+        object.__setattr__(self, "expected", _frozen_map(self.expected))
+        object.__setattr__(self, "max_keys", _frozen_map(self.max_keys))
+
+    @property
+    def active(self) -> bool:
+        return bool(self.expected) or self.reference is not None or bool(self.max_keys)
+
+
+@dataclass(frozen=True)
+class Objective:
+    metric: str = "ms"
+    direction: str = "min"  # or "max"
+
+    def better(self, a: float, b: float) -> bool:
+        return a < b if self.direction == "min" else a > b
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A whole sweep: what to vary, what is valid, and how to build, run and check it."""
+
+    name: str = "sweep"
+    params: tuple[Param, ...] = ()
+    derived: tuple[Derived, ...] = ()
+    constants: Mapping[str, Any] = field(default_factory=dict)
+    constraints: tuple[Constraint, ...] = ()
+    shapes: tuple[Shape, ...] = ()
+    variants: tuple[Variant, ...] = ()
+    limits: Mapping[str, int] = field(default_factory=dict)
+    arch: str | None = None
+    build: Build = field(default_factory=Build)
+    run: Run = field(default_factory=Run)
+    check: Check = field(default_factory=Check)
+    objective: Objective = field(default_factory=Objective)
+    path: Path | None = None  # the spec file, when loaded from one
+    kernel: Mapping[str, Any] | None = None  # kernel mode ([kernel]), see ksweep.kernel
+
+    def __post_init__(self):
+        for name in ("params", "derived", "constraints", "shapes", "variants"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "constants", _frozen_map(self.constants))
+        object.__setattr__(self, "limits", _frozen_map(self.limits))
+
+    @property
+    def root(self) -> Path:
+        """The folder that relative paths of the spec are relative to."""
+        return self.path.parent if self.path else Path.cwd()
+
+    @property
+    def label(self) -> str:
+        return str(self.path.name) if self.path else "<spec>"
+
+    def shape_list(self) -> tuple[Shape, ...]:
+        return self.shapes or (NO_SHAPE,)
+
+    def variant_list(self) -> tuple[Variant, ...]:
+        return self.variants or (BASE_VARIANT,)
+
+    def shape(self, name: str | None) -> Shape:
+        for s in self.shape_list():
+            if name is None or s.name == name:
+                return s
+        raise KeyError(name)
+
+    def variant(self, name: str | None) -> Variant:
+        for v in self.variant_list():
+            if name is None or v.name == name:
+                return v
+        raise KeyError(name)
+
+    def effective_params(self, shape: Shape, variant: Variant) -> tuple[Param, ...]:
+        """The params of one shape × variant: base, then the variant's, then the shape's overrides."""
+        merged: dict[str, Param] = {p.name: p for p in self.params}
+        for p in (*variant.params, *shape.params):
+            merged[p.name] = p
+        return tuple(merged.values())
+
+    def fixed_names(self, shape: Shape, variant: Variant) -> dict[str, Any]:
+        """Every non-parameter name expressions see: limits, constants, shape defines."""
+        from .limits import limit_names
+
+        names = limit_names(self.limits)
+        names.update(self.constants)
+        names.update(variant.constants)
+        names.update(variant.defines)
+        names.update(shape.constants)
+        names.update(shape.defines)
+        return names
+
+    def space(self, shape: str | None = None, variant: str | None = None):
+        """The constrained parameter space of one shape × variant."""
+        from ..space.space import Space
+
+        s, v = self.shape(shape), self.variant(variant)
+        return Space.from_parts(
+            params=self.effective_params(s, v),
+            derived=tuple(d for d in self.derived if _applies(d, s.name, v.name)),
+            constraints=tuple(c for c in self.constraints if c.applies(s.name, v.name)),
+            fixed=self.fixed_names(s, v),
+            label=self.label,
+        )
+
+    def plan(self, show: int = 0):
+        from ..space.plan import make_plan
+
+        return make_plan(self, show=show)
+
+    def with_params(self, **values_by_name) -> "Spec":
+        """A copy whose named params take only the given values (used by phased search)."""
+        params = tuple(
+            replace(p, values=tuple(values_by_name[p.name])) if p.name in values_by_name else p
+            for p in self.params
+        )
+        return replace(self, params=params)
+
+
+def _applies(d: Derived, shape: str, variant: str) -> bool:
+    return (d.shapes is None or shape in d.shapes) and (d.variants is None or variant in d.variants)
