@@ -1,0 +1,19 @@
+"""ksweep: an autotuner for CUDA kernels.
+
+    import ksweep
+    sweep = ksweep.load_spec("megakernel.toml")
+    plan = sweep.plan()            # .total, .valid, .pruned
+    space = ksweep.Space({"A": [1, 2, 4], "B": [1, 2]}, ["A * B <= 4"])
+"""
+
+from .errors import KsweepError, SpecError
+from .space.space import Space
+from .spec.load import load_spec, spec_from_dict
+from .spec.model import Build, Check, Constraint, Derived, Objective, Param, Run, Shape, Spec, Variant
+from .status import Status
+
+__all__ = [
+    "Build", "Check", "Constraint", "Derived", "KsweepError", "Objective", "Param", "Run", "Shape",
+    "Space", "Spec", "SpecError", "Status", "Variant", "load_spec", "spec_from_dict",
+]
+__version__ = "0.1.0"

@@ -108,75 +108,14 @@ class Space:
         self._row_tuples: list[list[tuple] | None] = [None] * len(self._groups)
         self._row_sets: list[dict | None] = [None] * len(self._groups)
 
-    def _visible_names(self) -> list[str]:
-        return [*self.names, *self._derived_by_name, *self.fixed, *FUNCTIONS]
-
-    def _unknown(self, name: str, where: str) -> SpecError:
-        close = difflib.get_close_matches(name, self._visible_names(), n=1)
-        hint = f" — did you mean {close[0]}?" if close else ""
-        return SpecError(f"unknown name {name}{hint}", path=self.label, key=where)
-
     def _resolve_dependencies(self) -> dict[str, frozenset[str]]:
-        """For every constraint, the parameters it reads, through derived values."""
-        param_deps: dict[str, frozenset[str]] = {}
-        for d in self.derived:
-            deps: set[str] = set()
-            for name in d.expr.names:
-                if name in self._param_index:
-                    deps.add(name)
-                elif name in param_deps:
-                    deps |= param_deps[name]
-                elif name == d.name:
-                    raise SpecError("refers to itself", path=self.label, key=f"derived.{d.name}")
-                elif name in self._derived_by_name:
-                    raise SpecError(
-                        f"uses {name}, which is defined later; derived values are computed in order",
-                        path=self.label, key=f"derived.{d.name}",
-                    )
-                elif name not in self.fixed:
-                    raise self._unknown(name, f"derived.{d.name}")
-            param_deps[d.name] = frozenset(deps)
-        out = {}
-        for c in self.constraints:
-            out[c.name] = frozenset(self._constraint_params(c, param_deps))
-        self._derived_deps = param_deps
-        return out
-
-    def _constraint_params(self, c: Constraint, derived_deps) -> set[str]:
-        names = self._constraint_names(c)
-        deps: set[str] = set()
-        for name in names:
-            if name in self._param_index:
-                deps.add(name)
-            elif name in derived_deps:
-                deps |= derived_deps[name]
-            elif name not in self.fixed:
-                raise self._unknown(name, f"constraint '{c.name}'")
+        self._derived_deps, deps = resolve_names(
+            self.names, self.derived, self.constraints, self.fixed, self.label
+        )
         return deps
 
-    def _constraint_names(self, c: Constraint) -> set[str]:
-        if c.expr is not None:
-            return set(c.expr.names)
-        if c.uses is not None:
-            return set(c.uses)
-        fn = c.function
-        if fn.takes_config():
-            return set(self.names) | set(self._derived_by_name)
-        return {self._match_arg(a, c) for a in fn.arg_names()}
-
     def _match_arg(self, arg: str, c: Constraint) -> str:
-        candidates = [*self.names, *self._derived_by_name, *self.fixed]
-        if arg in candidates:
-            return arg
-        lowered = {n.lower(): n for n in candidates}
-        if arg.lower() in lowered:
-            return lowered[arg.lower()]
-        close = difflib.get_close_matches(arg.upper(), candidates, n=1)
-        hint = f" — did you mean {close[0]}?" if close else ""
-        raise SpecError(
-            f"function argument '{arg}' matches no parameter, derived value or constant{hint}",
-            path=self.label, key=f"constraint '{c.name}'",
-        )
+        return match_arg(arg, [*self.names, *self._derived_by_name, *self.fixed], c, self.label)
 
     def _make_groups(self) -> list[tuple[list[str], list[Constraint]]]:
         parent = {n: n for n in self.names}
@@ -438,6 +377,81 @@ class _RowEnv(Mapping):
             if sp._derived_deps[d.name] <= self.cols.keys():
                 env[d.name] = d.expr.evaluate(env)
         return env
+
+
+def _unknown(name: str, visible: Iterable[str], label: str, where: str) -> SpecError:
+    close = difflib.get_close_matches(name, list(visible), n=1)
+    hint = f" — did you mean {close[0]}?" if close else ""
+    return SpecError(f"unknown name {name}{hint}", path=label, key=where)
+
+
+def resolve_names(
+    param_names: Sequence[str],
+    derived: Sequence[Derived],
+    constraints: Sequence[Constraint],
+    fixed: Mapping[str, Any],
+    label: str,
+) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+    """Check every name expressions read; return the parameters each derived value and
+    each constraint depends on (through derived values)."""
+    params = set(param_names)
+    derived_names = {d.name for d in derived}
+    visible = [*param_names, *(d.name for d in derived), *fixed, *FUNCTIONS]
+    derived_deps: dict[str, frozenset[str]] = {}
+    for d in derived:
+        deps: set[str] = set()
+        for name in sorted(d.expr.names):
+            if name in params:
+                deps.add(name)
+            elif name in derived_deps:
+                deps |= derived_deps[name]
+            elif name == d.name:
+                raise SpecError("refers to itself", path=label, key=f"derived.{d.name}")
+            elif name in derived_names:
+                raise SpecError(
+                    f"uses {name}, which is defined later; derived values are computed in order",
+                    path=label, key=f"derived.{d.name}",
+                )
+            elif name not in fixed:
+                raise _unknown(name, visible, label, f"derived.{d.name}")
+        derived_deps[d.name] = frozenset(deps)
+    constraint_deps: dict[str, frozenset[str]] = {}
+    for c in constraints:
+        where = f"constraint '{c.name}'"
+        if c.expr is not None:
+            names = set(c.expr.names)
+        elif c.uses is not None:
+            names = set(c.uses)
+        elif c.function.takes_config():
+            names = params | derived_names
+        else:
+            candidates = [*param_names, *derived_names, *fixed]
+            names = {match_arg(a, candidates, c, label) for a in c.function.arg_names()}
+        deps = set()
+        for name in sorted(names):
+            if name in params:
+                deps.add(name)
+            elif name in derived_deps:
+                deps |= derived_deps[name]
+            elif name not in fixed:
+                raise _unknown(name, visible, label, where)
+        constraint_deps[c.name] = frozenset(deps)
+    return derived_deps, constraint_deps
+
+
+def match_arg(arg: str, candidates: Sequence[str], c: Constraint, label: str) -> str:
+    """The name a Python constraint's argument stands for: exact, else case-insensitive."""
+    if arg in candidates:
+        return arg
+    lowered = {n.lower(): n for n in candidates}
+    if arg.lower() in lowered:
+        return lowered[arg.lower()]
+    close = difflib.get_close_matches(arg.upper(), list(candidates), n=1)
+    hint = f" — did you mean {close[0]}?" if close else ""
+    raise SpecError(
+        f"function argument '{arg}' matches no parameter, derived value or constant{hint}",
+        path=label, key=f"constraint '{c.name}'",
+    )
 
 
 def _call_python(c: Constraint, space: Space, env: Mapping[str, Any]) -> tuple[bool, str | None]:

@@ -279,18 +279,21 @@ class Spec:
         names.update(shape.defines)
         return names
 
+    def space_parts(self, shape: Shape, variant: Variant) -> dict:
+        """Everything the Space of one shape × variant is made of."""
+        return dict(
+            params=self.effective_params(shape, variant),
+            derived=tuple(d for d in self.derived if _applies(d, shape.name, variant.name)),
+            constraints=tuple(c for c in self.constraints if c.applies(shape.name, variant.name)),
+            fixed=self.fixed_names(shape, variant),
+            label=self.label,
+        )
+
     def space(self, shape: str | None = None, variant: str | None = None):
         """The constrained parameter space of one shape × variant."""
         from ..space.space import Space
 
-        s, v = self.shape(shape), self.variant(variant)
-        return Space.from_parts(
-            params=self.effective_params(s, v),
-            derived=tuple(d for d in self.derived if _applies(d, s.name, v.name)),
-            constraints=tuple(c for c in self.constraints if c.applies(s.name, v.name)),
-            fixed=self.fixed_names(s, v),
-            label=self.label,
-        )
+        return Space.from_parts(**self.space_parts(self.shape(shape), self.variant(variant)))
 
     def plan(self, show: int = 0):
         from ..space.plan import make_plan

@@ -1,0 +1,384 @@
+"""TOML -> Spec. Every mistake becomes one SpecError line naming the file and the key."""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import re
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ..errors import ExprError, SpecError
+from .expr import parse
+from .limits import KNOWN_ARCHS, LIMIT_KEYS, builtin_limits
+from .model import (
+    Build, Check, Constraint, Derived, Objective, Param, PyFunction, Run, Shape, Spec, Variant,
+)
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SCALARS = (bool, int, float, str)
+DEFAULT_ARCH = "sm_90"
+
+_TOP_KEYS = {
+    "sweep", "limits", "constants", "params", "switches", "derived", "constraints",
+    "shapes", "variants", "build", "run", "check", "kernel",
+}
+
+
+class _Ctx:
+    """Where we are in the file, for messages."""
+
+    def __init__(self, label: str):
+        self.label = label
+
+    def error(self, key: str, problem: str) -> SpecError:
+        return SpecError(problem, path=self.label, key=key)
+
+    def keys(self, table: Any, allowed: set[str], where: str) -> dict:
+        if not isinstance(table, dict):
+            raise self.error(where, f"expected a table, got {type(table).__name__}")
+        for key in table:
+            if key not in allowed:
+                close = difflib.get_close_matches(key, sorted(allowed), n=1)
+                hint = f" — did you mean '{close[0]}'?" if close else f" (allowed: {', '.join(sorted(allowed))})"
+                raise self.error(f"{where}.{key}" if where else key, f"unknown key{hint}")
+        return table
+
+    def expr(self, source: Any, key: str):
+        try:
+            return parse(source)
+        except ExprError as exc:
+            raise self.error(key, str(exc)) from None
+
+    def name(self, name: str, key: str) -> str:
+        if not _IDENT.match(name) or name.startswith("__"):
+            raise self.error(key, f"'{name}' is not a valid name (letters, digits and _, not starting with a digit or __)")
+        return name
+
+    def str_list(self, value: Any, key: str) -> tuple[str, ...]:
+        if not isinstance(value, list) or not all(isinstance(v, (str, int, float)) for v in value):
+            raise self.error(key, "expected a list of strings")
+        return tuple(str(v) for v in value)
+
+    def number(self, value: Any, key: str, positive: bool = True) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (positive and value <= 0):
+            raise self.error(key, f"expected a {'positive ' if positive else ''}number, got {value!r}")
+        return value
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Read a sweep spec from a TOML file."""
+    path = Path(path)
+    label = path.name
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise SpecError("no such file", path=str(path)) from None
+    except OSError as exc:
+        raise SpecError(f"cannot read: {exc.strerror}", path=str(path)) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"invalid TOML: {exc}", path=label) from None
+    return spec_from_dict(data, path=path.resolve())
+
+
+def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
+    """Build a Spec from the parsed TOML (a plain dict), checking everything."""
+    ctx = _Ctx(path.name if path else "<spec>")
+    root = path.parent if path else Path.cwd()
+    ctx.keys(dict(data), _TOP_KEYS, "")
+
+    sweep = ctx.keys(data.get("sweep", {}), {"name", "arch", "objective", "direction", "description"}, "sweep")
+    arch = sweep.get("arch")
+    if arch is not None and arch not in KNOWN_ARCHS:
+        close = difflib.get_close_matches(str(arch), KNOWN_ARCHS, n=1)
+        raise ctx.error("sweep.arch", f"unknown arch '{arch}'" + (f" — did you mean '{close[0]}'?" if close else f" (known: {', '.join(KNOWN_ARCHS)})"))
+    limits = dict(builtin_limits(arch or DEFAULT_ARCH))
+    for key, value in ctx.keys(data.get("limits", {}), set(LIMIT_KEYS), "limits").items():
+        limits[key] = int(ctx.number(value, f"limits.{key}", positive=False))
+
+    direction = sweep.get("direction", "min")
+    if direction not in ("min", "max"):
+        raise ctx.error("sweep.direction", f"must be 'min' or 'max', got {direction!r}")
+    objective = Objective(metric=str(sweep.get("objective", "ms")), direction=direction)
+
+    seen: dict[str, str] = {}  # name -> where it was defined
+
+    def claim(name: str, where: str) -> None:
+        ctx.name(name, where)
+        if name in seen:
+            raise ctx.error(where, f"duplicate name {name}: already defined at {seen[name]}")
+        seen[name] = where
+
+    constants = {}
+    for name, value in ctx.keys(data.get("constants", {}), set(data.get("constants", {})), "constants").items():
+        claim(name, f"constants.{name}")
+        if not isinstance(value, _SCALARS):
+            raise ctx.error(f"constants.{name}", "a constant must be a number, a string or a boolean")
+        constants[name] = value
+
+    params = [_param(ctx, name, spec, tier=1, where=f"params.{name}") for name, spec in _table(ctx, data, "params").items()]
+    params += [_switch(ctx, name, spec) for name, spec in _table(ctx, data, "switches").items()]
+    for p in params:
+        claim(p.name, f"{'params' if p.tier == 1 else 'switches'}.{p.name}")
+
+    derived = []
+    for name, spec in _table(ctx, data, "derived").items():
+        where = f"derived.{name}"
+        claim(name, where)
+        if isinstance(spec, dict):
+            ctx.keys(spec, {"expr", "define", "shapes", "variants"}, where)
+            if "expr" not in spec:
+                raise ctx.error(where, "needs 'expr'")
+            derived.append(Derived(
+                name=name, expr=ctx.expr(spec["expr"], where), define=bool(spec.get("define", False)),
+                shapes=_opt_set(ctx, spec, "shapes", where), variants=_opt_set(ctx, spec, "variants", where),
+            ))
+        else:
+            derived.append(Derived(name=name, expr=ctx.expr(spec, where)))
+
+    constraints = _constraints(ctx, data.get("constraints", []), root)
+    shapes = tuple(_shape(ctx, name, spec, seen) for name, spec in _table(ctx, data, "shapes").items())
+    variants = tuple(_variant(ctx, name, spec) for name, spec in _table(ctx, data, "variants").items())
+    for key, names in (("shapes", {s.name for s in shapes}), ("variants", {v.name for v in variants})):
+        for c in [*constraints, *derived]:
+            for n in getattr(c, key) or ():
+                if n not in names:
+                    kind = "constraint" if isinstance(c, Constraint) else "derived"
+                    raise ctx.error(f"{kind} '{c.name}'.{key}", f"no {key[:-1]} named '{n}'")
+
+    build = _build(ctx, data.get("build", {}), root)
+    run = _run(ctx, data.get("run", {}))
+    check = _check(ctx, data.get("check", {}))
+    kernel = data.get("kernel")
+    if kernel is not None and not isinstance(kernel, dict):
+        raise ctx.error("kernel", "expected a table")
+
+    spec = Spec(
+        name=str(sweep.get("name", path.stem if path else "sweep")),
+        params=tuple(params), derived=tuple(derived), constants=constants,
+        constraints=tuple(constraints), shapes=shapes, variants=variants, limits=limits,
+        arch=arch, build=build, run=run, check=check, objective=objective, path=path, kernel=kernel,
+    )
+    validate_names(spec)
+    return spec
+
+
+def validate_names(spec: Spec) -> None:
+    """Check, for every shape × variant, that expressions read only names that exist there."""
+    from ..space.space import resolve_names
+
+    for shape in spec.shape_list():
+        for variant in spec.variant_list():
+            params = spec.effective_params(shape, variant)
+            fixed = spec.fixed_names(shape, variant)
+            clash = {p.name for p in params} & set(fixed)
+            if clash:
+                name = sorted(clash)[0]
+                raise SpecError(
+                    f"{name} is both a parameter and a fixed value (constant, define or limit)",
+                    path=spec.label, key=f"shapes.{shape.name}" if shape.defines else f"variants.{variant.name}",
+                )
+            parts = spec.space_parts(shape, variant)
+            resolve_names([p.name for p in params], parts["derived"], parts["constraints"], fixed, spec.label)
+
+
+def _table(ctx: _Ctx, data: Mapping, key: str) -> dict:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise ctx.error(key, f"expected a table, got {type(value).__name__}")
+    return value
+
+
+def _opt_set(ctx: _Ctx, spec: Mapping, key: str, where: str) -> frozenset[str] | None:
+    if key not in spec:
+        return None
+    return frozenset(ctx.str_list(spec[key], f"{where}.{key}"))
+
+
+def _values(ctx: _Ctx, values: Any, where: str) -> tuple:
+    if not isinstance(values, list):
+        raise ctx.error(where, f"expected a list of values, got {type(values).__name__}")
+    if not values:
+        raise ctx.error(where, "the value list is empty")
+    for v in values:
+        if not isinstance(v, _SCALARS):
+            raise ctx.error(where, f"values must be numbers, strings or booleans, got {v!r}")
+    if len(set(map(repr, values))) != len(values):
+        dup = next(v for i, v in enumerate(values) if v in values[:i])
+        raise ctx.error(where, f"value {dup!r} is listed twice")
+    return tuple(values)
+
+
+def _param(ctx: _Ctx, name: str, spec: Any, tier: int, where: str) -> Param:
+    ctx.name(name, where)
+    if isinstance(spec, dict):
+        ctx.keys(spec, {"values", "default", "define"}, where)
+        if "values" not in spec:
+            raise ctx.error(where, "needs 'values'")
+        values = _values(ctx, spec["values"], f"{where}.values")
+        default = spec.get("default", values[0])
+        if default not in values:
+            raise ctx.error(f"{where}.default", f"default {default!r} is not one of the values {list(values)}")
+        return Param(name=name, values=values, default=default, tier=tier, define=bool(spec.get("define", True)))
+    return Param(name=name, values=_values(ctx, spec, where), tier=tier)
+
+
+def _switch(ctx: _Ctx, name: str, spec: Any) -> Param:
+    where = f"switches.{name}"
+    if spec == "flag" or spec is True:
+        return Param(name=name, values=(False, True), default=False, tier=2, flag=True)
+    if isinstance(spec, dict) and spec.get("flag"):
+        ctx.keys(spec, {"flag", "default"}, where)
+        return Param(name=name, values=(False, True), default=bool(spec.get("default", False)), tier=2, flag=True)
+    if isinstance(spec, str):
+        raise ctx.error(where, f"a switch is \"flag\" or a list of values, got {spec!r}")
+    return _param(ctx, name, spec, tier=2, where=where)
+
+
+def _constraints(ctx: _Ctx, items: Any, root: Path) -> list[Constraint]:
+    if not isinstance(items, list):
+        raise ctx.error("constraints", "expected an array of tables: [[constraints]]")
+    out: list[Constraint] = []
+    names: set[str] = set()
+    for i, item in enumerate(items):
+        where = f"constraints[{i}]"
+        ctx.keys(item, {"name", "expr", "python", "reason", "uses", "shapes", "variants"}, where)
+        name = item.get("name", f"c{i}")
+        if not isinstance(name, str) or not name:
+            raise ctx.error(f"{where}.name", "a constraint name must be a non-empty string")
+        where = f"constraint '{name}'"
+        if name in names:
+            raise ctx.error(where, f"duplicate constraint name '{name}'")
+        names.add(name)
+        if ("expr" in item) == ("python" in item):
+            raise ctx.error(where, "give exactly one of 'expr' (an expression) or 'python' (\"file.py:function\")")
+        expr = ctx.expr(item["expr"], where) if "expr" in item else None
+        function = _python_function(ctx, item["python"], root, where) if "python" in item else None
+        reason = item.get("reason")
+        if reason is not None and not isinstance(reason, str):
+            raise ctx.error(f"{where}.reason", "expected a string")
+        uses = _opt_set(ctx, item, "uses", where)
+        out.append(Constraint(
+            name=name, expr=expr, function=function, reason=reason, uses=uses,
+            shapes=_opt_set(ctx, item, "shapes", where), variants=_opt_set(ctx, item, "variants", where),
+        ))
+    return out
+
+
+def _python_function(ctx: _Ctx, ref: Any, root: Path, where: str) -> PyFunction:
+    if not isinstance(ref, str) or ":" not in ref:
+        raise ctx.error(f"{where}.python", f"expected \"file.py:function\", got {ref!r}")
+    file, func = ref.rsplit(":", 1)
+    path = (root / file).resolve()
+    if not path.is_file():
+        raise ctx.error(f"{where}.python", f"Python constraint file '{file}' does not exist")
+    module_name = f"ksweep_constraints_{abs(hash(str(path)))}"
+    module = sys.modules.get(module_name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:  # noqa: BLE001 - user code
+            raise ctx.error(f"{where}.python", f"importing '{file}' failed: {type(exc).__name__}: {exc}") from None
+        sys.modules[module_name] = module
+    fn: Callable | None = getattr(module, func, None)
+    if not callable(fn):
+        raise ctx.error(f"{where}.python", f"'{file}' has no function '{func}'")
+    return PyFunction(path=path, function=func, fn=fn)
+
+
+def _shape(ctx: _Ctx, name: str, spec: Any, seen: dict[str, str]) -> Shape:
+    where = f"shapes.{name}"
+    ctx.keys(spec, {"defines", "args", "params", "constants"}, where)
+    defines = _scalar_table(ctx, spec.get("defines", {}), f"{where}.defines")
+    constants = _scalar_table(ctx, spec.get("constants", {}), f"{where}.constants")
+    params = tuple(
+        _param(ctx, pname, pspec, tier=1, where=f"{where}.params.{pname}")
+        for pname, pspec in _table(ctx, spec, "params").items()
+    )
+    for pname in [*defines, *constants]:
+        if pname in seen and not seen[pname].startswith("constants."):
+            raise ctx.error(f"{where}.{pname}", f"duplicate name {pname}: already defined at {seen[pname]}")
+    return Shape(
+        name=name, defines=defines, constants=constants, params=params,
+        args=ctx.str_list(spec.get("args", []), f"{where}.args"),
+    )
+
+
+def _variant(ctx: _Ctx, name: str, spec: Any) -> Variant:
+    where = f"variants.{name}"
+    ctx.keys(spec, {"sources", "build_command", "run_command", "params", "constants", "defines"}, where)
+    return Variant(
+        name=name,
+        sources=ctx.str_list(spec["sources"], f"{where}.sources") if "sources" in spec else None,
+        build_command=ctx.str_list(spec["build_command"], f"{where}.build_command") if "build_command" in spec else None,
+        run_command=ctx.str_list(spec["run_command"], f"{where}.run_command") if "run_command" in spec else None,
+        params=tuple(
+            _param(ctx, pname, pspec, tier=1, where=f"{where}.params.{pname}")
+            for pname, pspec in _table(ctx, spec, "params").items()
+        ),
+        constants=_scalar_table(ctx, spec.get("constants", {}), f"{where}.constants"),
+        defines=_scalar_table(ctx, spec.get("defines", {}), f"{where}.defines"),
+    )
+
+
+def _scalar_table(ctx: _Ctx, table: Any, where: str) -> dict:
+    if not isinstance(table, dict):
+        raise ctx.error(where, "expected a table of NAME = value")
+    for name, value in table.items():
+        ctx.name(name, f"{where}.{name}")
+        if not isinstance(value, _SCALARS):
+            raise ctx.error(f"{where}.{name}", "expected a number, a string or a boolean")
+    return dict(table)
+
+
+def _build(ctx: _Ctx, spec: Any, root: Path) -> Build:
+    ctx.keys(spec, {"command", "sources", "timeout", "jobs", "env", "allow_spills", "max_registers"}, "build")
+    sources = ctx.str_list(spec.get("sources", []), "build.sources")
+    for s in sources:
+        if not (root / s).exists():
+            raise ctx.error("build.sources", f"source '{s}' does not exist (paths are relative to the spec file)")
+    jobs = spec.get("jobs")
+    return Build(
+        command=ctx.str_list(spec.get("command", []), "build.command"),
+        sources=sources,
+        timeout=ctx.number(spec.get("timeout", 600), "build.timeout"),
+        jobs=int(ctx.number(jobs, "build.jobs")) if jobs is not None else None,
+        env={k: str(v) for k, v in _scalar_table(ctx, spec.get("env", {}), "build.env").items()},
+        allow_spills=bool(spec.get("allow_spills", False)),
+        max_registers=int(ctx.number(spec["max_registers"], "build.max_registers")) if "max_registers" in spec else None,
+    )
+
+
+def _run(ctx: _Ctx, spec: Any) -> Run:
+    ctx.keys(spec, {"command", "timeout", "env", "output_limit"}, "run")
+    return Run(
+        command=ctx.str_list(spec.get("command", ["{binary}"]), "run.command"),
+        timeout=ctx.number(spec.get("timeout", 30), "run.timeout"),
+        env={k: str(v) for k, v in _scalar_table(ctx, spec.get("env", {}), "run.env").items()},
+        output_limit=int(ctx.number(spec.get("output_limit", 4 * 1024 * 1024), "run.output_limit")),
+    )
+
+
+def _check(ctx: _Ctx, spec: Any) -> Check:
+    ctx.keys(spec, {"keys", "expected", "reference", "rtol", "atol", "max"}, "check")
+    reference = spec.get("reference")
+    if reference not in (None, "defaults"):
+        raise ctx.error("check.reference", f"the only reference is \"defaults\", got {reference!r}")
+    expected = spec.get("expected", {})
+    if not isinstance(expected, dict):
+        raise ctx.error("check.expected", "expected a table: expected = { checksum = 1769472.0 }")
+    for k, v in [*expected.items(), *spec.get("max", {}).items()]:
+        ctx.number(v, f"check.{k}", positive=False)
+    keys = ctx.str_list(spec["keys"], "check.keys") if "keys" in spec else (tuple(expected) or ("checksum",))
+    return Check(
+        keys=keys, expected=expected, reference=reference,
+        rtol=ctx.number(spec.get("rtol", 1e-5), "check.rtol", positive=False),
+        atol=ctx.number(spec.get("atol", 0.0), "check.atol", positive=False),
+        max_keys=spec.get("max", {}),
+    )
