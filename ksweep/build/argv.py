@@ -1,0 +1,66 @@
+"""Command templates -> argv lists (pure). Never a shell string.
+
+An element that is exactly ``{defines}`` or ``{shape_args}`` (any name given in
+``lists``) expands to several arguments; ``{NAME}`` inside any other element is replaced
+by the value of NAME (``{binary}``, ``{workdir}``, ``{spec_dir}``, ``{shape}``,
+``{variant}``, or any parameter, derived value or constant). ``{{`` and ``}}`` are
+literal braces.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping, Sequence
+
+from ..errors import KsweepError
+from ..spec.model import define_value
+
+_WHOLE = re.compile(r"^\{(\w+)\}$")
+_FIELD = re.compile(r"\{\{|\}\}|\{(\w+)\}")
+
+
+class TemplateError(KsweepError):
+    pass
+
+
+def expand(
+    template: Sequence[str], *, lists: Mapping[str, Sequence[str]], values: Mapping[str, Any], where: str
+) -> list[str]:
+    out: list[str] = []
+    for arg in template:
+        m = _WHOLE.match(arg)
+        if m and m.group(1) in lists:
+            out.extend(lists[m.group(1)])
+            continue
+        out.append(_fill(arg, values, lists, where))
+    return out
+
+
+def _fill(arg: str, values: Mapping[str, Any], lists: Mapping[str, Sequence[str]], where: str) -> str:
+    def sub(m: re.Match) -> str:
+        if m.group(0) == "{{":
+            return "{"
+        if m.group(0) == "}}":
+            return "}"
+        name = m.group(1)
+        if name in values:
+            return define_value(values[name])
+        if name in lists:
+            raise TemplateError(f"{where}: {{{name}}} expands to several arguments and must stand alone: {arg!r}")
+        raise TemplateError(f"{where}: unknown placeholder {{{name}}} in {arg!r}")
+
+    return _FIELD.sub(sub, arg)
+
+
+def define_flags(params, config: Mapping[str, Any], derived_defs, derived: Mapping[str, Any],
+                 fixed_defines: Mapping[str, Any]) -> list[str]:
+    """The -D flags of one config: parameters, derived values marked define, shape/variant defines."""
+    flags: list[str] = []
+    for p in params:
+        flags.extend(p.defines(config[p.name]))
+    for d in derived_defs:
+        if d.define and d.name in derived:
+            flags.append(f"-D{d.name}={define_value(derived[d.name])}")
+    for name, value in fixed_defines.items():
+        flags.append(f"-D{name}={define_value(value)}")
+    return flags

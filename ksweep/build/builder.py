@@ -1,0 +1,92 @@
+"""Build one job through the cache, and judge the ptxas report (post-compile pruning)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..job import Job
+from ..process import run_process
+from ..status import Status
+from .cache import BuildCache
+from .ptxas import PtxasReport, parse_ptxas
+
+BINARY_NAME = "prog"
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    status: Status
+    message: str = ""
+    binary: Path | None = None
+    report: PtxasReport = field(default_factory=lambda: PtxasReport(()))
+    log: str = ""
+    seconds: float = 0.0
+    cached: bool = False
+
+
+@dataclass(frozen=True)
+class BuildRules:
+    """Post-compile pruning as in seed 000."""
+
+    max_registers: int | None = 255
+    allow_spills: bool = False
+
+    def judge(self, report: PtxasReport) -> tuple[Status, str]:
+        regs = report.registers
+        if self.max_registers is not None and regs is not None and regs > self.max_registers:
+            worst = max(report.kernels, key=lambda k: k.registers or 0)
+            return Status.REGS_LIMIT, f"{worst.name}: {regs} registers > {self.max_registers}"
+        if not self.allow_spills and report.spills:
+            k = next(k for k in report.kernels if k.spills)
+            return Status.SPILLS, (f"{k.name}: {k.spill_stores} bytes spill stores, "
+                                   f"{k.spill_loads} bytes spill loads")
+        return Status.OK, ""
+
+
+def first_error_lines(log: str, n: int = 6) -> str:
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error" in ln.lower()]
+    return " | ".join((errors or lines)[:n])[:1000]
+
+
+class Builder:
+    def __init__(self, cache: BuildCache, rules: BuildRules):
+        self.cache = cache
+        self.rules = rules
+
+    def build(self, job: Job) -> BuildResult:
+        if not job.build_argv:
+            return BuildResult(Status.OK, cached=True)
+        meta = self.cache.lookup(job.cache_key)
+        if meta is not None:
+            return self._result(meta, self.cache.entry(job.cache_key), cached=True)
+        scratch = self.cache.scratch(job.cache_key)
+        binary = scratch / BINARY_NAME
+        argv = [a.replace("{binary}", str(binary)).replace("{workdir}", str(scratch)) for a in job.build_argv]
+        out = run_process(argv, cwd=scratch, timeout=job.build_timeout, env=job.build_env)
+        log = (out.stdout + "\n" + out.stderr).strip()
+        if out.error == "stopped":
+            self.cache.discard(scratch)
+            return BuildResult(Status.COMPILE_ERROR, "stopped", seconds=out.seconds)
+        if out.timed_out or out.error:
+            self.cache.discard(scratch)
+            msg = out.error or f"build timed out after {job.build_timeout:g} s"
+            return BuildResult(Status.COMPILE_ERROR, msg, log=log, seconds=out.seconds)
+        ok = out.returncode == 0 and binary.exists()
+        if out.returncode == 0 and not binary.exists():
+            log += "\n(the build command exited 0 but did not write {binary})"
+        meta = {"ok": ok, "log": log[-200_000:], "seconds": out.seconds, "argv": argv}
+        entry = self.cache.commit(job.cache_key, scratch, meta)
+        return self._result(meta, entry, cached=False)
+
+    def _result(self, meta: dict, entry: Path, cached: bool) -> BuildResult:
+        report = parse_ptxas(meta["log"])
+        seconds = 0.0 if cached else meta["seconds"]
+        if not meta["ok"]:
+            return BuildResult(Status.COMPILE_ERROR, first_error_lines(meta["log"]), report=report,
+                               log=meta["log"], seconds=seconds, cached=cached)
+        status, message = self.rules.judge(report)
+        return BuildResult(status, message, binary=entry / BINARY_NAME, report=report, log=meta["log"],
+                           seconds=seconds, cached=cached)

@@ -1,0 +1,91 @@
+"""Content-addressed build cache.
+
+The key covers everything that changes the binary: the compiler's identity (its
+``--version`` output), the full argv (with the output path left as a placeholder), the
+build environment, and the contents of every listed source file. A built config lives
+in ``CACHE/<key>/`` with its binary and ``meta.json``; it is written to a temporary
+folder first and renamed into place, so a crash never leaves a half-built entry.
+Compile errors are cached too (they are deterministic); timeouts are not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+from typing import Mapping, Sequence
+
+
+@lru_cache(maxsize=None)
+def compiler_identity(program: str) -> str:
+    """``program --version`` (first 2000 chars), or the resolved path when that fails."""
+    path = shutil.which(program) or program
+    try:
+        r = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
+        ident = (r.stdout + r.stderr).strip()[:2000]
+    except (OSError, subprocess.TimeoutExpired):
+        ident = ""
+    return f"{path}\n{ident}"
+
+
+def file_digest(path: Path) -> str:
+    st = os.stat(path)
+    return _digest(str(path), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=4096)
+def _digest(path: str, mtime_ns: int, size: int) -> str:  # re-read only when the file changed
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def cache_key(argv: Sequence[str], sources: Sequence[Path], env: Mapping[str, str] | None = None,
+              extra: str = "") -> str:
+    h = hashlib.sha256()
+    h.update(compiler_identity(argv[0]).encode() if argv else b"")
+    h.update(b"\0argv\0" + json.dumps(list(argv)).encode())
+    h.update(b"\0env\0" + json.dumps(sorted((env or {}).items())).encode())
+    for src in sources:
+        h.update(b"\0src\0" + str(src).encode() + b"\0" + file_digest(src).encode())
+    h.update(b"\0extra\0" + extra.encode())
+    return h.hexdigest()[:32]
+
+
+class BuildCache:
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def entry(self, key: str) -> Path:
+        return self.root / key
+
+    def lookup(self, key: str) -> dict | None:
+        meta = self.entry(key) / "meta.json"
+        try:
+            return json.loads(meta.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def scratch(self, key: str) -> Path:
+        path = self.root / f"{key}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
+        path.mkdir(parents=True)
+        return path
+
+    def commit(self, key: str, scratch: Path, meta: dict) -> Path:
+        (scratch / "meta.json").write_text(json.dumps(meta))
+        final = self.entry(key)
+        try:
+            os.rename(scratch, final)
+        except OSError:  # another build of the same key won the race
+            shutil.rmtree(scratch, ignore_errors=True)
+        return final
+
+    def discard(self, scratch: Path) -> None:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -1,0 +1,93 @@
+"""Parse ``ptxas -v`` reports (pure): registers, spills, shared memory, stack per kernel.
+
+Handles the wording of nvcc 11-13, e.g.::
+
+    ptxas info    : Compiling entry function '_Z5spillILi300EEvPfPKf' for 'sm_90a'
+    ptxas info    : Function properties for _Z5spillILi300EEvPfPKf
+        2232 bytes stack frame, 4908 bytes spill stores, 4920 bytes spill loads
+    ptxas info    : Used 64 registers, used 0 barriers, 2232 bytes cumulative stack size
+    ptxas info    : Used 10 registers, used 1 barriers, 4096 bytes smem        (nvcc 13)
+    ptxas info    : Used 10 registers, 4096 bytes smem, 368 bytes cmem[0]      (older)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")
+_PROPS = re.compile(r"Function properties for (\S+)")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers")
+_SMEM = re.compile(r"(\d+) bytes smem")
+_BARRIERS = re.compile(r"used (\d+) barriers")
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    name: str
+    arch: str | None = None
+    registers: int | None = None
+    spill_stores: int = 0
+    spill_loads: int = 0
+    stack_frame: int = 0
+    smem: int = 0
+    barriers: int | None = None
+
+    @property
+    def spills(self) -> int:
+        return self.spill_stores + self.spill_loads
+
+
+@dataclass(frozen=True)
+class PtxasReport:
+    kernels: tuple[KernelResources, ...]
+
+    @property
+    def registers(self) -> int | None:
+        regs = [k.registers for k in self.kernels if k.registers is not None]
+        return max(regs) if regs else None
+
+    @property
+    def spills(self) -> int | None:
+        return sum(k.spills for k in self.kernels) if self.kernels else None
+
+    @property
+    def smem(self) -> int | None:
+        return max(k.smem for k in self.kernels) if self.kernels else None
+
+    def to_json(self) -> list[dict]:
+        return [k.__dict__ | {"spills": k.spills} for k in self.kernels]
+
+
+def parse_ptxas(text: str) -> PtxasReport:
+    """All kernels reported in ``text`` (compiler stderr), in order of appearance."""
+    kernels: dict[tuple, dict] = {}  # (name, arch): a kernel is compiled once per target
+    current: tuple | None = None
+    for line in text.splitlines():
+        m = _ENTRY.search(line)
+        if m:
+            current = (m.group(1), m.group(2))
+            kernels.setdefault(current, {"name": m.group(1), "arch": m.group(2)})
+            continue
+        m = _PROPS.search(line)
+        if m:
+            if current is None or current[0] != m.group(1):
+                current = (m.group(1), None)
+                kernels.setdefault(current, {"name": m.group(1)})
+            continue
+        if current is None:
+            continue
+        k = kernels[current]
+        m = _FRAME.search(line)
+        if m:
+            k["stack_frame"], k["spill_stores"], k["spill_loads"] = (int(g) for g in m.groups())
+        m = _USED.search(line)
+        if m:
+            k["registers"] = int(m.group(1))
+            s = _SMEM.search(line)
+            k["smem"] = int(s.group(1)) if s else 0
+            b = _BARRIERS.search(line)
+            if b:
+                k["barriers"] = int(b.group(1))
+    return PtxasReport(tuple(KernelResources(**k) for k in kernels.values()))

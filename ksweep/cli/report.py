@@ -1,0 +1,40 @@
+"""ksweep report DB: the sorted table, CSV or JSON of a results database."""
+
+from __future__ import annotations
+
+
+import json
+
+from ..report.export import to_csv, to_json
+from ..report.table import render, wide_console
+from ..store.sqlite import Store
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("report", help="print the results of a sweep")
+    p.add_argument("db", help="results database")
+    p.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    p.add_argument("--shape", help="only this shape")
+    p.add_argument("--variant", help="only this variant")
+    p.add_argument("--top", type=int, help="valid configs to show per shape/variant")
+    p.set_defaults(handler=run)
+
+
+def load_results(db: str, shape=None, variant=None):
+    with Store(db, create=False) as store:
+        results = store.results(variant=variant, shape=shape)
+        objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
+        rows = store.db.execute("SELECT key, value FROM meta WHERE key LIKE 'params:%'").fetchall()
+    order = {tuple(k.split(":")[1:]): json.loads(v) for k, v in rows}
+    return results, objective, order
+
+
+def run(args) -> int:
+    results, objective, order = load_results(args.db, args.shape, args.variant)
+    if args.format == "csv":
+        print(to_csv(results), end="")
+    elif args.format == "json":
+        print(to_json(results))
+    else:
+        render(results, objective["metric"], objective["direction"], wide_console(), param_order=order, top=args.top)
+    return 0

@@ -1,0 +1,77 @@
+"""ksweep run SPEC: build, run, verify and store every config; print the table."""
+
+from __future__ import annotations
+
+
+import signal
+from pathlib import Path
+
+from ..report.export import to_csv
+from ..report.progress import make_observer
+from ..report.table import render, wide_console
+from ..spec.load import load_spec
+from ..sweep.driver import SweepOptions
+from ..sweep.local import default_db_path, run_sweep
+from .report import load_results
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("run", help="sweep a spec: build, run, verify, store, report")
+    p.add_argument("spec", help="the sweep spec (TOML)")
+    p.add_argument("--db", help="results database (default: .ksweep/<spec>.db beside the spec)")
+    p.add_argument("--jobs", "-j", type=int, help="parallel builds (default: all cores)")
+    p.add_argument("--strategy", default="auto", help="grid, phased, random, bayes or auto (default)")
+    p.add_argument("--max-evals", type=int, help="stop after N evaluated configs (failures count)")
+    p.add_argument("--time-limit", type=float, help="stop after S seconds")
+    p.add_argument("--patience", type=int, help="stop after N evaluations without improvement")
+    p.add_argument("--seed", type=int, default=0, help="seed of the search strategy")
+    p.add_argument("--shape", action="append", help="only this shape (repeatable)")
+    p.add_argument("--variant", action="append", help="only this variant (repeatable)")
+    p.add_argument("--gpus", help="GPU indices to use, e.g. 0,1 (default: all visible)")
+    p.add_argument("--top", type=int, default=20, help="rows of the final table per shape/variant")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    p.set_defaults(handler=run)
+
+
+def _sigterm(signum, frame):
+    raise KeyboardInterrupt
+
+
+def run(args) -> int:
+    spec = load_spec(args.spec)
+    options = SweepOptions(
+        strategy=args.strategy, seed=args.seed, max_evals=args.max_evals, time_limit=args.time_limit,
+        patience=args.patience, shapes=tuple(args.shape) if args.shape else None,
+        variants=tuple(args.variant) if args.variant else None,
+    )
+    gpus = [int(g) for g in args.gpus.split(",") if g.strip()] if args.gpus else None
+    signal.signal(signal.SIGTERM, _sigterm)
+    observer = make_observer(spec.objective.metric, args.quiet)
+    interrupted = False
+    try:
+        summary, db = run_sweep(spec, db=args.db, options=options, gpus=gpus, jobs=args.jobs, observer=observer)
+    except KeyboardInterrupt:
+        interrupted = True
+        summary, db = None, Path(args.db) if args.db else None
+    db = db or default_db_path(spec)
+    if not db.exists():
+        return 130 if interrupted else 0
+    results, _, order = load_results(str(db))
+    csv_path = db.with_suffix(".csv")
+    csv_path.write_text(to_csv(results))
+    console = wide_console()
+    if not args.quiet:
+        render([r for r in results if _selected(r, options)], spec.objective.metric, spec.objective.direction,
+               console, param_order=order, top=args.top)
+    if summary is not None:
+        console.print(
+            f"{summary.evaluated} evaluated, {summary.resumed} resumed from the store; "
+            f"wall {summary.wall_seconds:.1f} s, build CPU {summary.build_cpu_seconds:.1f} s, "
+            f"GPU {summary.gpu_seconds:.1f} s, GPU idle {100 * summary.gpu_idle_share:.0f}%, "
+            f"{summary.configs_per_minute:.1f} configs/min", soft_wrap=True)
+    console.print(f"results: {db}  csv: {csv_path}", soft_wrap=True)
+    return 130 if interrupted else 0
+
+
+def _selected(r, options: SweepOptions) -> bool:
+    return (not options.shapes or r.shape in options.shapes) and (not options.variants or r.variant in options.variants)

@@ -1,0 +1,46 @@
+"""One unit of work: a config of one shape × variant, with its commands resolved."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from types import MappingProxyType
+
+
+def config_id(params: Mapping[str, Any]) -> str:
+    """The canonical identity of a config: its parameters as sorted JSON."""
+    return json.dumps(dict(params), sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Job:
+    variant: str
+    shape: str
+    params: Mapping[str, Any]
+    derived: Mapping[str, Any]
+    build_argv: tuple[str, ...]  # '{binary}' / '{workdir}' still to fill; empty: nothing to build
+    run_argv: tuple[str, ...]
+    sources: tuple[Path, ...]
+    cache_key: str
+    build_timeout: float = 600.0
+    run_timeout: float = 30.0
+    build_env: Mapping[str, str] = field(default_factory=dict)
+    run_env: Mapping[str, str] = field(default_factory=dict)
+    output_limit: int = 4 * 1024 * 1024
+    phase: str | None = None
+    is_reference: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+        object.__setattr__(self, "derived", MappingProxyType(dict(self.derived)))
+
+    @property
+    def config_id(self) -> str:
+        return config_id(self.params)
+
+    @property
+    def label(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.params.items())

@@ -1,0 +1,169 @@
+"""Child processes that cannot take the sweep down with them.
+
+Every command runs in its own session (so its own process group), with stdin closed,
+output captured up to a cap (the head and the tail are kept: a program printing
+gigabytes cannot exhaust memory, and a result line printed last is still seen), and a
+timeout after which the *whole group* is killed. On Linux the child also gets
+PR_SET_PDEATHSIG, so it dies with ksweep even on ``kill -9``. Every live group is
+registered so that Ctrl-C can kill them all at once (``kill_all``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+TAIL_BYTES = 64 * 1024
+
+_live: set[int] = set()
+_live_lock = threading.Lock()
+_stopping = threading.Event()
+
+
+@dataclass(frozen=True)
+class ProcessOutcome:
+    returncode: int | None
+    timed_out: bool
+    stdout: str
+    stderr: str
+    truncated: bool
+    seconds: float
+    error: str | None = None  # the command could not be started at all
+
+    @property
+    def signal(self) -> int | None:
+        return -self.returncode if self.returncode is not None and self.returncode < 0 else None
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.signal is None:
+            return None
+        try:
+            return signal.Signals(self.signal).name
+        except ValueError:
+            return f"signal {self.signal}"
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL("libc.so.6", use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except OSError:
+            pass
+
+
+class _Capture(threading.Thread):
+    """Drain one pipe, keeping the first ``limit`` bytes and the last TAIL_BYTES."""
+
+    def __init__(self, pipe, limit: int):
+        super().__init__(daemon=True)
+        self.pipe = pipe
+        self.limit = limit
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def run(self) -> None:
+        while True:
+            chunk = self.pipe.read1(65536) if hasattr(self.pipe, "read1") else self.pipe.read(65536)
+            if not chunk:
+                break
+            room = self.limit - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            if chunk:
+                self.tail += chunk
+                if len(self.tail) > TAIL_BYTES:
+                    cut = len(self.tail) - TAIL_BYTES
+                    self.dropped += cut
+                    del self.tail[:cut]
+        self.pipe.close()
+
+    def text(self) -> str:
+        data = bytes(self.head)
+        if self.dropped:
+            data += f"\n[... {self.dropped} bytes dropped ...]\n".encode()
+        data += bytes(self.tail)
+        return data.decode("utf-8", errors="replace")
+
+    @property
+    def truncated(self) -> bool:
+        return bool(self.tail)
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: str | Path,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    output_limit: int = 4 * 1024 * 1024,
+) -> ProcessOutcome:
+    """Run argv to completion or timeout; never raises for a failing command."""
+    if _stopping.is_set():
+        return ProcessOutcome(None, False, "", "", False, 0.0, error="stopped")
+    start = time.monotonic()
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    try:
+        proc = subprocess.Popen(
+            list(argv), cwd=str(cwd), env=full_env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+    except OSError as exc:
+        return ProcessOutcome(None, False, "", "", False, time.monotonic() - start,
+                              error=f"cannot start {argv[0]!r}: {exc.strerror or exc}")
+    with _live_lock:
+        _live.add(proc.pid)
+    out, err = _Capture(proc.stdout, output_limit), _Capture(proc.stderr, output_limit)
+    out.start()
+    err.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:
+        _kill_group(proc.pid)  # the program and anything it left behind
+        proc.wait()
+        with _live_lock:
+            _live.discard(proc.pid)
+    out.join(5)
+    err.join(5)
+    return ProcessOutcome(
+        returncode=proc.returncode, timed_out=timed_out, stdout=out.text(), stderr=err.text(),
+        truncated=out.truncated or err.truncated, seconds=time.monotonic() - start,
+    )
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def kill_all() -> int:
+    """Stop starting new processes and kill every live group; returns how many were killed."""
+    _stopping.set()
+    with _live_lock:
+        groups = list(_live)
+    for pgid in groups:
+        _kill_group(pgid)
+    return len(groups)
+
+
+def reset_stop() -> None:
+    """Allow processes to start again (after kill_all, for the next sweep in this process)."""
+    _stopping.clear()

@@ -1,0 +1,66 @@
+"""CSV (every column) and JSON exports of results."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Iterable, Sequence
+
+from ..result import Result
+
+FIXED = ("variant", "shape", "phase", "status", "message", "regs", "spills", "smem", "cached",
+         "gpu_index", "gpu_name", "gpu_uuid", "driver", "build_seconds", "run_seconds", "finished", "cache_key")
+
+
+def to_records(results: Iterable[Result]) -> list[dict]:
+    return [
+        {
+            "variant": r.variant, "shape": r.shape, "params": dict(r.params), "derived": dict(r.derived),
+            "status": r.status.value, "message": r.message, "metrics": dict(r.metrics),
+            "regs": r.regs, "spills": r.spills, "smem": r.smem, "phase": r.phase,
+            "gpu": {"index": r.gpu_index, "name": r.gpu_name, "uuid": r.gpu_uuid, "driver": r.driver},
+            "build_argv": list(r.build_argv), "cache_key": r.cache_key,
+            "build_seconds": r.build_seconds, "run_seconds": r.run_seconds, "finished": r.finished,
+        }
+        for r in results
+    ]
+
+
+def to_json(results: Iterable[Result]) -> str:
+    return json.dumps(to_records(results), indent=2, default=str)
+
+
+def to_csv(results: Sequence[Result]) -> str:
+    params, derived, metrics = [], [], []
+    for r in results:
+        for k in r.params:
+            if k not in params:
+                params.append(k)
+        for k in r.derived:
+            if k not in derived:
+                derived.append(k)
+        for k in r.metrics:
+            if k not in metrics:
+                metrics.append(k)
+    header = ["variant", "shape", "phase", *params, *[f"derived.{k}" for k in derived],
+              "status", "message", "regs", "spills", "smem", *[f"metric.{k}" for k in metrics],
+              "cached", "gpu_index", "gpu_name", "gpu_uuid", "driver", "build_seconds", "run_seconds",
+              "finished", "cache_key", "build_argv"]
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(header)
+    for r in results:
+        w.writerow([
+            r.variant, r.shape, r.phase or "", *[r.params.get(k, "") for k in params],
+            *[r.derived.get(k, "") for k in derived], r.status.value, r.message,
+            _blank(r.regs), _blank(r.spills), _blank(r.smem), *[_blank(r.metrics.get(k)) for k in metrics],
+            int(r.cached), _blank(r.gpu_index), r.gpu_name or "", r.gpu_uuid or "", r.driver or "",
+            _blank(r.build_seconds), _blank(r.run_seconds), _blank(r.finished), r.cache_key or "",
+            " ".join(r.build_argv),
+        ])
+    return buf.getvalue()
+
+
+def _blank(v):
+    return "" if v is None else v

@@ -1,0 +1,42 @@
+"""Ranking of results (pure): the best valid first, then failures, then pruned configs."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable
+
+from ..result import Result
+from ..status import FAILURE_ORDER, Status
+
+_FAIL_RANK = {s: i for i, s in enumerate(FAILURE_ORDER)}
+
+
+def group_results(results: Iterable[Result]) -> dict[tuple[str, str, str | None], list[Result]]:
+    """Results per (variant, shape, GPU model): runs on different GPU models are never ranked together."""
+    groups: dict[tuple[str, str, str | None], list[Result]] = defaultdict(list)
+    gpu_of: dict[tuple[str, str], set] = defaultdict(set)
+    for r in results:
+        if r.gpu_name:
+            gpu_of[(r.variant, r.shape)].add(r.gpu_name)
+    for r in results:
+        models = gpu_of[(r.variant, r.shape)]
+        gpu = r.gpu_name if len(models) > 1 else None
+        groups[(r.variant, r.shape, gpu)].append(r)
+    return dict(groups)
+
+
+def rank(results: Iterable[Result], metric: str, direction: str = "min") -> list[Result]:
+    sign = 1.0 if direction == "min" else -1.0
+
+    def key(r: Result):
+        v = r.value(metric)
+        if v is not None:
+            return (0, sign * v, "")
+        return (1 + _FAIL_RANK.get(r.status, 0), 0.0, r.message)
+
+    return sorted(results, key=key)
+
+
+def best(results: Iterable[Result], metric: str, direction: str = "min") -> Result | None:
+    ranked = rank(results, metric, direction)
+    return ranked[0] if ranked and ranked[0].value(metric) is not None else None

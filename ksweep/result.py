@@ -1,0 +1,42 @@
+"""The record of one evaluated (or pruned) config: what every stage after the run sees."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .status import Status
+
+
+@dataclass(frozen=True)
+class Result:
+    variant: str
+    shape: str
+    params: Mapping[str, Any]
+    status: Status
+    message: str = ""
+    derived: Mapping[str, Any] = field(default_factory=dict)
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    regs: int | None = None
+    spills: int | None = None
+    smem: int | None = None
+    kernels: tuple = ()
+    build_argv: tuple[str, ...] = ()
+    cache_key: str | None = None
+    cached: bool = False
+    phase: str | None = None
+    gpu_index: int | None = None
+    gpu_name: str | None = None
+    gpu_uuid: str | None = None
+    driver: str | None = None
+    build_seconds: float | None = None
+    run_seconds: float | None = None
+    started: float | None = None
+    finished: float | None = None
+
+    def value(self, metric: str) -> float | None:
+        """The objective's value, only for a config that passed everything."""
+        if self.status is not Status.OK:
+            return None
+        v = self.metrics.get(metric)
+        return float(v) if v is not None else None

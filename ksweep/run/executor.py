@@ -1,0 +1,54 @@
+"""Executors: where builds and runs happen. The sweep driver only sees futures.
+
+``LocalExecutor`` builds on a pool of threads (each build is its own process) and runs
+on one slot per GPU, each run pinned to its GPU with CUDA_VISIBLE_DEVICES.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+from ..build.builder import Builder, BuildResult
+from ..job import Job
+from ..process import kill_all
+from .gpus import Gpu
+from .program import RunOutcome, run_job
+
+
+class LocalExecutor:
+    def __init__(self, builder: Builder, gpus: list[Gpu], scratch: Path, build_jobs: int | None = None):
+        self.builder = builder
+        self.gpus = gpus
+        self.scratch = scratch
+        self.build_jobs = build_jobs or os.cpu_count() or 1
+        self._builds = ThreadPoolExecutor(self.build_jobs, thread_name_prefix="ksweep-build")
+        self._runs = ThreadPoolExecutor(len(gpus), thread_name_prefix="ksweep-run")
+        self._free: queue.Queue[Gpu] = queue.Queue()
+        for g in gpus:
+            self._free.put(g)
+
+    @property
+    def run_slots(self) -> int:
+        return len(self.gpus)
+
+    def submit_build(self, job: Job) -> Future:
+        return self._builds.submit(self.builder.build, job)
+
+    def submit_run(self, job: Job, build: BuildResult) -> Future:
+        return self._runs.submit(self._run, job, build)
+
+    def _run(self, job: Job, build: BuildResult) -> RunOutcome:
+        gpu = self._free.get()
+        try:
+            return run_job(job, build, gpu, self.scratch)
+        finally:
+            self._free.put(gpu)
+
+    def shutdown(self, cancel: bool = False) -> None:
+        if cancel:
+            kill_all()
+        self._builds.shutdown(wait=not cancel, cancel_futures=cancel)
+        self._runs.shutdown(wait=not cancel, cancel_futures=cancel)

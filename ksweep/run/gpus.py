@@ -1,0 +1,52 @@
+"""Which GPUs this host has (nvidia-smi), as plain records."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int | None  # None: no GPU (runs are not pinned)
+    name: str = "none"
+    uuid: str | None = None
+    driver: str | None = None
+
+
+NO_GPU = Gpu(index=None)
+
+
+def detect_gpus() -> list[Gpu]:
+    """Visible NVIDIA GPUs; an empty list when nvidia-smi is missing or fails."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return []
+    try:
+        r = subprocess.run(
+            [exe, "--query-gpu=index,name,uuid,driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if r.returncode != 0:
+        return []
+    return parse_nvidia_smi(r.stdout)
+
+
+def parse_nvidia_smi(text: str) -> list[Gpu]:
+    gpus = []
+    for line in text.strip().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) >= 4 and parts[0].isdigit():
+            gpus.append(Gpu(index=int(parts[0]), name=parts[1], uuid=parts[2], driver=parts[3]))
+    return gpus
+
+
+def select_gpus(available: list[Gpu], wanted: list[int] | None) -> list[Gpu]:
+    """The GPUs to run on: ``wanted`` indices (all when None); one unpinned slot without GPUs."""
+    if wanted is None:
+        return available or [NO_GPU]
+    by_index = {g.index: g for g in available}
+    return [by_index.get(i, Gpu(index=i, name="unknown")) for i in wanted] or [NO_GPU]

@@ -1,0 +1,43 @@
+"""Program mode: run a built binary for one config in its own working directory."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..build.builder import BuildResult
+from ..job import Job
+from ..process import run_process
+from ..status import Status
+from .classify import classify
+from .gpus import Gpu
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    status: Status
+    message: str
+    metrics: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    gpu: Gpu | None = None
+    stopped: bool = False
+
+
+def run_job(job: Job, build: BuildResult, gpu: Gpu, scratch_root: Path) -> RunOutcome:
+    scratch_root.mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="run-", dir=scratch_root))
+    try:
+        binary = str(build.binary) if build.binary else ""
+        argv = [a.replace("{binary}", binary).replace("{workdir}", str(workdir)) for a in job.run_argv]
+        env = dict(job.run_env)
+        if gpu.index is not None:
+            env["CUDA_VISIBLE_DEVICES"] = str(gpu.index)
+        out = run_process(argv, cwd=workdir, timeout=job.run_timeout, env=env, output_limit=job.output_limit)
+        if out.error == "stopped":
+            return RunOutcome(Status.RUN_ERROR, "stopped", stopped=True, gpu=gpu)
+        status, message, metrics = classify(out, job.run_timeout, job.shape)
+        return RunOutcome(status, message, metrics, out.seconds, gpu)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
