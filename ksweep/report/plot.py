@@ -1,0 +1,72 @@
+"""Heat-maps of the best value per pair of parameters (seed 001), with matplotlib."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from ..errors import KsweepError, require
+from ..result import Result
+
+
+def heatmap_grid(results: Iterable[Result], x: str, y: str, metric: str, direction: str):
+    """(xs, ys, cells): for each (x, y) the best metric over all other parameters (pure)."""
+    cells: dict[tuple, float] = {}
+    xs: set = set()
+    ys: set = set()
+    better = (lambda a, b: a < b) if direction == "min" else (lambda a, b: a > b)
+    for r in results:
+        if x not in r.params or y not in r.params:
+            raise KsweepError(f"parameter '{x if x not in r.params else y}' is not in the results "
+                              f"(parameters: {', '.join(r.params)})")
+        xs.add(r.params[x])
+        ys.add(r.params[y])
+        v = r.metrics.get(metric) if r.status.ok else None
+        if v is None:
+            continue
+        key = (r.params[x], r.params[y])
+        if key not in cells or better(v, cells[key]):
+            cells[key] = v
+    return sorted(xs, key=_order), sorted(ys, key=_order), cells
+
+
+def _order(v):
+    return (0, v, "") if isinstance(v, (int, float)) else (1, 0, str(v))
+
+
+def plot_heatmap(results: list[Result], x: str, y: str, metric: str, direction: str, out: Path,
+                 title: str = "") -> Path:
+    matplotlib = require("matplotlib", "plot", "ksweep plot")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    xs, ys, cells = heatmap_grid(results, x, y, metric, direction)
+    if not cells:
+        raise KsweepError(f"no successful result has the metric '{metric}'")
+    grid = np.full((len(ys), len(xs)), np.nan)
+    for (vx, vy), v in cells.items():
+        grid[ys.index(vy), xs.index(vx)] = v
+    fig, ax = plt.subplots(figsize=(1.2 + 1.0 * len(xs), 1.0 + 0.7 * len(ys)))
+    cmap = "viridis_r" if direction == "min" else "viridis"
+    im = ax.imshow(grid, cmap=cmap, aspect="auto")
+    ax.set_xticks(range(len(xs)), [str(v) for v in xs])
+    ax.set_yticks(range(len(ys)), [str(v) for v in ys])
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    finite = grid[np.isfinite(grid)]
+    mid = (finite.min() + finite.max()) / 2 if finite.size else 0
+    for i in range(len(ys)):
+        for j in range(len(xs)):
+            v = grid[i, j]
+            text = "—" if np.isnan(v) else f"{v:.3g}"
+            dark = (v > mid) if direction == "min" else (v < mid)
+            ax.text(j, i, text, ha="center", va="center", fontsize=8,
+                    color="white" if (not np.isnan(v) and dark) else "black")
+    fig.colorbar(im, ax=ax, label=f"best {metric} ({direction})")
+    ax.set_title(title or f"best {metric} per ({x}, {y})")
+    fig.tight_layout()
+    out = Path(out)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out

@@ -1,0 +1,229 @@
+"""End to end: small C programs built by gcc that hang, crash, lie and flood."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ksweep import Status, load_spec
+from ksweep.store.sqlite import Store
+from ksweep.sweep.driver import SweepOptions
+from ksweep.sweep.local import run_sweep
+
+from .conftest import GCC_BUILD
+
+ALL_MODES = f"""
+[sweep]
+objective = "ms"
+[params]
+MODE = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+X = [3]
+{GCC_BUILD}
+[run]
+timeout = 3
+[check]
+expected = {{ checksum = 1.0 }}
+"""
+
+EXPECTED = {
+    0: Status.OK, 1: Status.HANG, 2: Status.CRASH, 3: Status.CRASH, 4: Status.RUN_ERROR,
+    5: Status.CUDA_ERROR, 6: Status.NO_RESULT, 7: Status.CHECKSUM_MISMATCH, 8: Status.OK,
+    9: Status.COMPILE_ERROR,
+}
+
+
+def sweep(spec_path, **options):
+    spec = load_spec(spec_path)
+    summary, db = run_sweep(spec, options=SweepOptions(strategy="grid", **options), jobs=2)
+    with Store(db) as store:
+        return summary, {r.params["MODE"] if "MODE" in r.params else None: r for r in store.results()}, db
+
+
+def test_every_status(program_dir):
+    summary, results, db = sweep(program_dir(ALL_MODES))
+    got = {mode: r.status for mode, r in results.items()}
+    assert got == EXPECTED
+    assert "SIGSEGV" in results[2].message and "SIGABRT" in results[3].message
+    assert "illegal memory access" in results[5].message
+    assert "bad input" in results[4].message and "exit code 3" in results[4].message
+    assert "intentional compile error" in results[9].message
+    assert "checksum = 2.5" in results[7].message
+    assert results[8].metrics["ms"] == 3.0  # the result line after 200 MB of output is still found
+    assert results[0].metrics == {"ms": 3.0, "gflops": pytest.approx(100 / 3), "checksum": 1.0}
+    assert summary.counts == {s.value: list(EXPECTED.values()).count(s) for s in set(EXPECTED.values())}
+
+
+def test_hang_kills_the_whole_process_group(program_dir):
+    spec = program_dir(ALL_MODES.replace("MODE = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]", "MODE = [1]"))
+    sweep(spec)
+    time.sleep(0.2)
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert str(program_dir.dir) not in out  # neither the program nor the child it forked survive
+
+
+def test_second_run_resumes_and_builds_nothing(program_dir):
+    spec = program_dir(ALL_MODES.replace("MODE = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]", "MODE = [0, 7, 9]"))
+    first, results, db = sweep(spec)
+    assert first.evaluated == 3
+    cache = program_dir.dir / ".ksweep" / "cache"
+    entries = sorted(p.name for p in cache.iterdir())
+    second, again, _ = sweep(spec)
+    assert second.evaluated == 0 and second.resumed == 3
+    assert sorted(p.name for p in cache.iterdir()) == entries
+    assert {m: r.status for m, r in again.items()} == {m: r.status for m, r in results.items()}
+
+
+def test_build_cache_hits_and_a_changed_source_rebuilds(program_dir, tmp_path):
+    spec = program_dir(ALL_MODES.replace("MODE = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]", "MODE = [0]"))
+    sweep(spec)
+    cache = program_dir.dir / ".ksweep" / "cache"
+    before = {p.name for p in cache.iterdir()}
+    # a fresh database: everything runs again, but nothing is compiled again
+    spec2 = program_dir(spec.read_text(), name="copy.toml")
+    _, results, _ = sweep(spec2)
+    assert results[0].cached and {p.name for p in cache.iterdir()} == before
+    # change the source: new key, rebuilt, and the old result is invalidated (run again)
+    src = program_dir.dir / "behaviours.c"
+    src.write_text(src.read_text() + "\n/* changed */\n")
+    summary, results, _ = sweep(spec)
+    assert summary.evaluated == 1 and summary.resumed == 0
+    assert not results[0].cached and len({p.name for p in cache.iterdir()} - before) == 1
+
+
+def test_reference_defaults(program_dir):
+    spec = program_dir(f"""
+    [params]
+    MODE = {{ values = [0, 7, 4], default = 0 }}
+    X = [1, 2]
+    {GCC_BUILD}
+    [check]
+    keys = ["checksum"]
+    reference = "defaults"
+    """)
+    _, _, db = sweep(spec)
+    with Store(db) as store:
+        rows = store.results()
+    status = {(r.params["MODE"], r.params["X"]): r.status for r in rows}
+    assert status == {(0, 1): Status.OK, (0, 2): Status.OK, (7, 1): Status.CHECKSUM_MISMATCH,
+                      (7, 2): Status.CHECKSUM_MISMATCH, (4, 1): Status.RUN_ERROR, (4, 2): Status.RUN_ERROR}
+    assert rows[0].params == {"MODE": 0, "X": 1} and rows[0].phase == "reference"
+
+
+def test_pruned_configs_are_stored_with_reasons(program_dir):
+    spec = program_dir(f"""
+    [params]
+    MODE = [0]
+    X = [1, 2, 3, 4]
+    [[constraints]]
+    name = "small"
+    expr = "X * 2 <= 4"
+    reason = "X={{X}} too big"
+    {GCC_BUILD}
+    """)
+    _, _, db = sweep(spec)
+    with Store(db) as store:
+        rows = {r.params["X"]: r for r in store.results()}
+    assert rows[1].status is Status.OK and rows[2].status is Status.OK
+    assert rows[3].status is Status.PRUNED and rows[3].message == "small: X=3 too big"
+
+
+def run_cli(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "ksweep.cli.main", *args], capture_output=True, text=True, **kw)
+
+
+def test_report_formats(program_dir):
+    spec = program_dir(ALL_MODES.replace("MODE = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]", "MODE = [0, 5, 7]"))
+    r = run_cli("run", str(spec), "--strategy", "grid", "--quiet")
+    assert r.returncode == 0, r.stderr
+    db = program_dir.dir / ".ksweep" / "sweep.db"
+    assert (program_dir.dir / ".ksweep" / "sweep.csv").exists()
+    table = run_cli("report", str(db)).stdout
+    lines = [ln for ln in table.splitlines() if ln.strip()]
+    header = next(ln for ln in lines if "STATUS" in ln)
+    for col in ("MODE", "X", "REGS", "SPILL", "SMEM_KB", "MS", "CHECKSUM", "STATUS"):
+        assert col in header
+    assert "BEST" in table and "CUDA_ERROR" in table and "CHECKSUM_MISMATCH" in table
+    records = json.loads(run_cli("report", str(db), "--format", "json").stdout)
+    assert {"variant", "shape", "params", "derived", "status", "message", "metrics", "regs", "spills", "smem"} <= set(records[0])
+    assert sorted(r["status"] for r in records) == ["CHECKSUM_MISMATCH", "CUDA_ERROR", "OK"]
+    csv = run_cli("report", str(db), "--format", "csv").stdout.splitlines()
+    assert csv[0].startswith("variant,shape,phase,MODE,X") and "metric.ms" in csv[0] and len(csv) == 4
+
+
+def test_heatmap(program_dir, tmp_path):
+    pytest.importorskip("matplotlib")
+    spec = program_dir(ALL_MODES.replace("MODE = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]", "MODE = [0, 7]").replace("X = [3]", "X = [1, 2, 3]"))
+    run_cli("run", str(spec), "--strategy", "grid", "--quiet", check=True)
+    out = tmp_path / "h.png"
+    r = run_cli("plot", "heatmap", str(program_dir.dir / ".ksweep" / "sweep.db"), "--x", "MODE", "--y", "X", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+SLOW = f"""
+[params]
+MODE = [10]
+X = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+{GCC_BUILD.replace('"{{defines}}"', '"{{defines}}", "-DSLEEP_MS=400"')}
+[run]
+env = {{ KSWEEP_TEST_LOG = "LOGFILE" }}
+"""
+
+
+def test_resume_after_sigkill_runs_no_config_twice(program_dir):
+    log = program_dir.dir / "executions.log"
+    spec = program_dir(SLOW.replace("LOGFILE", str(log)))
+    proc = subprocess.Popen([sys.executable, "-m", "ksweep.cli.main", "run", str(spec), "--strategy", "grid", "-q"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline and (not log.exists() or len(log.read_text().splitlines()) < 4):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    db = program_dir.dir / ".ksweep" / "sweep.db"
+    with Store(db) as store:  # readable after kill -9
+        finished = {r.params["X"] for r in store.results()}
+    assert 3 <= len(finished) < 12
+    r = run_cli("run", str(spec), "--strategy", "grid", "-q")
+    assert r.returncode == 0, r.stderr
+    runs = log.read_text().splitlines()
+    assert len(runs) == len(set(runs)) == 12  # every config ran exactly once over both sweeps
+    with Store(db) as store:
+        assert {r.params["X"] for r in store.results() if r.status is Status.OK} == set(range(1, 13))
+
+
+def test_ctrl_c_stops_fast_kills_children_keeps_results(program_dir):
+    spec = program_dir(f"""
+    [params]
+    MODE = [0, 1]
+    X = [1, 2, 3, 4]
+    {GCC_BUILD}
+    [run]
+    timeout = 60
+    """)
+    proc = subprocess.Popen([sys.executable, "-m", "ksweep.cli.main", "run", str(spec), "--strategy", "grid", "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    db = program_dir.dir / ".ksweep" / "sweep.db"
+    deadline = time.time() + 60
+    hung = False
+    while time.time() < deadline and not hung:  # wait until a hanging program is running
+        out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+        hung = any(str(program_dir.dir) in line and "cache" in line for line in out.splitlines())
+        time.sleep(0.1)
+    assert hung
+    t0 = time.time()
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=10)
+    assert time.time() - t0 < 2.0
+    assert proc.returncode == 130
+    time.sleep(0.2)
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert str(program_dir.dir) not in out
+    with Store(db) as store:
+        kept = [r for r in store.results() if r.status is Status.OK]
+    assert len(kept) == 4  # the MODE=0 configs finished before the hang
