@@ -12,8 +12,16 @@ from .spec.load import load_spec, spec_from_dict
 from .spec.model import Build, Check, Constraint, Derived, Objective, Param, Run, Shape, Spec, Variant
 from .status import Status
 
+
+def tune_kernel(*args, **kwargs):
+    """Tune a bare __global__ kernel (see ksweep.kernel.api.tune_kernel)."""
+    from .kernel.api import tune_kernel as _tune
+
+    return _tune(*args, **kwargs)
+
+
 __all__ = [
     "Build", "Check", "Constraint", "Derived", "KsweepError", "Objective", "Param", "Run", "Shape",
-    "Space", "Spec", "SpecError", "Status", "Variant", "load_spec", "spec_from_dict",
+    "Space", "Spec", "SpecError", "Status", "Variant", "load_spec", "spec_from_dict", "tune_kernel",
 ]
 __version__ = "0.1.0"

@@ -32,6 +32,8 @@ class Job:
     output_limit: int = 4 * 1024 * 1024
     phase: str | None = None
     is_reference: bool = False
+    launch: Mapping[str, Any] | None = None  # kernel mode: entry, grid, block, smem
+
 
     def __post_init__(self):
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))

@@ -43,9 +43,13 @@ class LocalExecutor:
     def _run(self, job: Job, build: BuildResult) -> RunOutcome:
         gpu = self._free.get()
         try:
-            return run_job(job, build, gpu, self.scratch)
+            return self.run_on(gpu, job, build)
         finally:
             self._free.put(gpu)
+
+    def run_on(self, gpu: Gpu, job: Job, build: BuildResult) -> RunOutcome:
+        """Run one built job on one GPU (program mode: the binary in its own process)."""
+        return run_job(job, build, gpu, self.scratch)
 
     def shutdown(self, cancel: bool = False) -> None:
         if cancel:

@@ -154,8 +154,12 @@ def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
     run = _run(ctx, data.get("run", {}))
     check = _check(ctx, data.get("check", {}))
     kernel = data.get("kernel")
-    if kernel is not None and not isinstance(kernel, dict):
-        raise ctx.error("kernel", "expected a table")
+    if kernel is not None:
+        from ..kernel.spec import kernel_spec_from_dict
+
+        if not isinstance(kernel, dict):
+            raise ctx.error("kernel", "expected a table")
+        kernel = kernel_spec_from_dict(kernel, root, ctx.label)
 
     spec = Spec(
         name=str(sweep.get("name", path.stem if path else "sweep")),

@@ -225,7 +225,7 @@ class Spec:
     check: Check = field(default_factory=Check)
     objective: Objective = field(default_factory=Objective)
     path: Path | None = None  # the spec file, when loaded from one
-    kernel: Mapping[str, Any] | None = None  # kernel mode ([kernel]), see ksweep.kernel
+    kernel: Any = None  # kernel mode: a ksweep.kernel.spec.KernelSpec ([kernel])
 
     def __post_init__(self):
         for name in ("params", "derived", "constraints", "shapes", "variants"):

@@ -251,14 +251,26 @@ class Sweep:
         return True
 
     # -- reference and pruned configs -------------------------------------------------
-    def _reference(self, space, factory: JobFactory, variant: str, shape: str, strategy, budget):
-        if self.spec.check.reference != "defaults":
-            return None
+    def _reference_config(self, space) -> dict | None:
+        """The config every other is checked against: the defaults, or kernel mode's own choice."""
         defaults = {p.name: p.default for p in space.params}
-        verdict = space.explain(defaults)
-        if not verdict.ok:
-            raise SpecError(f"the defaults config is not valid for shape {shape}, variant {variant}: "
-                            f"{verdict.constraint}: {verdict.reason}", path=self.spec.label, key="check.reference")
+        k = self.spec.kernel
+        if k is not None:
+            if isinstance(k.reference, dict):
+                return {**defaults, **k.reference}
+            return defaults if k.reference == "defaults" else None
+        return defaults if self.spec.check.reference == "defaults" else None
+
+    def _reference(self, space, factory: JobFactory, variant: str, shape: str, strategy, budget):
+        defaults = self._reference_config(space)
+        if defaults is None:
+            return None
+        verdict = space.explain(defaults) if set(defaults) == set(space.names) else None
+        if verdict is None or not verdict.ok:
+            why = f"{verdict.constraint}: {verdict.reason}" if verdict else "it does not name every parameter"
+            key = "kernel.reference" if self.spec.kernel is not None else "check.reference"
+            raise SpecError(f"the reference config is not valid for shape {shape}, variant {variant}: {why}",
+                            path=self.spec.label, key=key)
         strategy.proposed.add(tuple(defaults[n] for n in space.names))  # never proposed again
         job = factory.make(defaults, phase="reference", is_reference=True)
         old = self.store.get(variant, shape, job.config_id)

@@ -3,12 +3,17 @@ but for hashing the source files)."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+from dataclasses import replace
+from pathlib import Path
 from typing import Any, Mapping
 
 from ..build.argv import define_flags, expand
 from ..build.cache import cache_key
 from ..errors import SpecError
 from ..job import Job
+from ..kernel.launch import launch_dims, wrapper_source
 from ..spec.model import Shape, Spec, Variant
 
 
@@ -27,6 +32,24 @@ class JobFactory:
         self.fixed_defines = {**variant.defines, **shape.defines}
         self.fixed = spec.fixed_names(shape, variant)
         self.params = space.params
+        self.kernel = spec.kernel
+        if self.kernel is not None:
+            self._init_kernel_mode()
+
+    def _init_kernel_mode(self) -> None:
+        """Kernel mode: a cubin per config from a generated wrapper of the user's source."""
+        k = self.kernel
+        arch = (self.spec.arch or "sm_90").replace("sm_", "")
+        if not self.build_template:
+            self.build_template = (
+                "nvcc", "-cubin", f"-gencode=arch=compute_{arch},code=sm_{arch}", "-Xptxas=-v", *k.flags,
+                "{defines}", "-o", "{binary}", "{kernel_wrapper}",
+            )
+        self.run_template = ()
+        self.sources = (k.source, *self.sources)
+        if not k.defines:  # templated kernels get their parameters as template arguments
+            self.params = tuple(replace(p, define=False) for p in self.params)
+        self.wrapper_dir = self.spec.root / ".ksweep" / "kernel"
 
     def make(self, config: Mapping[str, Any], phase: str | None = None, is_reference: bool = False) -> Job:
         derived = self.space.derive(config)
@@ -38,19 +61,36 @@ class JobFactory:
         flags = define_flags(self.params, config, self.space.derived, derived, self.fixed_defines)
         shape_args = expand(self.shape.args, lists={}, values=values, where=f"shapes.{self.shape.name}.args")
         lists = {"defines": flags, "shape_args": shape_args}
+        launch, sources = None, self.sources
+        if self.kernel is not None:
+            names = {**self.fixed, **config, **derived}
+            launch = launch_dims(self.kernel, names, self.spec.label)
+            wrapper = self._wrapper(names)
+            values["kernel_wrapper"] = str(wrapper)
+            sources = (*self.sources, wrapper)
         build_argv = [self._absolute.get(a, a) for a in
                       expand(self.build_template, lists=lists, values=values, where="build.command")]
         run_argv = [self._absolute.get(a, a) for a in
                     expand(self.run_template, lists=lists, values=values, where="run.command")]
         env = dict(self.spec.build.env)
         if build_argv:
-            key = cache_key(build_argv, self.sources, env)
+            key = cache_key(build_argv, sources, env)
         else:  # nothing to build: the key still tracks the sources for resuming
-            key = cache_key(run_argv, self.sources, env, extra="run-only")
+            key = cache_key(run_argv, sources, env, extra="run-only")
         return Job(
             variant=self.variant.name, shape=self.shape.name, params=config, derived=derived,
             build_argv=tuple(build_argv), run_argv=tuple(run_argv), sources=self.sources, cache_key=key,
             build_timeout=self.spec.build.timeout, run_timeout=self.spec.run.timeout, build_env=env,
             run_env=dict(self.spec.run.env), output_limit=self.spec.run.output_limit, phase=phase,
-            is_reference=is_reference,
+            is_reference=is_reference, launch=launch,
         )
+
+    def _wrapper(self, values: Mapping[str, Any]) -> Path:
+        text = wrapper_source(self.kernel, values)
+        path = self.wrapper_dir / f"{hashlib.sha256(text.encode()).hexdigest()[:20]}.cu"
+        if not path.exists():
+            self.wrapper_dir.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(text)
+            os.replace(tmp, path)
+        return path

@@ -1,0 +1,203 @@
+"""What the worker needs from a GPU: memory, modules, launches, events.
+
+``CudaBackend`` is the real one (cuda-python driver API). ``FakeBackend`` stands in
+for tests without a GPU: its "kernels" are Python functions, and they can fault or hang
+on purpose, so the worker protocol (load, launch, fault, restart) is tested in CI.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# Errors after which the CUDA context is unusable: the worker must be restarted.
+STICKY = {
+    "CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_MISALIGNED_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED",
+    "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_INVALID_ADDRESS_SPACE", "CUDA_ERROR_INVALID_PC",
+    "CUDA_ERROR_HARDWARE_STACK_ERROR", "CUDA_ERROR_ASSERT", "CUDA_ERROR_LAUNCH_TIMEOUT",
+    "CUDA_ERROR_ECC_UNCORRECTABLE", "CUDA_ERROR_UNKNOWN",
+}
+
+
+class CudaError(Exception):
+    def __init__(self, name: str, where: str = ""):
+        self.name = name
+        self.fatal = name in STICKY
+        super().__init__(f"{name}{' in ' + where if where else ''}")
+
+
+@dataclass(frozen=True)
+class DeviceArray:
+    ptr: int
+    dtype: str
+    shape: tuple
+    nbytes: int
+
+
+class CudaBackend:
+    """The CUDA driver API through cuda-python (``cuda.bindings.driver``)."""
+
+    def __init__(self, device: int = 0):
+        try:
+            from cuda.bindings import driver as cu
+        except ImportError:  # cuda-python before 12.6
+            from cuda import cuda as cu  # type: ignore
+        self.cu = cu
+        self._check(cu.cuInit(0), "cuInit")
+        self.device = self._check(cu.cuDeviceGet(device), "cuDeviceGet")
+        self.ctx = self._check(cu.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
+        self._check(cu.cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")
+        self.stream = self._check(cu.cuStreamCreate(0), "cuStreamCreate")
+        attr = cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
+        self.l2_bytes = int(self._check(cu.cuDeviceGetAttribute(attr, self.device), "cuDeviceGetAttribute"))
+        name = self._check(cu.cuDeviceGetName(256, self.device), "cuDeviceGetName")
+        self.name = name.split(b"\0", 1)[0].decode() if isinstance(name, bytes) else str(name)
+        self._modules: dict[str, Any] = {}
+
+    def _check(self, result, where: str):
+        err, *values = result if isinstance(result, tuple) else (result,)
+        if int(err) != 0:
+            _, name = self.cu.cuGetErrorName(err)
+            raise CudaError(name.decode() if isinstance(name, bytes) else str(err), where)
+        return values[0] if len(values) == 1 else (tuple(values) if values else None)
+
+    def alloc(self, nbytes: int) -> int:
+        return int(self._check(self.cu.cuMemAlloc(max(1, nbytes)), "cuMemAlloc"))
+
+    def upload(self, ptr: int, array: np.ndarray) -> None:
+        self._check(self.cu.cuMemcpyHtoD(ptr, array.ctypes.data, array.nbytes), "cuMemcpyHtoD")
+
+    def download(self, ptr: int, array: np.ndarray) -> None:
+        self._check(self.cu.cuMemcpyDtoH(array.ctypes.data, ptr, array.nbytes), "cuMemcpyDtoH")
+
+    def fill(self, ptr: int, byte: int, nbytes: int) -> None:
+        self._check(self.cu.cuMemsetD8Async(ptr, byte, nbytes, self.stream), "cuMemsetD8Async")
+
+    def load(self, cubin: str, entry: str):
+        for old in list(self._modules):  # keep one module loaded: a sweep loads thousands
+            if old != cubin:
+                self.cu.cuModuleUnload(self._modules.pop(old))
+        if cubin not in self._modules:
+            self._modules[cubin] = self._check(self.cu.cuModuleLoadData(Path(cubin).read_bytes()), "cuModuleLoadData")
+        return self._check(self.cu.cuModuleGetFunction(self._modules[cubin], entry.encode()), "cuModuleGetFunction")
+
+    def set_dynamic_smem(self, fn, nbytes: int) -> None:
+        attr = self.cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        self._check(self.cu.cuFuncSetAttribute(fn, attr, nbytes), "cuFuncSetAttribute")
+
+    def launch(self, fn, grid, block, smem: int, args: list) -> None:
+        holders = [_ctype(a) for a in args]
+        pointers = (ctypes.c_void_p * max(1, len(holders)))(*[ctypes.addressof(h) for h in holders])
+        self._check(self.cu.cuLaunchKernel(fn, *grid, *block, smem, self.stream, ctypes.addressof(pointers), 0),
+                    "cuLaunchKernel")
+
+    def sync(self) -> None:
+        self._check(self.cu.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
+
+    def event(self):
+        return self._check(self.cu.cuEventCreate(0), "cuEventCreate")
+
+    def record(self, event) -> None:
+        self._check(self.cu.cuEventRecord(event, self.stream), "cuEventRecord")
+
+    def elapsed_ms(self, start, end) -> float:
+        return float(self._check(self.cu.cuEventElapsedTime(start, end), "cuEventElapsedTime"))
+
+
+_CTYPES = {
+    "int8": ctypes.c_int8, "uint8": ctypes.c_uint8, "int16": ctypes.c_int16, "uint16": ctypes.c_uint16,
+    "int32": ctypes.c_int32, "uint32": ctypes.c_uint32, "int64": ctypes.c_int64, "uint64": ctypes.c_uint64,
+    "float32": ctypes.c_float, "float64": ctypes.c_double, "bool": ctypes.c_bool,
+}
+
+
+def _ctype(arg):
+    if isinstance(arg, DeviceArray):
+        return ctypes.c_void_p(arg.ptr)
+    if isinstance(arg, np.float16):
+        return ctypes.c_uint16(int(arg.view(np.uint16)))
+    return _CTYPES[np.asarray(arg).dtype.name](arg.item())
+
+
+class FakeFault(Exception):
+    """Raised by a fake kernel to act like a faulting CUDA kernel."""
+
+    def __init__(self, name: str = "CUDA_ERROR_ILLEGAL_ADDRESS"):
+        super().__init__(name)
+        self.name = name
+
+
+class FakeBackend:
+    """A CPU stand-in: 'kernels' are functions ``fn(params, grid, block, smem, *arrays_and_scalars)``
+    of a Python module; an entry named in the module runs, FakeFault(name) fails like CUDA."""
+
+    def __init__(self, module_path: str):
+        from .args import load_function
+
+        if not Path(module_path).is_file():
+            raise FileNotFoundError(f"fake kernels module {module_path} does not exist")
+        self._load_fn = lambda entry: load_function(f"{Path(module_path).name}:{entry}", Path(module_path).parent,
+                                                    key="fake backend")
+        self.memory: dict[int, bytearray] = {}
+        self.l2_bytes = 1 << 20
+        self.name = "fake"
+        self._next = 1 << 12
+        self._poisoned = False
+        self.params: dict = {}
+
+    def alloc(self, nbytes: int) -> int:
+        ptr = self._next
+        self._next += max(1, nbytes) + 256
+        self.memory[ptr] = bytearray(max(1, nbytes))
+        return ptr
+
+    def upload(self, ptr, array):
+        self.memory[ptr][: array.nbytes] = array.tobytes()
+
+    def download(self, ptr, array):
+        array.view(np.uint8).ravel()[:] = np.frombuffer(bytes(self.memory[ptr][: array.nbytes]), dtype=np.uint8)
+
+    def fill(self, ptr, byte, nbytes):
+        self.memory[ptr][:nbytes] = bytes([byte]) * nbytes
+
+    def load(self, cubin, entry):
+        if not Path(cubin).exists():
+            raise CudaError("CUDA_ERROR_FILE_NOT_FOUND", "cuModuleLoadData")
+        try:
+            return self._load_fn(entry)
+        except Exception:
+            raise CudaError("CUDA_ERROR_NOT_FOUND", "cuModuleGetFunction") from None
+
+    def set_dynamic_smem(self, fn, nbytes):
+        if nbytes > 227 * 1024:
+            raise CudaError("CUDA_ERROR_INVALID_VALUE", "cuFuncSetAttribute")
+
+    def launch(self, fn, grid, block, smem, args):
+        if self._poisoned:
+            raise CudaError("CUDA_ERROR_ILLEGAL_ADDRESS", "cuLaunchKernel")
+        if block[0] * block[1] * block[2] > 1024:
+            raise CudaError("CUDA_ERROR_INVALID_VALUE", "cuLaunchKernel")
+        views = [np.frombuffer(self.memory[a.ptr], dtype=np.uint8)[: a.nbytes].view(a.dtype).reshape(a.shape)
+                 if isinstance(a, DeviceArray) else a for a in args]
+        try:
+            fn(self.params, grid, block, smem, *views)
+        except FakeFault as fault:
+            self._poisoned = True
+            raise CudaError(fault.name, "cuStreamSynchronize") from None
+
+    def sync(self):
+        pass
+
+    def event(self):
+        return [0.0]
+
+    def record(self, event):
+        event[0] = time.perf_counter()
+
+    def elapsed_ms(self, start, end):
+        return (end[0] - start[0]) * 1e3

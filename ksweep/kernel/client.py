@@ -1,0 +1,142 @@
+"""The parent's side of a worker: start it, talk to it with timeouts, restart it.
+
+A request that gets no answer within its timeout is a hang: the worker's process group
+is killed and the next request starts a fresh worker. A worker that dies while
+answering (a segfault in the driver, an abort) is a crash. After a fatal CUDA error the
+worker exits by itself, and is restarted the same way.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from typing import Mapping
+
+from ..process import _die_with_parent
+
+
+class WorkerHandle:
+    def __init__(self, backend: str = "cuda", env: Mapping[str, str] | None = None, setup: dict | None = None,
+                 start_timeout: float = 120.0):
+        self.backend = backend
+        self.env = dict(env or {})
+        self.setup_request = setup
+        self.start_timeout = start_timeout
+        self.proc: subprocess.Popen | None = None
+        self.restarts = -1
+        self._lines: queue.Queue = queue.Queue()
+        self._stderr: collections.deque = collections.deque(maxlen=40)
+        self.device = ""
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def _start(self) -> dict | None:
+        env = dict(os.environ)
+        env.update(self.env)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "ksweep.kernel.worker", "--backend", self.backend],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
+            env=env, start_new_session=True, preexec_fn=_die_with_parent,
+        )
+        self.restarts += 1
+        self._lines = queue.Queue()
+        threading.Thread(target=self._pump, args=(self.proc.stdout, self._lines), daemon=True).start()
+        threading.Thread(target=self._drain, args=(self.proc.stderr,), daemon=True).start()
+        hello = self._read(self.start_timeout)
+        if hello is None or not hello.get("ok"):
+            return self._failed(hello, "the worker did not start")
+        self.device = hello.get("hello", "")
+        if self.setup_request is not None:
+            resp = self._ask(self.setup_request, self.start_timeout)
+            if not resp.get("ok"):
+                return self._failed(resp, "the worker's setup failed")
+        return None
+
+    def _failed(self, resp: dict | None, what: str) -> dict:
+        self.kill()
+        detail = (resp or {}).get("message") or (resp or {}).get("error") or self.stderr_tail()
+        return {"status": "RUN_ERROR", "message": f"{what}: {detail}", "metrics": {}}
+
+    @staticmethod
+    def _pump(stream, lines: queue.Queue) -> None:
+        for line in stream:
+            lines.put(line)
+        lines.put(None)
+
+    def _drain(self, stream) -> None:
+        for line in stream:
+            self._stderr.append(line.rstrip())
+
+    def stderr_tail(self, n: int = 5) -> str:
+        return " | ".join(list(self._stderr)[-n:])
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.proc.wait()
+            self.proc = None
+
+    def close(self) -> None:
+        if self.alive():
+            try:
+                self.proc.stdin.write(json.dumps({"op": "exit"}) + "\n")
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
+    # -- requests ----------------------------------------------------------------------------
+    def _read(self, timeout: float) -> dict | None:
+        try:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            return {"_timeout": True}
+        if line is None:
+            return None
+        return json.loads(line)
+
+    def _ask(self, req: dict, timeout: float) -> dict:
+        try:
+            self.proc.stdin.write(json.dumps(req) + "\n")
+            self.proc.stdin.flush()
+        except (OSError, ValueError):
+            return {"_dead": True}
+        resp = self._read(timeout)
+        if resp is None:
+            return {"_dead": True}
+        return resp
+
+    def request(self, req: dict, timeout: float) -> dict:
+        """The worker's answer, or a HANG / CRASH / RUN_ERROR outcome of our own."""
+        if not self.alive():
+            failure = self._start()
+            if failure is not None:
+                return failure
+        resp = self._ask(req, timeout)
+        if resp.get("_timeout"):
+            self.kill()
+            return {"status": "HANG", "message": f"no answer within {timeout:g} s: worker killed and restarted",
+                    "metrics": {}}
+        if resp.get("_dead"):
+            code = self.proc.wait() if self.proc else None
+            self.proc = None
+            sig = f"killed by {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
+            return {"status": "CRASH", "message": f"the worker died ({sig}): {self.stderr_tail()}", "metrics": {}}
+        if resp.get("fatal"):
+            if self.proc is not None:
+                self.proc.wait()
+                self.proc = None
+            resp["message"] = resp.get("message", "") + " (context poisoned: worker restarted)"
+        return resp

@@ -1,0 +1,74 @@
+"""Kernel mode's executor: cubins built like any binary, runs on one persistent worker per GPU."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from ..build.builder import Builder, BuildResult
+from ..job import Job
+from ..run.executor import LocalExecutor
+from ..run.gpus import Gpu
+from ..run.program import RunOutcome
+from ..status import Status
+from .client import WorkerHandle
+from .launch import entry_name
+from .spec import KernelSpec
+
+
+class KernelExecutor(LocalExecutor):
+    def __init__(self, builder: Builder, gpus: list[Gpu], scratch: Path, kspec: KernelSpec, root: Path,
+                 sizes_by_shape: dict[str, dict], build_jobs: int | None = None, backend: str = "cuda"):
+        super().__init__(builder, gpus, scratch, build_jobs)
+        self.kspec = kspec
+        self.root = root
+        self.sizes_by_shape = sizes_by_shape
+        self.backend = backend
+        self._workers: dict[tuple, WorkerHandle] = {}
+        self._lock = threading.Lock()
+        reference = kspec.reference
+        self.python_reference = reference if isinstance(reference, str) and reference != "defaults" else None
+
+    def reference_file(self, job: Job) -> Path:
+        return self.scratch / f"reference-{job.variant}-{job.shape}.npz"
+
+    def _worker(self, gpu: Gpu, shape: str) -> WorkerHandle:
+        key = (gpu.index, shape)
+        with self._lock:
+            if key not in self._workers:
+                env = {"CUDA_VISIBLE_DEVICES": str(gpu.index)} if gpu.index is not None else {}
+                setup = {
+                    "op": "setup", "args": self.kspec.args, "root": str(self.root),
+                    "sizes": self.sizes_by_shape.get(shape, {}), "seed": self.kspec.seed,
+                    "outputs": list(self.kspec.outputs), "reference": self.python_reference,
+                    "atol": self.kspec.atol, "rtol": self.kspec.rtol, "timing": self.kspec.timing.__dict__,
+                }
+                for old_key in [k for k in self._workers if k[0] == gpu.index]:  # one worker per GPU
+                    self._workers.pop(old_key).close()
+                self._workers[key] = WorkerHandle(self.backend, env, setup)
+            return self._workers[key]
+
+    def run_on(self, gpu: Gpu, job: Job, build: BuildResult) -> RunOutcome:
+        entry = entry_name([k.name for k in build.report.kernels], self.kspec)
+        if entry is None:
+            return RunOutcome(Status.RUN_ERROR, f"no entry point for '{self.kspec.name}' in the cubin "
+                                                f"(found: {', '.join(k.name for k in build.report.kernels) or 'none'})",
+                              gpu=gpu)
+        ref = self.reference_file(job)
+        req = {
+            "op": "eval", "cubin": str(build.binary), "entry": entry, "params": dict(job.params),
+            **{k: job.launch[k] for k in ("grid", "block", "smem")},
+            "capture": str(ref) if job.is_reference and self.python_reference is None else None,
+            "reference_file": str(ref) if self.python_reference is None else None,
+        }
+        worker = self._worker(gpu, job.shape)
+        t0 = time.monotonic()
+        resp = worker.request(req, timeout=self.kspec.timeout)
+        status = Status(resp.get("status", "RUN_ERROR"))
+        return RunOutcome(status, resp.get("message", ""), resp.get("metrics", {}), time.monotonic() - t0, gpu)
+
+    def shutdown(self, cancel: bool = False) -> None:
+        for w in list(self._workers.values()):
+            w.close() if not cancel else w.kill()
+        super().shutdown(cancel)

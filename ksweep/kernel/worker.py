@@ -1,0 +1,240 @@
+"""The persistent GPU worker: ``python -m ksweep.kernel.worker --backend cuda``.
+
+It speaks JSON lines on stdin/stdout (user code's prints go to stderr). Requests:
+
+- ``{"op": "setup", "args": "file.py:fn", "root": DIR, "sizes": {...}, "seed": S,
+  "outputs": [i, ...], "reference": "file.py:fn" | null, "atol": a, "rtol": r, "timing": {...}}``
+  makes two input sets from the user's function (seed S for timing, S+1 for checking),
+  uploads them, and computes the reference outputs of the check set when a Python
+  reference is given.
+- ``{"op": "eval", "cubin": PATH, "entry": NAME, "grid": [..], "block": [..], "smem": N,
+  "params": {...}, "capture": PATH | null, "reference_file": PATH | null}`` checks the
+  kernel's outputs on the check set (outputs poisoned first; compared with the reference,
+  or saved to ``capture`` when this config *is* the reference), then times it on the
+  timing set with CUDA events: warm-up by time, repetitions by time, the L2 flushed
+  before each timed launch. It answers ``{"status": ..., "message": ..., "metrics": {...}}``.
+
+After an error that poisons the CUDA context the worker answers with ``"fatal": true`` and
+exits; the parent starts a fresh one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+from .args import compare, load_function, make_args, summarise
+from .backend import CudaBackend, CudaError, DeviceArray, FakeBackend
+
+POISON_BYTE = 0xFF  # NaN for floating outputs, -1 for integers
+
+
+class Worker:
+    def __init__(self, backend):
+        self.b = backend
+        self.ready = False
+        self.flush_ptr = None
+        self.flush_bytes = 0
+        self._refs: dict[str, list] = {}
+
+    # -- setup ---------------------------------------------------------------------------
+    def setup(self, req: dict) -> dict:
+        sizes, seed = req.get("sizes", {}), int(req.get("seed", 0))
+        self.outputs = list(req.get("outputs", []))
+        self.atol, self.rtol = float(req.get("atol", 1e-6)), float(req.get("rtol", 1e-5))
+        self.timing = req.get("timing", {})
+        if req["args"].startswith("npz:"):  # arrays given directly: one set serves both
+            fixed = load_npz_args(req["args"][4:])
+            self.host = {"time": fixed, "check": [a.copy() if isinstance(a, np.ndarray) else a for a in fixed]}
+        else:
+            fn = load_function(req["args"], req["root"])
+            self.host = {"time": make_args(fn, sizes, seed), "check": make_args(fn, sizes, seed + 1)}
+        self.dev = {k: self._upload(v) for k, v in self.host.items()}
+        self.expected = None
+        if req.get("reference", "") and req["reference"].startswith("npz:"):
+            with np.load(req["reference"][4:]) as data:
+                self.expected = [data[f"arr_{i}"] for i in range(len(data.files))]
+        elif req.get("reference"):
+            ref = load_function(req["reference"], req["root"], key="kernel.reference")
+            self.expected = [np.asarray(e) for e in ref([a.copy() if isinstance(a, np.ndarray) else a
+                                                         for a in self.host["check"]], dict(sizes))]
+            if len(self.expected) != len(self.outputs):
+                raise ValueError(f"the reference returned {len(self.expected)} arrays for {len(self.outputs)} outputs")
+        if self.timing.get("flush_l2", True):
+            self.flush_bytes = max(2 * int(self.b.l2_bytes), 1 << 20)
+            self.flush_ptr = self.b.alloc(self.flush_bytes)
+        self.ready = True
+        return {"ok": True, "device": getattr(self.b, "name", "")}
+
+    def _upload(self, args: list) -> list:
+        dev = []
+        for a in args:
+            if isinstance(a, np.ndarray):
+                ptr = self.b.alloc(a.nbytes)
+                self.b.upload(ptr, a)
+                dev.append(DeviceArray(ptr, a.dtype.name, a.shape, a.nbytes))
+            else:
+                dev.append(a)
+        return dev
+
+    # -- one config ----------------------------------------------------------------------
+    def evaluate(self, req: dict) -> dict:
+        if not self.ready:
+            raise RuntimeError("eval before setup")
+        if hasattr(self.b, "params"):
+            self.b.params = req.get("params", {})
+        fn = self.b.load(req["cubin"], req["entry"])
+        grid, block, smem = req["grid"], req["block"], int(req.get("smem", 0))
+        if smem > 48 * 1024:
+            self.b.set_dynamic_smem(fn, smem)
+        launch = lambda args: self.b.launch(fn, grid, block, smem, args)  # noqa: E731
+
+        # correctness on the check inputs, outputs poisoned first
+        check_dev = self.dev["check"]
+        for i in self.outputs:
+            self.b.fill(check_dev[i].ptr, POISON_BYTE, check_dev[i].nbytes)
+        launch(check_dev)
+        self.b.sync()
+        got = []
+        for i in self.outputs:
+            out = np.empty_like(self.host["check"][i])
+            self.b.download(check_dev[i].ptr, out)
+            got.append(out)
+        message = ""
+        if req.get("capture"):
+            np.savez(req["capture"], *got)
+        else:
+            expected = self._reference(req.get("reference_file"))
+            if expected is None:
+                message = "unverified: no reference outputs"
+            else:
+                problem = compare(got, expected, self.atol, self.rtol)
+                if problem:
+                    return {"status": "CHECKSUM_MISMATCH", "message": problem, "metrics": {}}
+        metrics = self._time(launch)
+        return {"status": "OK", "message": message, "metrics": metrics}
+
+    def _reference(self, path: str | None):
+        if path is None:
+            return self.expected
+        if path not in self._refs:
+            if not os.path.exists(path):
+                return self.expected
+            with np.load(path) as data:
+                self._refs[path] = [data[f"arr_{i}"] for i in range(len(data.files))]
+        return self._refs[path]
+
+    def _time(self, launch) -> dict:
+        t = self.timing
+        warmup_ms, budget_ms = float(t.get("warmup_ms", 30.0)), float(t.get("budget_ms", 200.0))
+        min_reps, max_reps = int(t.get("min_reps", 10)), int(t.get("max_reps", 2000))
+        args = self.dev["time"]
+        start, end = self.b.event(), self.b.event()
+        # warm-up by time budget; its mean launch time sizes the timed loop
+        n, t0 = 0, time.perf_counter()
+        self.b.record(start)
+        while True:
+            launch(args)
+            n += 1
+            if n >= 2 and (n & (n - 1)) == 0:  # check the clock at powers of two: few syncs
+                self.b.record(end)
+                self.b.sync()
+                if (time.perf_counter() - t0) * 1e3 >= warmup_ms:
+                    break
+        per_launch = max(self.b.elapsed_ms(start, end) / n, 1e-4)
+        flush_ms = 0.0
+        if self.flush_ptr is not None:
+            self.b.record(start)
+            self.b.fill(self.flush_ptr, 0, self.flush_bytes)
+            self.b.record(end)
+            self.b.sync()
+            flush_ms = self.b.elapsed_ms(start, end)
+        reps = int(min(max_reps, max(min_reps, budget_ms / (per_launch + flush_ms))))
+        events = [(self.b.event(), self.b.event()) for _ in range(reps)]
+        for i, (s, e) in enumerate(events):
+            if self.flush_ptr is not None:
+                self.b.fill(self.flush_ptr, i & 0xFF, self.flush_bytes)
+            self.b.record(s)
+            launch(args)
+            self.b.record(e)
+        self.b.sync()
+        metrics = summarise([self.b.elapsed_ms(s, e) for s, e in events])
+        metrics["warmup_launches"] = float(n)
+        return metrics
+
+
+def load_npz_args(path: str) -> list:
+    """Arguments saved by tune_kernel: arrays, and 0-d arrays that were scalars."""
+    kinds = Path(path).with_suffix(".kinds").read_text().split()
+    out = []
+    with np.load(path) as data:
+        for i, kind in enumerate(kinds):
+            a = data[f"arr_{i}"]
+            if a.ndim == 0:
+                a = np.int32(a) if kind in ("int", "bool") else np.float32(a) if kind == "float" else a[()]
+            out.append(a)
+    return out
+
+
+def serve(backend, stdin, proto) -> int:
+    worker = Worker(backend)
+    for line in stdin:
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        op = req.get("op")
+        fatal = False
+        try:
+            if op == "setup":
+                resp = worker.setup(req)
+            elif op == "eval":
+                resp = worker.evaluate(req)
+            elif op == "ping":
+                resp = {"ok": True}
+            elif op == "exit":
+                return 0
+            else:
+                resp = {"ok": False, "error": f"unknown op {op!r}"}
+        except CudaError as exc:
+            fatal = exc.fatal
+            resp = {"ok": False, "status": "CUDA_ERROR", "message": str(exc), "fatal": fatal, "metrics": {}}
+        except Exception as exc:  # noqa: BLE001 - reported to the parent as data
+            tb = traceback.format_exc(limit=3)
+            print(tb, file=sys.stderr)
+            resp = {"ok": False, "status": "RUN_ERROR", "message": f"{type(exc).__name__}: {exc}", "metrics": {}}
+        proto.write(json.dumps(resp) + "\n")
+        proto.flush()
+        if fatal:
+            return 3  # the context is poisoned: exit, the parent restarts a worker
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="ksweep-worker")
+    p.add_argument("--backend", default="cuda", help="cuda, or fake:MODULE.py")
+    p.add_argument("--device", type=int, default=0)
+    a = p.parse_args(argv)
+    # The protocol owns the real stdout; anything the user's code prints goes to stderr.
+    proto = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    try:
+        backend = FakeBackend(a.backend[5:]) if a.backend.startswith("fake:") else CudaBackend(a.device)
+    except Exception as exc:  # noqa: BLE001
+        proto.write(json.dumps({"ok": False, "status": "RUN_ERROR", "message": f"backend: {exc}", "fatal": True}) + "\n")
+        proto.flush()
+        return 4
+    proto.write(json.dumps({"ok": True, "hello": getattr(backend, "name", "")}) + "\n")
+    proto.flush()
+    return serve(backend, sys.stdin, proto)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

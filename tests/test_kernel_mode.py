@@ -1,0 +1,195 @@
+"""Kernel mode without a GPU: real cubin builds with nvcc, the worker protocol against a
+stand-in backend (start, load, launch, fault, hang, restart)."""
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ksweep import Status, load_spec
+from ksweep.errors import SpecError
+from ksweep.kernel.args import compare, make_args, normalise, summarise
+from ksweep.kernel.client import WorkerHandle
+from ksweep.kernel.launch import entry_name, launch_dims, wrapper_source
+from ksweep.kernel.spec import kernel_spec_from_dict
+from ksweep.spec.expr import parse
+from ksweep.store.sqlite import Store
+from ksweep.sweep.driver import SweepOptions
+from ksweep.sweep.local import run_sweep
+
+HERE = Path(__file__).parent / "kernels"
+nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+
+
+def kspec(**over):
+    base = {"source": "vadd.cu", "name": "vadd", "grid": "cdiv(N, BLOCK * ELEMS)", "block": ["BLOCK"],
+            "args": "vadd_args.py:make_args", "outputs": [0], "reference": "vadd_args.py:reference"}
+    base.update(over)
+    return kernel_spec_from_dict(base, HERE, "t.toml")
+
+
+def test_grid_block_smem_expressions():
+    k = kspec(grid=["cdiv(N, BLOCK * ELEMS)", "B"], block=["BLOCK", 2], smem="BLOCK * 4 * STAGES")
+    dims = launch_dims(k, {"N": 1000, "BLOCK": 128, "ELEMS": 2, "B": 3, "STAGES": 2})
+    assert dims == {"grid": [4, 3, 1], "block": [128, 2, 1], "smem": 1024}
+    with pytest.raises(SpecError, match="kernel.grid"):
+        launch_dims(kspec(grid="N // ZERO"), {"N": 1, "ZERO": 0})
+
+
+def test_kernel_spec_errors():
+    with pytest.raises(SpecError, match="kernel.source: 'nope.cu' does not exist"):
+        kspec(source="nope.cu")
+    with pytest.raises(SpecError, match="kernel.grid"):
+        kspec(grid="N.real")
+    with pytest.raises(SpecError, match="kernel.colour: unknown key"):
+        kspec(colour="red")
+
+
+def test_argument_marshalling_and_comparison():
+    args = normalise([np.arange(4, dtype=np.float64), 7, 2.5, np.int64(3)])
+    assert args[1].dtype == np.int32 and args[2].dtype == np.float32 and args[3].dtype == np.int64
+    with pytest.raises(TypeError):
+        normalise(["text"])
+    from ksweep.kernel.args import load_function
+    made = make_args(load_function("vadd_args.py:make_args", HERE), {"N": 16}, seed=1)
+    assert [type(a).__name__ for a in made] == ["ndarray", "ndarray", "ndarray", "int32"]
+    assert not np.array_equal(made[1], make_args(load_function("vadd_args.py:make_args", HERE), {"N": 16}, 2)[1])
+    ok = [np.array([1.0, 2.0], np.float32)]
+    assert compare(ok, [np.array([1.0, 2.0])], 1e-6, 0) is None
+    assert "not written" in compare([np.array([np.nan, 2.0])], [np.array([1.0, 2.0])], 1e-6, 0)
+    assert "max abs error" in compare([np.array([1.5, 2.0])], [np.array([1.0, 2.0])], 1e-6, 0)
+    s = summarise([1.0, 2.0, 3.0, 4.0, 100.0])
+    assert s["ms"] == 3.0 and s["ms_p20"] < s["ms"] < s["ms_p80"] and s["reps"] == 5
+
+
+def test_wrapper_and_entry_names():
+    k = kspec(name="vscale<{TILE}>")
+    assert k.templated and not k.defines
+    assert "&vscale<128>" in wrapper_source(k, {"TILE": 128})
+    assert entry_name(["_Z6vscaleILi128EEvPfPKffi", "vadd"], k) == "_Z6vscaleILi128EEvPfPKffi"
+    assert entry_name(["vadd", "_Z6vscaleILi128EEvPfPKffi"], kspec()) == "vadd"
+
+
+def fake_setup(n=4096):
+    return {"op": "setup", "args": "vadd_args.py:make_args", "root": str(HERE), "sizes": {"N": n}, "seed": 0,
+            "outputs": [0], "reference": "vadd_args.py:reference", "atol": 1e-6, "rtol": 1e-6,
+            "timing": {"warmup_ms": 2, "budget_ms": 5, "min_reps": 3, "max_reps": 20, "flush_l2": True}}
+
+
+def evaluate(worker, block, cubin, timeout=5.0):
+    req = {"op": "eval", "cubin": str(cubin), "entry": "vadd", "grid": [1, 1, 1], "block": [block, 1, 1],
+           "smem": 0, "params": {"BLOCK": block}}
+    return worker.request(req, timeout=timeout)
+
+
+def test_worker_protocol_fault_hang_restart(tmp_path):
+    cubin = tmp_path / "fake.cubin"
+    cubin.write_bytes(b"not really")
+    w = WorkerHandle(f"fake:{HERE / 'fake_vadd.py'}", setup=fake_setup())
+    try:
+        ok = evaluate(w, 256, cubin)
+        assert ok["status"] == "OK" and ok["metrics"]["reps"] >= 3 and ok["metrics"]["ms"] > 0
+        assert w.restarts == 0
+        bad = evaluate(w, 512, cubin)
+        assert bad["status"] == "CHECKSUM_MISMATCH" and "max abs error" in bad["message"]
+        half = evaluate(w, 1024, cubin)
+        assert half["status"] == "CHECKSUM_MISMATCH" and "not written" in half["message"]
+        assert w.restarts == 0
+        fault = evaluate(w, 32, cubin)
+        assert fault["status"] == "CUDA_ERROR" and "ILLEGAL_ADDRESS" in fault["message"] and fault["fatal"]
+        assert evaluate(w, 256, cubin)["status"] == "OK" and w.restarts == 1  # a fresh worker took over
+        hang = evaluate(w, 64, cubin, timeout=1.0)
+        assert hang["status"] == "HANG"
+        assert evaluate(w, 128, cubin)["status"] == "OK" and w.restarts == 2
+        missing = w.request({"op": "eval", "cubin": str(tmp_path / "none"), "entry": "vadd", "grid": [1, 1, 1],
+                             "block": [128, 1, 1], "smem": 0}, timeout=5)
+        assert missing["status"] == "CUDA_ERROR" and "FILE_NOT_FOUND" in missing["message"]
+    finally:
+        w.close()
+    assert not w.alive()
+
+
+def test_worker_that_cannot_start_is_reported():
+    w = WorkerHandle("fake:/nonexistent/fake.py", setup=fake_setup(), start_timeout=30)
+    resp = w.request({"op": "ping"}, timeout=5)
+    assert resp["status"] == "RUN_ERROR"
+
+
+SPEC = """
+[sweep]
+arch = "sm_90a"
+[params]
+BLOCK = [32, 64, 128, 256, 512]
+ELEMS = [1, 2]
+[shapes.n4096]
+defines = { N = 4096 }
+[kernel]
+source = "vadd.cu"
+name = "vadd"
+grid = "cdiv(N, BLOCK * ELEMS)"
+block = "BLOCK"
+args = "vadd_args.py:make_args"
+outputs = [0]
+reference = "vadd_args.py:reference"
+timeout = 2.0
+timing = { warmup_ms = 1, budget_ms = 3, min_reps = 3, max_reps = 10 }
+"""
+
+
+@nvcc
+def test_kernel_sweep_with_real_cubins_and_stand_in_worker(tmp_path):
+    for f in ("vadd.cu", "vadd_args.py"):
+        shutil.copy(HERE / f, tmp_path / f)
+    (tmp_path / "k.toml").write_text(SPEC)
+    spec = load_spec(tmp_path / "k.toml")
+    summary, db = run_sweep(spec, options=SweepOptions(strategy="grid"), jobs=2,
+                            kernel_backend=f"fake:{HERE / 'fake_vadd.py'}")
+    with Store(db) as store:
+        rows = {(r.params["BLOCK"], r.params["ELEMS"]): r for r in store.results()}
+    assert len(rows) == 10
+    for e in (1, 2):
+        assert rows[(32, e)].status is Status.CUDA_ERROR
+        assert rows[(64, e)].status is Status.HANG
+        assert rows[(512, e)].status is Status.CHECKSUM_MISMATCH
+        for b in (128, 256):
+            r = rows[(b, e)]
+            assert r.status is Status.OK and r.metrics["ms"] > 0 and "ms_p20" in r.metrics
+            assert r.regs is not None and r.regs > 0  # real ptxas report of the cubin
+    assert summary.counts["OK"] == 4
+
+
+@nvcc
+def test_templated_kernel_cubin_builds(tmp_path):
+    shutil.copy(HERE / "vadd.cu", tmp_path / "vadd.cu")
+    shutil.copy(HERE / "vadd_args.py", tmp_path / "vadd_args.py")
+    (tmp_path / "k.toml").write_text(textwrap.dedent("""
+        [sweep]
+        arch = "sm_90a"
+        [params]
+        TILE = [64, 128]
+        [shapes.s]
+        defines = { N = 1024 }
+        [kernel]
+        source = "vadd.cu"
+        name = "vscale<{TILE}>"
+        grid = "cdiv(N, TILE)"
+        block = "TILE"
+        args = "vadd_args.py:make_args"
+        outputs = [0]
+        reference = "defaults"
+    """))
+    spec = load_spec(tmp_path / "k.toml")
+    from ksweep.sweep.local import make_builder
+    from ksweep.sweep.jobs import JobFactory
+
+    space = spec.space()
+    factory = JobFactory(spec, spec.shape(None), spec.variant(None), space)
+    job = factory.make({"TILE": 128})
+    assert "-DTILE=128" not in job.build_argv and "-DN=1024" in job.build_argv
+    assert job.launch == {"grid": [8, 1, 1], "block": [128, 1, 1], "smem": 0}
+    build = make_builder(spec).build(job)
+    assert build.status is Status.OK and build.binary.exists()
+    names = [k.name for k in build.report.kernels]
+    assert entry_name(names, spec.kernel) == "_Z6vscaleILi128EEvPfPKffi"
