@@ -69,6 +69,13 @@ class CudaBackend:
     def alloc(self, nbytes: int) -> int:
         return int(self._check(self.cu.cuMemAlloc(max(1, nbytes)), "cuMemAlloc"))
 
+    def host_array(self, shape, dtype) -> np.ndarray:
+        """A numpy array in page-locked host memory (freed with the process)."""
+        nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        ptr = int(self._check(self.cu.cuMemAllocHost(max(1, nbytes)), "cuMemAllocHost"))
+        buf = (ctypes.c_byte * max(1, nbytes)).from_address(ptr)
+        return np.frombuffer(buf, dtype=np.uint8)[:nbytes].view(dtype).reshape(shape)
+
     def upload(self, ptr: int, array: np.ndarray) -> None:
         self._check(self.cu.cuMemcpyHtoD(ptr, array.ctypes.data, array.nbytes), "cuMemcpyHtoD")
 
@@ -149,6 +156,9 @@ class FakeBackend:
         self._next = 1 << 12
         self._poisoned = False
         self.params: dict = {}
+
+    def host_array(self, shape, dtype) -> np.ndarray:
+        return np.empty(shape, dtype)
 
     def alloc(self, nbytes: int) -> int:
         ptr = self._next

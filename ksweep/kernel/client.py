@@ -33,6 +33,7 @@ class WorkerHandle:
         self._lines: queue.Queue = queue.Queue()
         self._stderr: collections.deque = collections.deque(maxlen=40)
         self.device = ""
+        self._busy = threading.Lock()  # one request at a time (a warm-up thread may start it)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _start(self) -> dict | None:
@@ -120,6 +121,10 @@ class WorkerHandle:
 
     def request(self, req: dict, timeout: float) -> dict:
         """The worker's answer, or a HANG / CRASH / RUN_ERROR outcome of our own."""
+        with self._busy:
+            return self._request(req, timeout)
+
+    def _request(self, req: dict, timeout: float) -> dict:
         if not self.alive():
             failure = self._start()
             if failure is not None:

@@ -29,6 +29,14 @@ class KernelExecutor(LocalExecutor):
         self._lock = threading.Lock()
         reference = kspec.reference
         self.python_reference = reference if isinstance(reference, str) and reference != "defaults" else None
+        # Start each GPU's worker now (CUDA init, inputs, reference) while the first cubins build.
+        first_shape = next(iter(sizes_by_shape), None)
+        if first_shape is not None:
+            for gpu in gpus:
+                threading.Thread(target=self._warm, args=(gpu, first_shape), daemon=True).start()
+
+    def _warm(self, gpu: Gpu, shape: str) -> None:
+        self._worker(gpu, shape).request({"op": "ping"}, timeout=600)
 
     def reference_file(self, job: Job) -> Path:
         return self.scratch / f"reference-{job.variant}-{job.shape}.npz"
