@@ -37,6 +37,7 @@ class ProcessOutcome:
     truncated: bool
     seconds: float
     error: str | None = None  # the command could not be started at all
+    cpu_seconds: float = 0.0  # user + system time of the command and the children it waited for
 
     @property
     def signal(self) -> int | None:
@@ -129,22 +130,43 @@ def run_process(
     out, err = _Capture(proc.stdout, output_limit), _Capture(proc.stderr, output_limit)
     out.start()
     err.start()
-    timed_out = False
+    timed_out, cpu = False, 0.0
     try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+        timed_out, cpu = _wait(proc, timeout)
     finally:
         _kill_group(proc.pid)  # the program and anything it left behind
-        proc.wait()
+        if proc.returncode is None:
+            cpu = _reap(proc)
         with _live_lock:
             _live.discard(proc.pid)
     out.join(5)
     err.join(5)
     return ProcessOutcome(
         returncode=proc.returncode, timed_out=timed_out, stdout=out.text(), stderr=err.text(),
-        truncated=out.truncated or err.truncated, seconds=time.monotonic() - start,
+        truncated=out.truncated or err.truncated, seconds=time.monotonic() - start, cpu_seconds=cpu,
     )
+
+
+def _reap(proc: subprocess.Popen) -> float:
+    """Wait for proc, set its returncode, and return its CPU seconds (os.wait4's rusage)."""
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _wait(proc: subprocess.Popen, timeout: float) -> tuple[bool, float]:
+    """(timed out, CPU seconds). Polls with os.wait4 so that the child's rusage is kept."""
+    deadline = time.monotonic() + timeout
+    delay = 0.0005
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return False, usage.ru_utime + usage.ru_stime
+        if time.monotonic() >= deadline:
+            return True, 0.0
+        time.sleep(delay)
+        delay = min(delay * 2, 0.005)
 
 
 def _kill_group(pgid: int) -> None:

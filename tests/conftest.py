@@ -27,3 +27,21 @@ sources = ["behaviours.c"]
 command = ["gcc", "-O0", "{defines}", "-o", "{binary}", "behaviours.c"]
 timeout = 60
 """
+
+
+def _has_gpu() -> bool:
+    import subprocess
+
+    if shutil.which("nvidia-smi") is None:
+        return False
+    return subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests under tests/gpu/ need an NVIDIA GPU: skipped (and said so) without one."""
+    if _has_gpu():
+        return
+    skip = pytest.mark.skip(reason="no NVIDIA GPU on this machine")
+    for item in items:
+        if "/tests/gpu/" in str(item.fspath).replace("\\", "/"):
+            item.add_marker(skip)

@@ -24,6 +24,7 @@ class BuildResult:
     log: str = ""
     seconds: float = 0.0
     cached: bool = False
+    cpu_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -77,16 +78,18 @@ class Builder:
         ok = out.returncode == 0 and binary.exists()
         if out.returncode == 0 and not binary.exists():
             log += "\n(the build command exited 0 but did not write {binary})"
-        meta = {"ok": ok, "log": log[-200_000:], "seconds": out.seconds, "argv": argv}
+        meta = {"ok": ok, "log": log[-200_000:], "seconds": out.seconds, "cpu_seconds": out.cpu_seconds,
+                "argv": argv}
         entry = self.cache.commit(job.cache_key, scratch, meta)
         return self._result(meta, entry, cached=False)
 
     def _result(self, meta: dict, entry: Path, cached: bool) -> BuildResult:
         report = parse_ptxas(meta["log"])
         seconds = 0.0 if cached else meta["seconds"]
+        cpu = 0.0 if cached else meta.get("cpu_seconds", 0.0)
         if not meta["ok"]:
             return BuildResult(Status.COMPILE_ERROR, first_error_lines(meta["log"]), report=report,
-                               log=meta["log"], seconds=seconds, cached=cached)
+                               log=meta["log"], seconds=seconds, cached=cached, cpu_seconds=cpu)
         status, message = self.rules.judge(report)
         return BuildResult(status, message, binary=entry / BINARY_NAME, report=report, log=meta["log"],
-                           seconds=seconds, cached=cached)
+                           seconds=seconds, cached=cached, cpu_seconds=cpu)

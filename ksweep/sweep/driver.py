@@ -174,7 +174,7 @@ class Sweep:
                 if fut in builds:
                     job = builds.pop(fut)
                     build = fut.result()
-                    self.summary.build_cpu_seconds += build.seconds
+                    self.summary.build_cpu_seconds += build.cpu_seconds
                     if build.status is Status.OK:
                         ready.append((job, build))
                     else:
@@ -280,7 +280,7 @@ class Sweep:
             return dict(old.metrics) if old.status is Status.OK else None
         self.observer.build_started(job)
         build = self.executor.submit_build(job).result()
-        self.summary.build_cpu_seconds += build.seconds
+        self.summary.build_cpu_seconds += build.cpu_seconds
         if build.status is not Status.OK:
             self._finish(job, build, None, strategy, budget)
             return None
