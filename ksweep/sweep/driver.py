@@ -97,7 +97,6 @@ class Sweep:
     # -- top level ---------------------------------------------------------------------
     def run(self) -> Summary:
         start = time.monotonic()
-        budget = Budget(self.options.max_evals, self.options.time_limit, self.options.patience)
         self.store.set_meta("spec", str(self.spec.path) if self.spec.path else None)
         self.store.set_meta("objective", {"metric": self.spec.objective.metric,
                                           "direction": self.spec.objective.direction})
@@ -108,6 +107,9 @@ class Sweep:
                 for shape in self.spec.shape_list():
                     if self.options.shapes and shape.name not in self.options.shapes:
                         continue
+                    # --max-evals and --patience count per shape × variant; --time-limit is for the run
+                    budget = Budget(self.options.max_evals, self.options.time_limit, self.options.patience,
+                                    started=start)
                     if budget.exhausted():
                         break
                     self._sweep_target(shape, variant, budget)
