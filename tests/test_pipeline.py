@@ -180,19 +180,36 @@ def test_resume_after_sigkill_runs_no_config_twice(program_dir):
     spec = program_dir(SLOW.replace("LOGFILE", str(log)))
     proc = subprocess.Popen([sys.executable, "-m", "ksweep.cli.main", "run", str(spec), "--strategy", "grid", "-q"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    db = program_dir.dir / ".ksweep" / "sweep.db"
+
+    def stored() -> int:
+        if not db.exists():
+            return 0
+        try:
+            with Store(db) as store:
+                return store.count()
+        except Exception:  # noqa: BLE001 - the database may be mid-creation
+            return 0
+
     deadline = time.time() + 60
-    while time.time() < deadline and (not log.exists() or len(log.read_text().splitlines()) < 4):
-        time.sleep(0.05)
+    while time.time() < deadline and stored() < 4:
+        time.sleep(0.02)
+    time.sleep(0.15)  # the next program (400 ms) is now mid-run: kill -9 lands inside it
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    db = program_dir.dir / ".ksweep" / "sweep.db"
     with Store(db) as store:  # readable after kill -9
-        finished = {r.params["X"] for r in store.results()}
+        finished = {f"MODE=10 X={r.params['X']}" for r in store.results()}
     assert 3 <= len(finished) < 12
+    first_runs = log.read_text().splitlines()
+    log.rename(program_dir.dir / "first.log")
+    assert finished <= set(first_runs)
     r = run_cli("run", str(spec), "--strategy", "grid", "-q")
     assert r.returncode == 0, r.stderr
-    runs = log.read_text().splitlines()
-    assert len(runs) == len(set(runs)) == 12  # every config ran exactly once over both sweeps
+    second_runs = log.read_text().splitlines()
+    # nothing that finished before the kill runs again; each remaining config runs once
+    assert not finished & set(second_runs)
+    assert len(second_runs) == len(set(second_runs))
+    assert finished | set(second_runs) == {f"MODE=10 X={x}" for x in range(1, 13)}
     with Store(db) as store:
         assert {r.params["X"] for r in store.results() if r.status is Status.OK} == set(range(1, 13))
 
