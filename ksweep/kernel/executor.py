@@ -30,10 +30,12 @@ class KernelExecutor(LocalExecutor):
         reference = kspec.reference
         self.python_reference = reference if isinstance(reference, str) and reference != "defaults" else None
         # Start each GPU's worker now (CUDA init, inputs, reference) while the first cubins build.
+        # On a run-pool thread: those live as long as the executor, and a worker dies with the
+        # thread that started it (PR_SET_PDEATHSIG).
         first_shape = next(iter(sizes_by_shape), None)
         if first_shape is not None:
             for gpu in gpus:
-                threading.Thread(target=self._warm, args=(gpu, first_shape), daemon=True).start()
+                self._runs.submit(self._warm, gpu, first_shape)
 
     def _warm(self, gpu: Gpu, shape: str) -> None:
         self._worker(gpu, shape).request({"op": "ping"}, timeout=600)

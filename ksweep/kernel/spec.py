@@ -14,8 +14,8 @@ from ..spec.expr import Expr, parse
 @dataclass(frozen=True)
 class Timing:
     warmup_ms: float = 10.0  # warm-up by time budget
-    budget_ms: float = 60.0  # timed repetitions by time budget (at least min_reps)
-    min_reps: int = 10
+    budget_ms: float = 40.0  # timed repetitions by time budget (at least min_reps)
+    min_reps: int = 7
     max_reps: int = 2000
     flush_l2: bool = True
 

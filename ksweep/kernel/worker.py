@@ -143,8 +143,8 @@ class Worker:
 
     def _time(self, launch) -> dict:
         t = self.timing
-        warmup_ms, budget_ms = float(t.get("warmup_ms", 10.0)), float(t.get("budget_ms", 60.0))
-        min_reps, max_reps = int(t.get("min_reps", 10)), int(t.get("max_reps", 2000))
+        warmup_ms, budget_ms = float(t.get("warmup_ms", 10.0)), float(t.get("budget_ms", 40.0))
+        min_reps, max_reps = int(t.get("min_reps", 7)), int(t.get("max_reps", 2000))
         args = self.dev["time"]
         start, end = self.b.event(), self.b.event()
         # warm-up by time budget; its mean launch time sizes the timed loop

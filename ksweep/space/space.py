@@ -210,6 +210,7 @@ class Space:
             if not mask.all():
                 new = {name: col[mask] for name, col in new.items()}
                 m = int(mask.sum())
+            env = mask = None  # free the step's temporaries before recursing: peak memory
         if m == 0:
             return 0 if count_only else {name: col[:0] for name, col in new.items()} | {
                 q: np.zeros(0, dtype=np.uint8) for q in order[step + 1 :]
