@@ -1,0 +1,128 @@
+"""Throughput of a sweep three ways on a GPU machine (issue 7):
+
+1. a serial compile-then-run loop, like seed 001's bash script (nvcc, then run, one config
+   after the other);
+2. ksweep on one GPU (`--gpus 0`): parallel builds feeding one run slot;
+3. ksweep on two GPUs through Dask (`--cluster local --gpus 0,1`), when two are visible.
+
+All three evaluate the same N configs of the SGEMM example (shape 2048³: the first N of
+ksweep's random order, seed 0), each from an empty build cache. Reported: wall time,
+configs per minute and the GPU-idle share (1 − GPU busy time / (wall × GPUs)).
+
+    python bench/throughput.py [--configs 60] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = ROOT / "examples" / "sgemm" / "sgemm.toml"
+SHAPE = "sq2048"
+
+
+def configs_and_flags(n: int):
+    from ksweep import load_spec
+    from ksweep.strategies import make_strategy
+    from ksweep.sweep.jobs import JobFactory
+
+    spec = load_spec(SPEC)
+    space = spec.space(SHAPE)
+    strategy = make_strategy("random", space, seed=0)
+    configs = strategy.ask(n)
+    factory = JobFactory(spec, spec.shape(SHAPE), spec.variant(None), space)
+    return [(c, [a for a in factory.make(c).build_argv if a.startswith("-D")]) for c in configs]
+
+
+def serial_loop(jobs, work: Path) -> dict:
+    """nvcc then run, one config at a time (the seed-001 way)."""
+    work.mkdir(parents=True, exist_ok=True)
+    gpu_busy = 0.0
+    t0 = time.perf_counter()
+    for i, (_, flags) in enumerate(jobs):
+        exe = work / f"sgemm_{i}"
+        subprocess.run(["nvcc", "-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", *flags, "-o", str(exe),
+                        str(SPEC.parent / "sgemm.cu"), "-lcublas"], check=True, capture_output=True)
+        r0 = time.perf_counter()
+        subprocess.run([str(exe), "2048", "2048", "2048"], check=True, capture_output=True,
+                       env={**os.environ, "CUDA_VISIBLE_DEVICES": "0"})
+        gpu_busy += time.perf_counter() - r0
+    wall = time.perf_counter() - t0
+    return {"wall_s": wall, "configs": len(jobs), "configs_per_min": 60 * len(jobs) / wall,
+            "gpu_idle": 1 - gpu_busy / wall}
+
+
+SUMMARY = re.compile(r"(\d+) evaluated.*wall ([\d.]+) s, build CPU ([\d.]+) s, GPU ([\d.]+) s, "
+                     r"GPU idle (\d+)%, ([\d.]+) configs/min")
+
+
+def ksweep_run(n: int, db: Path, extra: list[str]) -> dict:
+    shutil.rmtree(SPEC.parent / ".ksweep", ignore_errors=True)  # empty build cache
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "ksweep", "run", str(SPEC), "--shape", SHAPE, "--strategy", "random",
+                        "--seed", "0", "--max-evals", str(n), "--db", str(db), "-q", *extra],
+                       capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise SystemExit(f"ksweep {' '.join(extra)} failed:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}")
+    m = SUMMARY.search(r.stdout.replace("\n", " "))
+    if not m:
+        raise SystemExit(f"no summary line in:\n{r.stdout[-2000:]}")
+    evaluated, sweep_wall, build_cpu, gpu_s, idle, per_min = m.groups()
+    return {"wall_s": wall, "sweep_wall_s": float(sweep_wall), "configs": int(evaluated),
+            "configs_per_min": 60 * int(evaluated) / wall, "build_cpu_s": float(build_cpu), "gpu_s": float(gpu_s),
+            "gpu_idle": int(idle) / 100, "tail": r.stdout[-600:]}
+
+
+def gpu_count() -> int:
+    r = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    return len([ln for ln in r.stdout.splitlines() if ln.startswith("GPU ")])
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--configs", type=int, default=60)
+    p.add_argument("--out", default=os.environ.get("OUT", "bench-out"))
+    p.add_argument("--skip-serial", action="store_true")
+    a = p.parse_args()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path("/tmp/ksweep-throughput")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    jobs = configs_and_flags(a.configs)
+    res: dict[str, dict] = {}
+    if not a.skip_serial:
+        res["serial loop, 1 GPU"] = serial_loop(jobs, work / "serial")
+        print("serial", res["serial loop, 1 GPU"], flush=True)
+    res["ksweep, 1 GPU"] = ksweep_run(a.configs, work / "one.db", ["--gpus", "0"])
+    print("ksweep 1", res["ksweep, 1 GPU"], flush=True)
+    if gpu_count() >= 2:
+        res["ksweep, 2 GPUs (Dask)"] = ksweep_run(a.configs, work / "two.db", ["--cluster", "local", "--gpus", "0,1"])
+        print("ksweep 2", res["ksweep, 2 GPUs (Dask)"], flush=True)
+    (out / "throughput.json").write_text(json.dumps(res, indent=2))
+    print(f"\n{a.configs} configs of examples/sgemm (shape {SHAPE}), empty build cache, {os.cpu_count()} cores\n")
+    print("| method | wall s | configs/min | GPU idle |")
+    print("|---|---|---|---|")
+    for name, r in res.items():
+        print(f"| {name} | {r['wall_s']:.1f} | {r['configs_per_min']:.1f} | {100 * r['gpu_idle']:.0f}% |")
+    base = res.get("serial loop, 1 GPU")
+    one = res["ksweep, 1 GPU"]
+    if base:
+        print(f"\nksweep 1 GPU / serial loop: {one['configs_per_min'] / base['configs_per_min']:.2f}x")
+    two = res.get("ksweep, 2 GPUs (Dask)")
+    if two:
+        print(f"ksweep 2 GPUs / ksweep 1 GPU: {two['configs_per_min'] / one['configs_per_min']:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
