@@ -6,12 +6,13 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
+from ..errors import KsweepError
 from ..report.export import to_csv
 from ..report.progress import make_observer
 from ..report.table import render, wide_console
 from ..spec.load import load_spec
 from ..sweep.driver import SweepOptions
-from ..sweep.local import default_db_path, run_sweep
+from ..sweep.local import default_db_path, make_dask_executor, run_sweep
 from .report import load_results
 
 
@@ -21,13 +22,21 @@ def add_parser(sub) -> None:
     p.add_argument("--db", help="results database (default: .ksweep/<spec>.db beside the spec)")
     p.add_argument("--jobs", "-j", type=int, help="parallel builds (default: all cores)")
     p.add_argument("--strategy", default="auto", help="grid, phased, random, bayes or auto (default)")
-    p.add_argument("--max-evals", type=int, help="stop after N evaluated configs (failures count)")
+    p.add_argument("--max-evals", type=int, help="evaluate at most N configs per shape and variant (failures count)")
     p.add_argument("--time-limit", type=float, help="stop after S seconds")
-    p.add_argument("--patience", type=int, help="stop after N evaluations without improvement")
+    p.add_argument("--patience", type=int, help="stop a shape/variant after N evaluations without improvement")
     p.add_argument("--seed", type=int, default=0, help="seed of the search strategy")
     p.add_argument("--shape", action="append", help="only this shape (repeatable)")
     p.add_argument("--variant", action="append", help="only this variant (repeatable)")
     p.add_argument("--gpus", help="GPU indices to use, e.g. 0,1 (default: all visible)")
+    p.add_argument("--cluster", metavar="local|tcp://HOST:PORT",
+                   help="build and run on a Dask cluster: 'local' starts one on this host (a worker per GPU "
+                        "plus a build worker); an address uses a running scheduler (needs ksweep[dask])")
+    p.add_argument("--fake-gpus", type=int, metavar="N",
+                   help="with --cluster local: N pretend GPUs (CUDA_VISIBLE_DEVICES=0..N-1), for tests without GPUs")
+    p.add_argument("--shared-cache", metavar="DIR",
+                   help="with --cluster: a build cache every worker sees at this path; binaries then travel by "
+                        "path, not inside the tasks (default with --cluster local: .ksweep/cache beside the spec)")
     p.add_argument("--top", type=int, default=20, help="rows of the final table per shape/variant")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     p.set_defaults(handler=run)
@@ -46,13 +55,18 @@ def run(args) -> int:
     )
     gpus = [int(g) for g in args.gpus.split(",") if g.strip()] if args.gpus else None
     signal.signal(signal.SIGTERM, _sigterm)
+    executor = _executor(spec, args, gpus)
     observer = make_observer(spec.objective.metric, args.quiet)
     interrupted = False
     try:
-        summary, db = run_sweep(spec, db=args.db, options=options, gpus=gpus, jobs=args.jobs, observer=observer)
+        summary, db = run_sweep(spec, db=args.db, options=options, gpus=gpus, jobs=args.jobs, observer=observer,
+                                executor=executor)
     except KeyboardInterrupt:
         interrupted = True
         summary, db = None, Path(args.db) if args.db else None
+    finally:
+        if executor is not None:
+            executor.shutdown()
     db = db or default_db_path(spec)
     if not db.exists():
         return 130 if interrupted else 0
@@ -71,6 +85,16 @@ def run(args) -> int:
             f"{summary.configs_per_minute:.1f} configs/min", soft_wrap=True)
     console.print(f"results: {db}  csv: {csv_path}", soft_wrap=True)
     return 130 if interrupted else 0
+
+
+def _executor(spec, args, gpus):
+    """None (run_sweep's local executor) unless --cluster asks for a Dask one."""
+    if args.cluster is None:
+        if args.fake_gpus or args.shared_cache:
+            raise KsweepError("--fake-gpus and --shared-cache apply to a Dask cluster: add --cluster local")
+        return None
+    return make_dask_executor(spec, args.cluster, gpus=gpus, fake_gpus=args.fake_gpus, jobs=args.jobs,
+                              shared_cache=args.shared_cache)
 
 
 def _selected(r, options: SweepOptions) -> bool:

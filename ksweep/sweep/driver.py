@@ -57,7 +57,7 @@ class Summary:
     gpu_seconds: float = 0.0
     gpu_slots: int = 1
     interrupted: bool = False
-    best: dict[tuple[str, str], Result] = field(default_factory=dict)
+    best: dict[tuple[str, str, str | None], Result] = field(default_factory=dict)
 
     @property
     def gpu_idle_share(self) -> float:
@@ -235,7 +235,7 @@ class Sweep:
         strategy.tell(dict(result.params), value)
         budget.record(value)
         self.summary.counts[result.status.value] = self.summary.counts.get(result.status.value, 0) + 1
-        key = (result.variant, result.shape)
+        key = (result.variant, result.shape, result.gpu_name)  # GPU models are never ranked together
         best = self.summary.best.get(key)
         v = result.value(self.spec.objective.metric)
         if v is not None and (best is None or self.spec.objective.better(v, best.value(self.spec.objective.metric))):

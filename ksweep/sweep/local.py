@@ -24,12 +24,15 @@ def default_db_path(spec: Spec) -> Path:
     return workspace(spec) / f"{stem}.db"
 
 
-def make_builder(spec: Spec, cache_dir: Path | None = None) -> Builder:
-    rules = BuildRules(
+def build_rules(spec: Spec) -> BuildRules:
+    return BuildRules(
         max_registers=spec.build.max_registers or spec.limits.get("regs_per_thread"),
         allow_spills=spec.build.allow_spills,
     )
-    return Builder(BuildCache(cache_dir or workspace(spec) / "cache"), rules)
+
+
+def make_builder(spec: Spec, cache_dir: Path | None = None) -> Builder:
+    return Builder(BuildCache(cache_dir or workspace(spec) / "cache"), build_rules(spec))
 
 
 def make_executor(spec: Spec, gpus: list[int] | None = None, jobs: int | None = None,
@@ -62,3 +65,30 @@ def run_sweep(spec: Spec, *, db: str | Path | None = None, options: SweepOptions
             executor.shutdown()
         store.close()
     return summary, db_path
+
+
+def make_dask_executor(spec: Spec, cluster: str, *, gpus: list[int] | None = None, fake_gpus: int | None = None,
+                       jobs: int | None = None, shared_cache: str | Path | None = None):
+    """A DaskExecutor for ``--cluster``: 'local' starts a LocalCluster on this host (one worker
+    per GPU, or per fake GPU, plus a build worker); an address connects to a running scheduler."""
+    from ..errors import KsweepError
+    from ..run import dask_executor
+    from ..run.gpus import Gpu
+
+    if spec.kernel is not None:
+        raise KsweepError(f"{spec.label}: --cluster runs program-mode specs; a [kernel] spec runs on this "
+                          f"host's GPUs (drop --cluster, and use --gpus to pick them)")
+    rules = build_rules(spec)
+    if cluster == "local":
+        if fake_gpus:
+            chosen = [Gpu(index=i, name="fake") for i in (gpus or range(fake_gpus))]
+        else:
+            chosen = select_gpus(detect_gpus(), gpus)
+        return dask_executor.start_local(
+            chosen, rules, shared_cache=shared_cache or workspace(spec) / "cache",
+            build_threads=jobs or spec.build.jobs or os.cpu_count(),
+        )
+    if gpus is not None or fake_gpus:
+        raise KsweepError(f"--gpus and --fake-gpus choose the GPUs of this host; on the cluster {cluster} "
+                          f"every worker started with --resources GPU=1 runs (drop them, or use --cluster local)")
+    return dask_executor.connect(cluster, rules, shared_cache=shared_cache)

@@ -1,0 +1,401 @@
+"""The Dask executor: builds and runs as tasks of a ``distributed`` cluster.
+
+It has the shape of ``LocalExecutor`` (``submit_build``, ``submit_run``, ``run_slots``,
+``build_jobs``, ``shutdown``) and hands the driver ``concurrent.futures`` futures, so
+the sweep loop, and with it the SQLite store, stay in the client process.
+
+* **Builds** are tasks any worker may take; they prefer workers without a ``GPU``
+  resource (a loose restriction), so a GPU worker is not kept from its runs by nvcc.
+  The worker builds through a ``Builder`` whose cache is its own local directory, or a
+  *shared cache* (a path every worker sees) when one is configured.
+* **Binaries** travel inside the task graph: a build task returns the ``BuildResult``
+  with the binary's bytes (only the small ``BuildResult`` is fetched to the client) and
+  the run task takes the build task's future as an argument, so Dask moves the bytes
+  from the build worker to the run worker. With a shared cache nothing is shipped: the
+  run reads the binary at the cache path.
+* **Runs** need resource ``GPU=1``; a GPU worker's GPU is the (first) device of the
+  ``CUDA_VISIBLE_DEVICES`` it was started with, and every program it runs sees that one.
+  The worker names its GPU from ``nvidia-smi`` (or ``KSWEEP_GPU_NAME`` where there is
+  none, e.g. the fake GPUs of tests).
+* **A dead worker** (killed, out of memory, node lost) does not lose its task: the
+  scheduler hands it to another worker, up to ``allowed-failures`` times per task. A
+  config that keeps killing its workers becomes a CRASH result instead of stopping the
+  sweep. ``retries`` re-runs a task that raised (the programs' own failures never raise:
+  they are results).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import stat
+import tempfile
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from ..build.builder import BINARY_NAME, Builder, BuildResult, BuildRules
+from ..build.cache import BuildCache
+from ..errors import KsweepError, require
+from ..job import Job
+from ..process import kill_all, reset_stop
+from ..status import Status
+from .gpus import Gpu, detect_gpus
+from .program import RunOutcome, run_job
+
+GPU_RESOURCE = "GPU"
+GPU_NAME_ENV = "KSWEEP_GPU_NAME"  # the GPU's name where nvidia-smi cannot tell (fake GPUs)
+RUN_PRIORITY = 10  # runs before builds on a worker that takes both: the GPU waits for nobody
+META_PRIORITY = 20
+WORKERS_REFRESH_S = 2.0
+
+
+def _distributed():
+    return require("distributed", "dask", "Running on a Dask cluster (--cluster)")
+
+
+# -- what travels between tasks ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Built:
+    """A build task's value: its result, and the binary itself unless the cache is shared."""
+
+    result: BuildResult
+    binary: bytes | None = None
+
+
+def worker_pin(env: Mapping[str, str]) -> str | None:
+    """The device a GPU worker's runs are pinned to: the first entry of the worker's
+    ``CUDA_VISIBLE_DEVICES`` (an index, a UUID or a MIG id; dask-cuda starts each worker
+    with its own GPU first), or None when the variable is unset or empty (pure)."""
+    ids = [v.strip() for v in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    return ids[0] if ids else None
+
+
+def worker_gpu(env: Mapping[str, str], detected: Sequence[Gpu]) -> Gpu:
+    """The one GPU a GPU worker runs on, from its environment and nvidia-smi's list (pure).
+
+    Its record comes from ``detected`` when nvidia-smi lists the worker's pin, else from
+    the pin and ``KSWEEP_GPU_NAME``.
+    """
+    name = env.get(GPU_NAME_ENV)
+    ident = worker_pin(env)
+    if ident is None:
+        if "CUDA_VISIBLE_DEVICES" in env:  # set but empty: CUDA sees no GPU
+            return Gpu(index=None, name=name or "none")
+        if len(detected) > 1:
+            raise KsweepError(
+                f"a Dask worker with resource {GPU_RESOURCE}=1 sees {len(detected)} GPUs and no "
+                f"CUDA_VISIBLE_DEVICES: start one worker per GPU, each with CUDA_VISIBLE_DEVICES=<index>")
+        return detected[0] if detected else Gpu(index=None, name=name or "none")
+    for gpu in detected:
+        if ident == str(gpu.index) or ident == gpu.uuid:
+            return gpu
+    if ident.isdigit():
+        return Gpu(index=int(ident), name=name or "unknown")
+    return Gpu(index=None, name=name or "unknown", uuid=ident)
+
+
+# -- the tasks (they run on the workers) -----------------------------------------------
+
+
+def _worker_dir() -> Path:
+    """This worker's local directory (a temporary one outside a worker, e.g. in tests)."""
+    try:
+        return Path(_distributed().get_worker().local_directory)
+    except ValueError:  # not running on a worker
+        return Path(tempfile.gettempdir()) / f"ksweep-worker-{os.getpid()}"
+
+
+_builders: dict[tuple[str, BuildRules], Builder] = {}
+_builders_lock = threading.Lock()
+
+
+def _builder(cache_dir: str, rules: BuildRules) -> Builder:
+    with _builders_lock:
+        key = (cache_dir, rules)
+        if key not in _builders:
+            _builders[key] = Builder(BuildCache(Path(cache_dir)), rules)
+        return _builders[key]
+
+
+def build_task(job: Job, rules: BuildRules, shared_cache: str | None) -> Built:
+    """Build one job on this worker; ship the binary's bytes unless the cache is shared."""
+    cache_dir = shared_cache or str(_worker_dir() / "ksweep-cache")
+    result = _builder(cache_dir, rules).build(job)
+    if shared_cache is None and result.status is Status.OK and result.binary is not None:
+        return Built(result, result.binary.read_bytes())
+    return Built(result)
+
+
+def build_metadata(built: Built) -> BuildResult:
+    return built.result
+
+
+@lru_cache(maxsize=1)
+def _this_worker_gpu() -> Gpu:
+    return worker_gpu(os.environ, detect_gpus())
+
+
+def run_task(job: Job, built: Built) -> RunOutcome:
+    """Run one built job on this worker's GPU; the binary is written out first if it came in the task."""
+    gpu = _this_worker_gpu()
+    root = _worker_dir()
+    workdir = None
+    build = built.result
+    try:
+        if built.binary is not None:
+            root.mkdir(parents=True, exist_ok=True)
+            workdir = Path(tempfile.mkdtemp(prefix="bin-", dir=root))
+            path = workdir / BINARY_NAME
+            path.write_bytes(built.binary)
+            path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+            build = replace(build, binary=path)
+        pin = worker_pin(os.environ)
+        if pin is not None:  # the worker's own device id, not an nvidia-smi index CUDA may number differently
+            job = replace(job, run_env={**job.run_env, "CUDA_VISIBLE_DEVICES": pin})
+        outcome = run_job(job, build, replace(gpu, index=None), root / "ksweep-runs")
+        return replace(outcome, gpu=gpu)
+    finally:
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def dask_setup(worker) -> None:
+    """Preload of the local cluster's workers (``preload=[this module]``). They share the
+    terminal of ``ksweep run``, whose Ctrl-C reaches them too: the client stops their runs
+    (``shutdown(cancel=True)``), so a worker must not die first and orphan its programs."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop_runs(resume: bool) -> int:
+    """On a worker: kill the programs of cancelled runs (whole process groups), and start
+    new ones again if ``resume`` (a cluster that outlives this sweep)."""
+    killed = kill_all()
+    if resume:
+        reset_stop()
+    return killed
+
+
+# -- the client side -------------------------------------------------------------------
+
+
+class DaskExecutor:
+    """Builds and runs on a Dask cluster, behind the executor interface of the sweep driver.
+
+    ``client``: a ``distributed.Client``. ``rules``: post-compile pruning, applied on the
+    build workers. ``shared_cache``: a build cache every worker sees at this path (then
+    binaries travel by path); None: each worker caches in its local directory and the
+    binaries travel in the tasks. ``retries``: re-runs of a task that raised. The client
+    (``close_client``) and ``cluster`` are closed by ``shutdown`` when given.
+    """
+
+    def __init__(self, client, rules: BuildRules, *, shared_cache: str | Path | None = None,
+                 retries: int = 2, gpu_wait: float = 120.0, close_client: bool = False, cluster=None):
+        self.client = client
+        self.rules = rules
+        self.shared_cache = str(shared_cache) if shared_cache is not None else None
+        self.retries = retries
+        self._close_client = close_client
+        self._cluster = cluster
+        self._lock = threading.Lock()
+        self._live: set = set()  # dask futures in flight: one the client drops is forgotten by the scheduler
+        self._binaries: dict[int, tuple[BuildResult, Any]] = {}  # id(result handed out) -> its build future
+        self._workers: dict[str, dict] = {}
+        self._workers_at = float("-inf")
+        self._closed = False
+        self._wait_for_gpus(gpu_wait)
+
+    # -- cluster view ----------------------------------------------------------------------
+    def _worker_info(self) -> dict[str, dict]:
+        now = time.monotonic()
+        if now - self._workers_at > WORKERS_REFRESH_S:
+            self._workers = dict(self.client.scheduler_info(n_workers=-1)["workers"])
+            self._workers_at = now
+        return self._workers
+
+    def _gpu_slots(self) -> int:
+        return sum(int(w.get("resources", {}).get(GPU_RESOURCE, 0)) for w in self._worker_info().values())
+
+    def _wait_for_gpus(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while self._gpu_slots() == 0:
+            if time.monotonic() > deadline:
+                raise KsweepError(
+                    f"the Dask cluster {self.client.scheduler.address} has no worker with resource "
+                    f"{GPU_RESOURCE} after {timeout:g} s: start one worker per GPU with "
+                    f"`dask worker ADDRESS --nthreads 1 --resources {GPU_RESOURCE}=1` and CUDA_VISIBLE_DEVICES=<index>")
+            time.sleep(0.5)
+            self._workers_at = float("-inf")
+
+    @property
+    def run_slots(self) -> int:
+        # never 0: while the GPU workers are being replaced, runs wait at the scheduler
+        return max(1, self._gpu_slots())
+
+    @property
+    def build_jobs(self) -> int:
+        info = self._worker_info().values()
+        cpu = [w for w in info if not w.get("resources", {}).get(GPU_RESOURCE)]
+        return max(1, sum(int(w.get("nthreads", 1)) for w in (cpu or info)))
+
+    def _build_placement(self) -> dict:
+        cpu = [a for a, w in self._worker_info().items() if not w.get("resources", {}).get(GPU_RESOURCE)]
+        return {"workers": cpu, "allow_other_workers": True} if cpu else {}
+
+    # -- the executor interface -----------------------------------------------------------
+    def submit_build(self, job: Job) -> Future:
+        built = self.client.submit(build_task, job, self.rules, self.shared_cache, pure=False,
+                                   retries=self.retries, **self._build_placement())
+        meta = self.client.submit(build_metadata, built, pure=False, priority=META_PRIORITY)
+
+        def keep(result: BuildResult) -> BuildResult:
+            if result.status is Status.OK:  # hold the binary on the cluster until its run is submitted
+                with self._lock:
+                    self._binaries[id(result)] = (result, built)
+            return result
+
+        def killed(exc: BaseException) -> BuildResult:
+            return BuildResult(Status.COMPILE_ERROR, _killed_message("build", exc))
+
+        return self._bridge(meta, keep, killed)
+
+    def submit_run(self, job: Job, build: BuildResult) -> Future:
+        with self._lock:
+            entry = self._binaries.pop(id(build), None)
+        built = entry[1] if entry is not None else Built(build)  # shared cache, or nothing built
+        run = self.client.submit(run_task, job, built, pure=False, resources={GPU_RESOURCE: 1},
+                                 retries=self.retries, priority=RUN_PRIORITY)
+
+        def killed(exc: BaseException) -> RunOutcome:
+            return RunOutcome(Status.CRASH, _killed_message("run", exc))
+
+        return self._bridge(run, lambda outcome: outcome, killed)
+
+    def _bridge(self, dask_future, on_value: Callable, on_killed: Callable) -> Future:
+        """A concurrent.futures.Future that follows ``dask_future``."""
+        killed_worker = _distributed().KilledWorker
+        future: Future = Future()
+        future.set_running_or_notify_cancel()
+        with self._lock:
+            self._live.add(dask_future)
+
+        def done(f) -> None:  # on the client's callback thread
+            try:
+                try:
+                    value = on_value(f.result())
+                except killed_worker as exc:
+                    value = on_killed(exc)
+            except BaseException as exc:  # noqa: BLE001 - handed to the driver as it is
+                future.set_exception(exc)
+            else:
+                future.set_result(value)
+            finally:
+                with self._lock:
+                    self._live.discard(f)
+
+        dask_future.add_done_callback(done)
+        return future
+
+    def shutdown(self, cancel: bool = False) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with self._lock:
+            pending = [*self._live, *(built for _, built in self._binaries.values())]
+            self._live.clear()
+            self._binaries.clear()
+        try:
+            if cancel:
+                self.client.cancel(pending, force=True)
+                # a closing worker would leave its programs' children behind, and wait for its runs
+                try:
+                    self.client.run(_stop_runs, self._cluster is None)
+                except Exception:  # noqa: BLE001 - a worker already gone has no programs left to stop
+                    pass
+        finally:
+            if self._close_client:
+                self.client.close()
+            if self._cluster is not None:
+                self._cluster.close()
+
+
+def _killed_message(what: str, exc: BaseException) -> str:
+    allowed = getattr(exc, "allowed_failures", None)
+    last = getattr(getattr(exc, "last_worker", None), "address", None)
+    tries = f"{allowed + 1} workers" if isinstance(allowed, int) else "several workers"
+    return (f"the {what} killed every Dask worker that ran it ({tries}" + (f", the last {last}" if last else "")
+            + "); not tried again (distributed.scheduler.allowed-failures)")
+
+
+# -- making one ------------------------------------------------------------------------
+
+
+def local_cluster(gpus: Sequence[Gpu], *, build_workers: int = 1, build_threads: int | None = None,
+                  allowed_failures: int = 3, silence_logs: int = logging.ERROR):
+    """A ``distributed.LocalCluster`` of worker processes: one per GPU (resource GPU=1, one
+    thread, its own CUDA_VISIBLE_DEVICES) and ``build_workers`` without a GPU resource."""
+    distributed = _distributed()
+    cluster = distributed.LocalCluster(
+        n_workers=0, processes=True, threads_per_worker=1, dashboard_address=None,
+        silence_logs=silence_logs, scheduler_kwargs={"allowed_failures": allowed_failures},
+    )
+    template = cluster.new_spec
+    options = {**template["options"], "preload": [__name__]}
+    specs = {}
+    for gpu in gpus:
+        env = {GPU_NAME_ENV: gpu.name}
+        if gpu.index is not None:
+            env["CUDA_VISIBLE_DEVICES"] = str(gpu.index)
+        name = f"gpu-{gpu.index if gpu.index is not None else 'none'}"
+        specs[name] = {"cls": template["cls"], "options": {
+            **options, "nthreads": 1, "resources": {GPU_RESOURCE: 1}, "env": env}}
+    for i in range(build_workers):
+        specs[f"build-{i}"] = {"cls": template["cls"], "options": {
+            **options, "nthreads": build_threads or os.cpu_count() or 1}}
+    cluster.worker_spec.update(specs)
+    cluster.scale(len(cluster.worker_spec))
+    return cluster
+
+
+def start_local(gpus: Sequence[Gpu], rules: BuildRules, *, shared_cache: str | Path | None = None,
+                build_workers: int = 1, build_threads: int | None = None, retries: int = 2,
+                allowed_failures: int = 3, timeout: float = 120.0) -> DaskExecutor:
+    """A DaskExecutor on a new local cluster, closed with the executor."""
+    distributed = _distributed()
+    if not gpus:
+        raise KsweepError("a local Dask cluster needs at least one GPU worker")
+    cluster = local_cluster(gpus, build_workers=build_workers, build_threads=build_threads,
+                            allowed_failures=allowed_failures)
+    try:
+        client = distributed.Client(cluster)
+        client.wait_for_workers(len(cluster.worker_spec), timeout=timeout)
+        return DaskExecutor(client, rules, shared_cache=shared_cache, retries=retries,
+                            gpu_wait=timeout, close_client=True, cluster=cluster)
+    except BaseException:
+        cluster.close()
+        raise
+
+
+def connect(address: str, rules: BuildRules, *, shared_cache: str | Path | None = None,
+            retries: int = 2, timeout: float = 120.0) -> DaskExecutor:
+    """A DaskExecutor on the running scheduler at ``address`` (e.g. tcp://host:8786)."""
+    distributed = _distributed()
+    try:
+        client = distributed.Client(address, timeout=timeout)
+    except OSError as exc:
+        raise KsweepError(f"--cluster {address}: cannot reach a Dask scheduler there ({exc}); "
+                          f"start one with `dask scheduler` or use --cluster local") from exc
+    try:
+        return DaskExecutor(client, rules, shared_cache=shared_cache, retries=retries,
+                            gpu_wait=timeout, close_client=True)
+    except BaseException:
+        client.close()
+        raise

@@ -1,0 +1,393 @@
+"""The Dask executor on a small LocalCluster: two fake-GPU workers (resource GPU=1, one
+thread, CUDA_VISIBLE_DEVICES=0/1) and one build worker, all processes.
+
+The gcc-built test programs are swept through it and must give the local executor's
+results; a GPU worker is killed in the middle of a run and nothing is lost.
+"""
+
+import _thread
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from ksweep import Status, load_spec  # noqa: E402
+from ksweep.errors import KsweepError, MissingDependency  # noqa: E402
+from ksweep.run import dask_executor  # noqa: E402
+from ksweep.run.dask_executor import (  # noqa: E402
+    GPU_NAME_ENV, DaskExecutor, build_task, connect, local_cluster, run_task, worker_gpu, worker_pin)
+from ksweep.run.executor import LocalExecutor  # noqa: E402
+from ksweep.run.gpus import NO_GPU, Gpu  # noqa: E402
+from ksweep.run.program import RunOutcome  # noqa: E402
+from ksweep.sweep.jobs import JobFactory  # noqa: E402
+from ksweep.sweep.local import build_rules, make_builder, make_dask_executor, workspace  # noqa: E402
+
+from conftest import GCC_BUILD  # noqa: E402
+from test_multigpu import DEVICES, devices_spec, sweep_with  # noqa: E402
+
+FAKE_GPUS = [Gpu(0, "fake"), Gpu(1, "fake")]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """(cluster, client): 2 fake-GPU workers + 1 build worker, shared by this module's tests."""
+    cl = local_cluster(FAKE_GPUS, build_workers=1, build_threads=1, allowed_failures=3)
+    client = distributed.Client(cl)
+    try:
+        client.wait_for_workers(3, timeout=180)
+        yield cl, client
+    finally:
+        client.close()
+        cl.close()
+
+
+def dask_sweep(spec, client, db, **kw):
+    executor = DaskExecutor(client, build_rules(spec), gpu_wait=60, **kw)
+    try:
+        return sweep_with(spec, executor, db)
+    finally:
+        executor.shutdown()
+
+
+def local_sweep(spec, db):
+    executor = LocalExecutor(make_builder(spec), [NO_GPU], workspace(spec) / "scratch", build_jobs=2)
+    try:
+        return sweep_with(spec, executor, db)
+    finally:
+        executor.shutdown()
+
+
+def outcomes(results):
+    return {tuple(sorted(r.params.items())): (r.status, r.message, dict(r.metrics)) for r in results}
+
+
+MODES = f"""
+[sweep]
+objective = "ms"
+[params]
+MODE = [0, 1, 2, 3, 4, 5, 6, 7, 9]
+X = [3]
+{GCC_BUILD}
+[run]
+timeout = 2
+[check]
+expected = {{ checksum = 1.0 }}
+"""
+
+
+def test_every_status_as_with_the_local_executor(program_dir, cluster):
+    _, client = cluster
+    spec = load_spec(program_dir(MODES))
+    summary, remote = dask_sweep(spec, client, program_dir.dir / "dask.db")
+    # the binaries travelled in the tasks: the client's own build cache was never used
+    assert not (workspace(spec) / "cache").exists()
+    _, local = local_sweep(spec, program_dir.dir / "local.db")
+    assert outcomes(remote) == outcomes(local)
+    assert {r.params["MODE"]: r.status for r in remote} == {
+        0: Status.OK, 1: Status.HANG, 2: Status.CRASH, 3: Status.CRASH, 4: Status.RUN_ERROR,
+        5: Status.CUDA_ERROR, 6: Status.NO_RESULT, 7: Status.CHECKSUM_MISMATCH, 9: Status.COMPILE_ERROR}
+    ran = [r for r in remote if r.status is not Status.COMPILE_ERROR]
+    assert {r.gpu_name for r in ran} == {"fake"} and {r.gpu_index for r in ran} <= {0, 1}
+    assert summary.gpu_slots == 2 and summary.evaluated == 9
+
+
+def test_runs_are_pinned_to_their_workers_gpu_and_overlap(tmp_path, cluster):
+    _, client = cluster
+    spec = load_spec(devices_spec(tmp_path))
+    _, results = dask_sweep(spec, client, tmp_path / "r.db")
+    assert [r.status for r in results] == [Status.OK] * 6
+    assert {r.gpu_index for r in results} == {0, 1}
+    for r in results:
+        assert r.metrics["dev"] == r.gpu_index and r.gpu_name == "fake"
+        assert r.metrics["overlap"] == 1.0  # the two GPU workers ran at the same time
+
+
+SLOW = f"""
+[sweep]
+objective = "ms"
+[params]
+MODE = [10]
+X = [1, 2, 3, 4]
+{GCC_BUILD.replace('"{{defines}}"', '"{{defines}}", "-DSLEEP_MS=300"')}
+[run]
+# note the start (with the worker's pid: the shell's parent), wait for the GO file, run
+command = ["sh", "-c", "echo \\"$PPID {{X}}\\" >> \\"$START_LOG\\"; while [ ! -e \\"$GO\\" ]; do sleep 0.02; done; exec \\"$0\\"", "{{binary}}"]
+timeout = 60
+env = {{ KSWEEP_TEST_LOG = "DONE_LOG", START_LOG = "START_LOG_PATH", GO = "GO_PATH" }}
+"""
+
+
+def test_a_worker_killed_mid_run_loses_nothing(program_dir, cluster):
+    _, client = cluster
+    done, started, go = program_dir.dir / "done.log", program_dir.dir / "started.log", program_dir.dir / "go"
+    spec = load_spec(program_dir(SLOW.replace("DONE_LOG", str(done)).replace("START_LOG_PATH", str(started))
+                                 .replace("GO_PATH", str(go))))
+    gpu_workers = [a for a, w in client.scheduler_info(n_workers=-1)["workers"].items() if w["resources"].get("GPU")]
+    worker_pids = set(client.run(os.getpid, workers=gpu_workers).values())
+    killed: list[tuple[int, str]] = []
+
+    def kill_the_first_run_s_worker():  # no run gets past its start until this is done
+        deadline = time.monotonic() + 120
+        try:
+            while time.monotonic() < deadline:
+                lines = started.read_text().split("\n")[:-1] if started.exists() else []
+                if lines:
+                    pid, x = lines[0].split()
+                    assert int(pid) in worker_pids, (pid, worker_pids)
+                    os.kill(int(pid), signal.SIGKILL)
+                    killed.append((int(pid), x))
+                    return
+                time.sleep(0.01)
+        finally:
+            go.touch()
+
+    killer = threading.Thread(target=kill_the_first_run_s_worker)
+    killer.start()
+    try:
+        summary, remote = dask_sweep(spec, client, program_dir.dir / "dask.db")
+    finally:
+        killer.join()
+    assert len(killed) == 1
+    pid, x = killed[0]
+    starts = [line.split() for line in started.read_text().splitlines()]
+    assert [s[1] for s in starts].count(x) == 2  # the killed run started again ...
+    assert [s[0] for s in starts if s[1] == x][1] != str(pid)  # ... on another worker process
+    assert sorted(done.read_text().splitlines()) == [f"MODE=10 X={i}" for i in range(1, 5)]  # each ran to its end once
+    assert [r.status for r in remote] == [Status.OK] * 4 and summary.evaluated == 4
+    started.unlink()
+    _, local = local_sweep(spec, program_dir.dir / "local.db")
+    assert {k: (s, m) for k, (s, _, m) in outcomes(remote).items()} == \
+        {k: (s, m) for k, (s, _, m) in outcomes(local).items()}
+    client.wait_for_workers(3, timeout=120)  # the nanny restarted the killed worker
+
+
+def test_shared_cache_binaries_travel_by_path(program_dir, cluster):
+    _, client = cluster
+    spec = load_spec(program_dir(MODES.replace("MODE = [0, 1, 2, 3, 4, 5, 6, 7, 9]", "MODE = [0, 7]")))
+    shared = program_dir.dir / "shared-cache"
+    _, results = dask_sweep(spec, client, program_dir.dir / "r.db", shared_cache=shared)
+    assert {r.params["MODE"]: r.status for r in results} == {0: Status.OK, 7: Status.CHECKSUM_MISMATCH}
+    entries = [p for p in shared.iterdir() if p.is_dir()]
+    assert len(entries) == 2 and all((p / "prog").exists() for p in entries)
+
+
+def test_connect_to_a_running_scheduler(tmp_path, cluster):
+    cl, client = cluster
+    spec = load_spec(devices_spec(tmp_path, DEVICES.replace("X = [1, 2, 3, 4, 5, 6]", "X = [1, 2]")
+                                  .replace('env = { RENDEZVOUS_DIR = "RDIR" }', "")))
+    executor = connect(cl.scheduler_address, build_rules(spec), timeout=60)
+    try:
+        assert executor.run_slots == 2
+        _, results = sweep_with(spec, executor, tmp_path / "r.db")
+    finally:
+        executor.shutdown()
+    assert [r.status for r in results] == [Status.OK] * 2
+    assert client.status == "running"  # only the executor's own client was closed
+
+
+HANGS = f"""
+[params]
+MODE = [1]
+X = [1, 2]
+{GCC_BUILD}
+[run]
+timeout = 120
+"""
+
+
+def programs_of(folder) -> list[str]:
+    out = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout  # -ww: whole lines
+    return [line for line in out.splitlines() if str(folder) in line and "/prog" in line and "gcc" not in line]
+
+
+def test_interrupt_kills_the_runs_on_the_workers_which_then_run_again(program_dir, cluster):
+    _, client = cluster
+    spec = load_spec(program_dir(HANGS))
+
+    def interrupt_when_both_hang():  # each hanging program has forked a child: 4 processes
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(programs_of(program_dir.dir)) < 4:
+            time.sleep(0.05)
+        assert len(programs_of(program_dir.dir)) == 4
+        _thread.interrupt_main()
+
+    interrupter = threading.Thread(target=interrupt_when_both_hang)
+    interrupter.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):  # (a shared cache, so that `ps` shows where the binaries are)
+            dask_sweep(spec, client, program_dir.dir / "r.db", shared_cache=program_dir.dir / "cache")
+    finally:
+        interrupter.join()
+    deadline = time.monotonic() + 10
+    while programs_of(program_dir.dir) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert programs_of(program_dir.dir) == []  # the programs and the children they forked
+    ok = load_spec(program_dir(MODES.replace("MODE = [0, 1, 2, 3, 4, 5, 6, 7, 9]", "MODE = [0]"), name="ok.toml"))
+    _, results = dask_sweep(ok, client, program_dir.dir / "ok.db")
+    assert [r.status for r in results] == [Status.OK]
+
+
+# -- the worker side, in this process ----------------------------------------------------
+
+
+def one_job(spec, **config):
+    shape, variant = spec.shape_list()[0], spec.variant_list()[0]
+    space = spec.space(shape.name, variant.name)
+    return JobFactory(spec, shape, variant, space).make(config)
+
+
+def test_build_task_ships_the_binary_and_run_task_writes_it_out(tmp_path, monkeypatch):
+    monkeypatch.setattr(dask_executor, "_worker_dir", lambda: tmp_path / "worker")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7,3")  # the run sees only the first
+    monkeypatch.setenv(GPU_NAME_ENV, "pretend")
+    dask_executor._this_worker_gpu.cache_clear()
+    spec = load_spec(devices_spec(tmp_path, DEVICES.replace('env = { RENDEZVOUS_DIR = "RDIR" }', "")))
+    job = one_job(spec, X=4)
+    built = build_task(job, build_rules(spec), None)
+    assert built.result.status is Status.OK and built.binary[:4] == b"\x7fELF"
+    for entry in (tmp_path / "worker" / "ksweep-cache").iterdir():  # the run must not need the cache
+        os.rename(entry, tmp_path / f"gone-{entry.name}")
+    try:
+        outcome = run_task(job, built)
+    finally:
+        dask_executor._this_worker_gpu.cache_clear()
+    assert outcome.status is Status.OK, outcome.message
+    assert outcome.metrics["ms"] == 4.0 and outcome.metrics["dev"] == 7.0  # pinned to the worker's GPU only
+    assert outcome.gpu == Gpu(7, "pretend")
+    assert list((tmp_path / "worker").glob("bin-*")) == []  # the written binary is removed again
+    shared = build_task(job, build_rules(spec), str(tmp_path / "shared"))
+    assert shared.binary is None and shared.result.binary.parent.parent == tmp_path / "shared"
+
+
+def test_worker_gpu():
+    h100 = [Gpu(0, "H100", "GPU-a", "580"), Gpu(1, "H100", "GPU-b", "580")]
+    assert worker_gpu({"CUDA_VISIBLE_DEVICES": "1"}, h100) == h100[1]
+    assert worker_gpu({"CUDA_VISIBLE_DEVICES": "GPU-b"}, h100) == h100[1]
+    assert worker_gpu({"CUDA_VISIBLE_DEVICES": "1", GPU_NAME_ENV: "fake"}, []) == Gpu(1, "fake")
+    assert worker_gpu({"CUDA_VISIBLE_DEVICES": "3"}, h100) == Gpu(3, "unknown")
+    assert worker_gpu({"CUDA_VISIBLE_DEVICES": "MIG-x"}, h100) == Gpu(None, "unknown", uuid="MIG-x")
+    assert worker_gpu({}, h100[:1]) == h100[0]  # a worker on a one-GPU node needs no pin
+    assert worker_gpu({}, []) == Gpu(None, "none")
+    with pytest.raises(KsweepError, match="sees 2 GPUs"):
+        worker_gpu({}, h100)
+    assert worker_gpu({"CUDA_VISIBLE_DEVICES": "1,0"}, h100) == h100[1]  # dask-cuda: its own GPU first
+    assert worker_gpu({"CUDA_VISIBLE_DEVICES": ""}, h100) == Gpu(None, "none")
+    assert worker_pin({"CUDA_VISIBLE_DEVICES": " GPU-b, GPU-a"}) == "GPU-b" and worker_pin({}) is None
+
+
+# -- the client side, against a fake client ------------------------------------------------
+
+
+class FakeFuture:
+    def __init__(self, value=None, error=None):
+        self.value, self.error = value, error
+
+    def result(self):
+        if self.error:
+            raise self.error
+        return self.value
+
+    def add_done_callback(self, fn):
+        fn(self)
+
+
+class FakeClient:
+    """Answers like a scheduler with one GPU worker and one build worker; every task 'kills its worker'."""
+
+    def __init__(self):
+        self.submitted = []
+
+    def scheduler_info(self, n_workers=-1):
+        return {"workers": {"tcp://gpu": {"resources": {"GPU": 1}, "nthreads": 1},
+                            "tcp://cpu": {"resources": {}, "nthreads": 8}}}
+
+    def submit(self, fn, *args, **kw):
+        self.submitted.append((fn.__name__, kw))
+        return FakeFuture(error=distributed.KilledWorker("task-x", SimpleNamespace(address="tcp://gpu"), 3))
+
+
+def test_a_config_that_keeps_killing_workers_becomes_a_result(tmp_path):
+    client = FakeClient()
+    executor = DaskExecutor(client, build_rules(load_spec(devices_spec(tmp_path))))
+    assert (executor.run_slots, executor.build_jobs) == (1, 8)
+    build = executor.submit_build(None).result()
+    assert build.status is Status.COMPILE_ERROR
+    assert build.message.startswith("the build killed every Dask worker that ran it (4 workers, the last tcp://gpu)")
+    outcome = executor.submit_run(None, build).result()
+    assert isinstance(outcome, RunOutcome) and outcome.status is Status.CRASH
+    assert "allowed-failures" in outcome.message
+    (b, build_kw), (m, _), (r, run_kw) = client.submitted
+    assert (b, m, r) == ("build_task", "build_metadata", "run_task")
+    assert build_kw["workers"] == ["tcp://cpu"] and build_kw["allow_other_workers"]  # builds prefer CPU workers
+    assert run_kw["resources"] == {"GPU": 1} and run_kw["retries"] == 2
+
+
+def test_missing_distributed_gives_the_install_hint(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(MissingDependency, match=r"pip install 'ksweep\[dask\]'"):
+        connect("tcp://127.0.0.1:1", build_rules(load_spec(devices_spec(tmp_path))))
+
+
+# -- the command line ------------------------------------------------------------------------
+
+
+def run_cli(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "ksweep.cli.main", *args], capture_output=True, text=True, **kw)
+
+
+def test_kernel_mode_specs_and_remote_gpu_choices_are_refused(tmp_path):
+    with pytest.raises(KsweepError, match="program-mode"):
+        make_dask_executor(SimpleNamespace(kernel=object(), label="k.toml"), "local")
+    with pytest.raises(KsweepError, match="--gpus and --fake-gpus"):
+        make_dask_executor(load_spec(devices_spec(tmp_path)), "tcp://127.0.0.1:1", gpus=[0])
+
+
+def test_cli_fake_gpus_needs_a_cluster(tmp_path):
+    r = run_cli("run", str(devices_spec(tmp_path)), "--fake-gpus", "2")
+    assert r.returncode == 2 and "--cluster local" in r.stderr
+
+
+def test_cli_cluster_local(tmp_path):
+    strategies = pytest.importorskip("ksweep.strategies")
+    if not hasattr(strategies, "make_strategy"):
+        pytest.skip("the strategy registry (ksweep.strategies.make_strategy) is not there yet")
+    spec = devices_spec(tmp_path, DEVICES.replace("X = [1, 2, 3, 4, 5, 6]", "X = [1, 2, 3, 4]"))
+    r = run_cli("run", str(spec), "--cluster", "local", "--fake-gpus", "2", "-j", "1", "--strategy", "grid",
+                "-q", timeout=300)
+    assert r.returncode == 0, r.stderr
+    records = run_cli("report", str(tmp_path / ".ksweep" / "devices.db"), "--format", "json").stdout
+    import json
+
+    rows = json.loads(records)
+    assert sorted(r["status"] for r in rows) == ["OK"] * 4
+    assert {r["gpu"]["index"] for r in rows} == {0, 1} and {r["gpu"]["name"] for r in rows} == {"fake"}
+    assert all(r["metrics"]["dev"] == r["gpu"]["index"] and r["metrics"]["overlap"] == 1 for r in rows)
+    assert len([p for p in (tmp_path / ".ksweep" / "cache").iterdir() if p.is_dir()]) == 4  # the shared default
+
+
+def test_cli_ctrl_c_on_a_local_cluster_stops_everything(program_dir):
+    strategies = pytest.importorskip("ksweep.strategies")
+    if not hasattr(strategies, "make_strategy"):
+        pytest.skip("the strategy registry (ksweep.strategies.make_strategy) is not there yet")
+    spec = program_dir(HANGS)
+    # its own process group, signalled as a whole: as a terminal's Ctrl-C reaches the workers too
+    proc = subprocess.Popen([sys.executable, "-m", "ksweep.cli.main", "run", str(spec), "--cluster", "local",
+                             "--fake-gpus", "2", "-j", "1", "--strategy", "grid", "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(programs_of(program_dir.dir)) < 4:
+        time.sleep(0.05)
+    assert len(programs_of(program_dir.dir)) == 4
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    time.sleep(0.5)
+    assert programs_of(program_dir.dir) == []
+    assert "Traceback" not in err
