@@ -5,11 +5,13 @@
 2. ksweep on one GPU (`--gpus 0`): parallel builds feeding one run slot;
 3. ksweep on two GPUs through Dask (`--cluster local --gpus 0,1`), when two are visible.
 
-All three evaluate the same N configs of the SGEMM example (shape 2048³: the first N of
-ksweep's random order, seed 0), each from an empty build cache. Reported: wall time,
-configs per minute and the GPU-idle share (1 − GPU busy time / (wall × GPUs)).
+All three evaluate configs of the SGEMM example (shape 4096³) in ksweep's random order
+(seed 0), each from an empty build cache: ksweep the first N, the serial loop the first
+--serial-configs of the same list (it is slow; its rate does not depend on N). Reported:
+wall time of the whole command (cluster start-up included), configs per minute and the
+GPU-idle share (1 − GPU busy time / (wall × GPUs)).
 
-    python bench/throughput.py [--configs 60] [--out DIR]
+    python bench/throughput.py [--configs 200] [--serial-configs 40] [--only serial,one,two] [--out DIR]
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "examples" / "sgemm" / "sgemm.toml"
-SHAPE = "sq2048"
+SHAPE = "sq4096"
+DIMS = {"sq4096": ("4096", "4096", "4096"), "sq2048": ("2048", "2048", "2048"), "skinny": ("8192", "1024", "1024")}
 
 
 def configs_and_flags(n: int):
@@ -52,7 +55,7 @@ def serial_loop(jobs, work: Path) -> dict:
         subprocess.run(["nvcc", "-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", *flags, "-o", str(exe),
                         str(SPEC.parent / "sgemm.cu"), "-lcublas"], check=True, capture_output=True)
         r0 = time.perf_counter()
-        subprocess.run([str(exe), "2048", "2048", "2048"], check=True, capture_output=True,
+        subprocess.run([str(exe), *DIMS[SHAPE]], check=True, capture_output=True,
                        env={**os.environ, "CUDA_VISIBLE_DEVICES": "0"})
         gpu_busy += time.perf_counter() - r0
     wall = time.perf_counter() - t0
@@ -89,37 +92,40 @@ def gpu_count() -> int:
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--configs", type=int, default=60)
+    p.add_argument("--configs", type=int, default=200)
+    p.add_argument("--serial-configs", type=int, default=40)
+    p.add_argument("--only", default="serial,one,two", help="which of serial, one, two to run")
+    p.add_argument("--shape", default="sq4096", choices=sorted(DIMS), help="SGEMM shape (default sq4096)")
     p.add_argument("--out", default=os.environ.get("OUT", "bench-out"))
-    p.add_argument("--skip-serial", action="store_true")
     a = p.parse_args()
+    globals()["SHAPE"] = a.shape
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     work = Path("/tmp/ksweep-throughput")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    jobs = configs_and_flags(a.configs)
+    only = set(a.only.split(","))
     res: dict[str, dict] = {}
-    if not a.skip_serial:
-        res["serial loop, 1 GPU"] = serial_loop(jobs, work / "serial")
+    if "serial" in only:
+        res["serial loop, 1 GPU"] = serial_loop(configs_and_flags(a.serial_configs), work / "serial")
         print("serial", res["serial loop, 1 GPU"], flush=True)
-    res["ksweep, 1 GPU"] = ksweep_run(a.configs, work / "one.db", ["--gpus", "0"])
-    print("ksweep 1", res["ksweep, 1 GPU"], flush=True)
-    if gpu_count() >= 2:
+    if "one" in only:
+        res["ksweep, 1 GPU"] = ksweep_run(a.configs, work / "one.db", ["--gpus", "0"])
+        print("ksweep 1", res["ksweep, 1 GPU"], flush=True)
+    if "two" in only and gpu_count() >= 2:
         res["ksweep, 2 GPUs (Dask)"] = ksweep_run(a.configs, work / "two.db", ["--cluster", "local", "--gpus", "0,1"])
         print("ksweep 2", res["ksweep, 2 GPUs (Dask)"], flush=True)
-    (out / "throughput.json").write_text(json.dumps(res, indent=2))
-    print(f"\n{a.configs} configs of examples/sgemm (shape {SHAPE}), empty build cache, {os.cpu_count()} cores\n")
-    print("| method | wall s | configs/min | GPU idle |")
-    print("|---|---|---|---|")
+    (out / f"throughput-{SHAPE}-{'-'.join(sorted(only))}.json").write_text(json.dumps(res, indent=2))
+    print(f"\nexamples/sgemm (shape {SHAPE}), empty build cache, {os.cpu_count()} cores\n")
+    print("| method | configs | wall s | configs/min | GPU idle |")
+    print("|---|---|---|---|---|")
     for name, r in res.items():
-        print(f"| {name} | {r['wall_s']:.1f} | {r['configs_per_min']:.1f} | {100 * r['gpu_idle']:.0f}% |")
-    base = res.get("serial loop, 1 GPU")
-    one = res["ksweep, 1 GPU"]
-    if base:
+        print(f"| {name} | {r['configs']} | {r['wall_s']:.1f} | {r['configs_per_min']:.1f} | {100 * r['gpu_idle']:.0f}% |")
+    base, one = res.get("serial loop, 1 GPU"), res.get("ksweep, 1 GPU")
+    if base and one:
         print(f"\nksweep 1 GPU / serial loop: {one['configs_per_min'] / base['configs_per_min']:.2f}x")
     two = res.get("ksweep, 2 GPUs (Dask)")
-    if two:
+    if two and one:
         print(f"ksweep 2 GPUs / ksweep 1 GPU: {two['configs_per_min'] / one['configs_per_min']:.2f}x")
     return 0
 

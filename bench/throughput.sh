@@ -4,4 +4,4 @@
 #   bench/throughput.sh [CONFIGS] [OUTDIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 bench/throughput.py --configs "${1:-60}" --out "${2:-${OUT:-bench-out}}"
+python3 bench/throughput.py --configs "${1:-200}" --out "${2:-${OUT:-bench-out}}"

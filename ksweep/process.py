@@ -53,7 +53,12 @@ class ProcessOutcome:
             return f"signal {self.signal}"
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def _die_with_parent(nice: int = 0) -> None:  # runs in the child between fork and exec
+    if nice:
+        try:
+            os.nice(nice)
+        except OSError:
+            pass
     if sys.platform.startswith("linux"):
         try:
             libc = ctypes.CDLL("libc.so.6", use_errno=True)
@@ -109,8 +114,12 @@ def run_process(
     timeout: float,
     env: Mapping[str, str] | None = None,
     output_limit: int = 4 * 1024 * 1024,
+    nice: int = 0,
 ) -> ProcessOutcome:
-    """Run argv to completion or timeout; never raises for a failing command."""
+    """Run argv to completion or timeout; never raises for a failing command.
+
+    ``nice`` lowers the child's CPU priority (builds use it so that the host side of a
+    timed run is not starved by a machine full of compilers)."""
     if _stopping.is_set():
         return ProcessOutcome(None, False, "", "", False, 0.0, error="stopped")
     start = time.monotonic()
@@ -120,7 +129,7 @@ def run_process(
         proc = subprocess.Popen(
             list(argv), cwd=str(cwd), env=full_env, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=(lambda: _die_with_parent(nice)) if nice else _die_with_parent,
         )
     except OSError as exc:
         return ProcessOutcome(None, False, "", "", False, time.monotonic() - start,

@@ -13,6 +13,7 @@ from .cache import BuildCache
 from .ptxas import PtxasReport, parse_ptxas
 
 BINARY_NAME = "prog"
+BUILD_NICE = 10  # builds yield the CPU to the host side of timed runs
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ class Builder:
         scratch = self.cache.scratch(job.cache_key)
         binary = scratch / BINARY_NAME
         argv = [a.replace("{binary}", str(binary)).replace("{workdir}", str(scratch)) for a in job.build_argv]
-        out = run_process(argv, cwd=scratch, timeout=job.build_timeout, env=job.build_env)
+        out = run_process(argv, cwd=scratch, timeout=job.build_timeout, env=job.build_env, nice=BUILD_NICE)
         log = (out.stdout + "\n" + out.stderr).strip()
         if out.error == "stopped":
             self.cache.discard(scratch)
