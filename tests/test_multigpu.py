@@ -123,6 +123,15 @@ def test_gpu_models_are_never_ranked_together():
 
     groups = group_results([result(1, "H100", 2.0), result(2, "H100", 1.0), result(1, "A100", 3.0)])
     assert {key: sorted(r.params["X"] for r in rows) for key, rows in groups.items()} == {
-        ("v", "s", "H100"): [1, 2], ("v", "s", "A100"): [1]}
+        ("v", "s", "H100", None): [1, 2], ("v", "s", "A100", None): [1]}
     one_model = group_results([result(1, "H100", 2.0), result(2, "H100", 1.0)])
-    assert list(one_model) == [("v", "s", None)]
+    assert list(one_model) == [("v", "s", None, None)]
+
+
+def test_a_phased_search_gets_a_table_per_phase():
+    def result(x, phase):
+        return Result(variant="v", shape="s", params={"X": x}, status=Status.OK, metrics={"ms": 1.0}, phase=phase)
+
+    groups = group_results([result(1, "tier1"), result(2, "tier1"), result(3, "tier2"), result(4, "reference")])
+    assert {key: [r.params["X"] for r in rows] for key, rows in groups.items()} == {
+        ("v", "s", None, "tier1"): [1, 2], ("v", "s", None, "tier2"): [3], ("v", "s", None, None): [4]}

@@ -11,9 +11,10 @@ from ..status import FAILURE_ORDER, Status
 _FAIL_RANK = {s: i for i, s in enumerate(FAILURE_ORDER)}
 
 
-def group_results(results: Iterable[Result]) -> dict[tuple[str, str, str | None], list[Result]]:
-    """Results per (variant, shape, GPU model): runs on different GPU models are never ranked together."""
-    groups: dict[tuple[str, str, str | None], list[Result]] = defaultdict(list)
+def group_results(results: Iterable[Result]) -> dict[tuple[str, str, str | None, str | None], list[Result]]:
+    """Results per (variant, shape, GPU model, phase): runs on different GPU models are never
+    ranked together, and a phased search gets a table per phase (tier1, tier2)."""
+    groups: dict[tuple[str, str, str | None, str | None], list[Result]] = defaultdict(list)
     gpu_of: dict[tuple[str, str], set] = defaultdict(set)
     for r in results:
         if r.gpu_name:
@@ -21,7 +22,8 @@ def group_results(results: Iterable[Result]) -> dict[tuple[str, str, str | None]
     for r in results:
         models = gpu_of[(r.variant, r.shape)]
         gpu = r.gpu_name if len(models) > 1 else None
-        groups[(r.variant, r.shape, gpu)].append(r)
+        phase = r.phase if r.phase and r.phase.startswith("tier") else None
+        groups[(r.variant, r.shape, gpu, phase)].append(r)
     return dict(groups)
 
 

@@ -45,7 +45,7 @@ def render(results: Iterable[Result], objective: str, direction: str, console: C
            param_order: dict[tuple[str, str], list[str]] | None = None, top: int | None = None,
            title_suffix: str = "") -> None:
     groups = group_results(results)
-    for (variant, shape, gpu), rows in groups.items():
+    for (variant, shape, gpu, phase), rows in groups.items():
         ranked = rank(rows, objective, direction)
         names = (param_order or {}).get((variant, shape)) or list(ranked[0].params)
         ok = [r for r in ranked if r.status is Status.OK]
@@ -53,7 +53,8 @@ def render(results: Iterable[Result], objective: str, direction: str, console: C
         shown_ok = ok[:top] if top else ok
         metrics = metric_columns(ok or ranked, objective)
         has_checksum = any("checksum" in r.metrics for r in ranked)
-        title = f"variant {variant} · shape {shape}" + (f" · {gpu}" if gpu else "") + title_suffix
+        title = f"variant {variant} · shape {shape}" + (f" · {gpu}" if gpu else "") + (
+            f" · phase {phase}" if phase else "") + title_suffix
         title += f" — {len(ok)} ok, {len(failed)} failed or pruned"
         table = Table(title=title, title_justify="left", show_edge=False, box=None, padding=(0, 1),
                       header_style="bold")
