@@ -1,18 +1,58 @@
-"""Search strategies, by name."""
+"""Search strategies, by name.
+
+``make_strategy(name, space, seed, budget_hint)`` builds one; ``STRATEGIES`` lists the
+names. Every strategy follows the ask/tell contract of ``base.Strategy``.
+"""
 
 from __future__ import annotations
 
+from typing import Callable
+
 from ..errors import KsweepError
-from .base import Budget, Strategy
-from .grid import GridStrategy
-from .random import RandomStrategy
+from .base import Budget, SearchSpace, Strategy, config_key
 
-STRATEGIES = ("grid", "random", "auto")
+# name -> (module, class); imported on use, so that optuna loads only for "bayes".
+_REGISTRY: dict[str, tuple[str, str]] = {
+    "auto": ("auto", "AutoStrategy"),
+    "grid": ("grid", "GridStrategy"),
+    "phased": ("phased", "PhasedStrategy"),
+    "random": ("random", "RandomStrategy"),
+    "bayes": ("bayes", "BayesStrategy"),
+    "surrogate": ("surrogate", "SurrogateStrategy"),
+}
+STRATEGIES: tuple[str, ...] = tuple(_REGISTRY)
+DEFAULT = "auto"
 
 
-def make_strategy(name: str, space, seed: int = 0, budget_hint: int | None = None) -> Strategy:
-    if name == "grid" or (name == "auto" and (budget_hint is None or budget_hint >= len(space))):
-        return GridStrategy(space, seed)
-    if name in ("random", "auto"):
-        return RandomStrategy(space, seed)
-    raise KsweepError(f"unknown strategy '{name}' (known: {', '.join(STRATEGIES)})")
+class UnknownStrategy(KsweepError, ValueError):
+    pass
+
+
+def _class(name: str) -> Callable[..., Strategy]:
+    import importlib
+
+    if name not in _REGISTRY:
+        raise UnknownStrategy(f"unknown strategy '{name}': choose one of {', '.join(STRATEGIES)}")
+    module, cls = _REGISTRY[name]
+    return getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+
+
+def make_strategy(name: str, space: SearchSpace, seed: int = 0, budget_hint: int | None = None) -> Strategy:
+    """A new strategy searching ``space``; ``budget_hint`` is the evaluation budget, if known."""
+    cls = _class(name)
+    if name == "auto":
+        return cls(space, seed=seed, budget_hint=budget_hint)
+    return cls(space, seed=seed)
+
+
+def run_key(name: str, space_size: int, budget: int | None) -> str:
+    """What a strategy actually runs for this budget: runs with equal keys make the same
+    proposals (the benchmark shares them between budgets)."""
+    if name == "auto":
+        from .auto import choose
+
+        return choose(space_size, budget)
+    return name
+
+
+__all__ = ["Budget", "SearchSpace", "Strategy", "config_key", "make_strategy", "run_key", "STRATEGIES", "DEFAULT"]

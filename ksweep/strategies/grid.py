@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from .base import Strategy
+from typing import Any
+
+from .base import SearchSpace, Strategy
 
 
 class GridStrategy(Strategy):
     name = "grid"
 
-    def __init__(self, space, seed: int = 0):
+    def __init__(self, space: SearchSpace, seed: int = 0):
         super().__init__(space, seed)
         self._next = 0
 
-    def _propose(self, n: int):
+    def _propose(self, n: int) -> list[dict[str, Any]]:
         out = []
         while len(out) < n and self._next < len(self.space):
             out.append(self.space[self._next])
             self._next += 1
-        if self._next >= len(self.space):
-            self.exhausted = True
         return out

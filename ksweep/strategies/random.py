@@ -1,25 +1,36 @@
-"""Random search without replacement over the valid configs."""
+"""Random search without replacement: a uniformly random order of the valid configs."""
 
 from __future__ import annotations
 
-import random
+from typing import Any
 
-from .base import Strategy
+import numpy as np
+
+from .base import SearchSpace, Strategy
+
+PERMUTE_LIMIT = 1 << 22  # shuffle positions up to this many configs; draw and reject above
 
 
 class RandomStrategy(Strategy):
     name = "random"
 
-    def __init__(self, space, seed: int = 0):
+    def __init__(self, space: SearchSpace, seed: int = 0):
         super().__init__(space, seed)
-        self._order = random.Random(seed).sample(range(len(space)), len(space))
+        self._rng = np.random.default_rng(seed)
+        self._order = self._rng.permutation(len(space)) if len(space) <= PERMUTE_LIMIT else None
         self._next = 0
+        self._drawn: set[int] = set()
 
-    def _propose(self, n: int):
+    def _propose(self, n: int) -> list[dict[str, Any]]:
+        if self._order is not None:
+            take = self._order[self._next : self._next + n]
+            self._next += len(take)
+            return [self.space[int(i)] for i in take]
+        # A huge space: collisions are rare, so rejecting repeats costs little.
         out = []
-        while len(out) < n and self._next < len(self._order):
-            out.append(self.space[self._order[self._next]])
-            self._next += 1
-        if self._next >= len(self._order):
-            self.exhausted = True
+        while len(out) < n and len(self._drawn) < len(self.space):
+            i = int(self._rng.integers(len(self.space)))
+            if i not in self._drawn:
+                self._drawn.add(i)
+                out.append(self.space[i])
         return out

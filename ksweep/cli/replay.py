@@ -1,0 +1,55 @@
+"""``ksweep replay DATASET``: run a search strategy against recorded results, no GPU."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..strategies import DEFAULT, STRATEGIES
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "replay",
+        help="run a search strategy against recorded tuning results (no GPU)",
+        description="Run a search strategy against a recorded brute-force dataset (a Kernel Tuner "
+        "cache file or a T4 results file, plain or gzipped): each config it asks for is answered "
+        "with its recorded time, a recorded failure as a failure.",
+    )
+    p.add_argument("dataset", help="Kernel Tuner cache or T4 results file (.json or .json.gz)")
+    p.add_argument("--strategy", default=DEFAULT, choices=STRATEGIES, help=f"search strategy (default {DEFAULT})")
+    p.add_argument("--max-evals", type=int, default=100, metavar="N", help="evaluation budget; failures count (default 100)")
+    p.add_argument("--time-limit", type=float, default=None, metavar="S", help="stop after S seconds")
+    p.add_argument("--patience", type=int, default=None, metavar="N", help="stop after N evaluations without improvement")
+    p.add_argument("--seed", type=int, default=0, metavar="K", help="random seed (default 0)")
+    p.add_argument("--batch", type=int, default=1, metavar="K", help="configs asked at a time (default 1)")
+    p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    p.set_defaults(handler=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..replay import load_dataset
+    from ..replay.search import replay_search
+
+    dataset = load_dataset(args.dataset)
+    out = replay_search(dataset, args.strategy, seed=args.seed, max_evals=args.max_evals,
+                        time_limit=args.time_limit, patience=args.patience, batch=args.batch)
+    if args.json:
+        print(json.dumps({**out.__dict__, "ratio": out.ratio}))
+        return 0
+    from rich.console import Console
+
+    console = Console()
+    console.print(f"[bold]{out.dataset}[/]: {len(dataset)} recorded configs, {dataset.failures} failed; "
+                  f"strategy [bold]{out.strategy}[/], seed {out.seed}")
+    console.print(f"evaluations: {out.evaluations} ({out.failures} failed)")
+    if out.best_config is None:
+        console.print("best: nothing valid found")
+    else:
+        config = " ".join(f"{k}={v}" for k, v in out.best_config.items())
+        console.print(f"best:    {out.best_value:.6g} ms  {config}")
+    console.print(f"optimum: {out.optimum:.6g} ms")
+    reached = "never" if out.evals_to_5pct is None else f"after {out.evals_to_5pct} evaluations"
+    console.print(f"ratio (optimum / best): {out.ratio:.4f}; within 5% of the optimum: {reached}")
+    return 0

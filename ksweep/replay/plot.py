@@ -1,0 +1,47 @@
+"""Best-found-versus-evaluations curves of the strategy benchmark (matplotlib)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import require
+from .bench import BenchResult
+from .dataset import Dataset
+from .stats import random_mean_curve
+
+
+def plot_curves(result: BenchResult, datasets: Sequence[Dataset], path: str | Path) -> Path:
+    """One panel per dataset: mean ratio (optimum / best found) after each evaluation."""
+    matplotlib = require("matplotlib", "plot", "--plot")
+    matplotlib.use("Agg")
+    plt = require("matplotlib.pyplot", "plot", "--plot")
+    n = len(datasets)
+    cols = min(3, n)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
+    strategies = list(dict.fromkeys(s for (_, s) in result.curves))
+    for ax, ds in zip(axes.flat, datasets):
+        longest = 1
+        for s in strategies:
+            curve = result.curves.get((ds.name, s))
+            if curve is None:
+                continue
+            longest = max(longest, len(curve))
+            ax.plot(range(1, len(curve) + 1), curve, label=s, lw=1.5)
+        rnd = random_mean_curve(ds.values, longest)
+        ax.plot(range(1, len(rnd) + 1), rnd, "k--", lw=1, label="random (exact)")
+        ax.set_title(ds.name, fontsize=10)
+        ax.set_xlabel("evaluations")
+        ax.set_ylabel("optimum / best found")
+        ax.set_ylim(max(0.0, min(0.5, ax.get_ylim()[0])), 1.01)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

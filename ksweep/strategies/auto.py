@@ -1,0 +1,43 @@
+"""The default strategy: exhaustive when the budget covers the space, else model-based.
+
+With a budget at least the size of the space, ``grid`` evaluates everything and nothing
+can do better. Otherwise ``surrogate`` (Gaussian-process expected improvement with local
+steps and failure awareness), which beat every other searcher on the recorded datasets at
+every budget measured (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .base import SearchSpace, Strategy
+
+SEARCHER = "surrogate"
+
+
+def choose(space_size: int, budget_hint: int | None) -> str:
+    """The strategy ``auto`` runs for a space of this size and this budget."""
+    return "grid" if budget_hint is not None and budget_hint >= space_size else SEARCHER
+
+
+class AutoStrategy(Strategy):
+    name = "auto"
+
+    def __init__(self, space: SearchSpace, seed: int = 0, budget_hint: int | None = None):
+        from . import make_strategy
+
+        super().__init__(space, seed)
+        self.chosen = choose(len(space), budget_hint)
+        self.inner = make_strategy(self.chosen, space, seed=seed)
+
+    def ask(self, n: int = 1) -> list[dict[str, Any]]:
+        out = super().ask(n)
+        self.exhausted = self.exhausted or self.inner.exhausted
+        return out
+
+    def _propose(self, n: int) -> list[dict[str, Any]]:
+        return self.inner.ask(n)
+
+    def tell(self, config: Mapping[str, Any], value: float | None) -> None:
+        super().tell(config, value)
+        self.inner.tell(config, value)

@@ -1,0 +1,213 @@
+"""Model-based search: a Gaussian-process surrogate, expected improvement, failure-aware.
+
+After a random warm start, each proposal maximises expected improvement (EI) of a
+Gaussian process fitted to the log of the times seen so far, times the estimated chance
+that the config does not fail:
+
+- *Features* (``features.py``): value ranks, so ordered numeric parameters are smooth,
+  and power-of-two flags.
+- *Two kinds of step, alternating*: a global step scores candidates drawn from the whole
+  space (all of it when it is small); a local step scores only the configs within a small
+  Hamming distance of the best so far (a few parameters changed, each to any value). EI
+  alone over-explores the edges of a rugged space once it has found a good region; the
+  local steps make sure that region is searched through.
+- *Failures* (hidden constraints) are not fed to the time model as fake times. A second
+  Gaussian process, fitted to the failed/succeeded indicator of every config tried,
+  estimates the chance of failure (its own length scales learn where the boundary of
+  the failing region lies), and EI is multiplied by the chance of success.
+- *Batches*: configs asked before earlier ones are told are chosen with the pending ones
+  as fantasies at their predicted mean ("kriging believer"), so a batch spreads out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from .base import SearchSpace, Strategy
+from .features import Featurizer
+from .gp import GaussianProcess, expected_improvement
+from .indexed import IndexedSpace
+
+
+MAX_FAILURE = 0.5  # candidates more likely than this to fail come after all others
+
+
+@dataclass(frozen=True)
+class SurrogateSettings:
+    initial: int = 10  # random configs before the model takes over
+    refit_every: int = 5  # new results between hyper-parameter fits
+    fit_steps: int = 20  # Adam steps per fit
+    pool: int = 2000  # random candidates of a global step in a large space
+    full_limit: int = 2500  # score every remaining config when there are at most this many
+    top: int = 5  # best configs whose neighbours join a global step's candidates
+    carry: int = 200  # best-scored candidates of one step kept for the next
+    local_share: float = 0.5  # fraction of model steps that are local (spread evenly)
+    radius: int = 2  # parameters a local step may change
+    centres: int = 1  # a local step searches around this many of the best configs
+    local_sampling: bool = False  # local steps by Thompson sampling instead of EI
+    max_points: int = 400  # results the models are fitted to (the best half, the rest spread)
+    scale: str = "log"  # numeric features: "rank", "log" (log2 of positive values) or "both"
+
+
+class SurrogateStrategy(Strategy):
+    name = "surrogate"
+
+    def __init__(self, space: SearchSpace, seed: int = 0, settings: SurrogateSettings = SurrogateSettings()):
+        super().__init__(space, seed)
+        self.settings = settings
+        self._ix = IndexedSpace(space)
+        self._featurize = Featurizer(self._ix.params, settings.scale)
+        self._gp = GaussianProcess(self._featurize.dims)
+        self._fail_gp = GaussianProcess(self._featurize.dims)
+        self._rng = np.random.default_rng(seed)
+        self._all = self._featurize(self._ix.rows) if self._ix.enumerated else None
+        self._taken = np.zeros(len(space), dtype=bool) if self._ix.enumerated else None
+        self._taken_set: set[int] = set()
+        self._told: list[int] = []
+        self._values: list[float] = []  # NaN for a failed config
+        self._pending: dict[int, None] = {}
+        self._fitted_at = -1
+        self._failures_fitted = 0
+        self._steps = 0
+        self._carry = np.zeros(0, dtype=np.int64)
+        self._warm = self._ix.sample_positions(self._rng, settings.initial, set())
+
+    # -- the ask/tell plumbing ----------------------------------------------------
+
+    def _propose(self, n: int) -> list[dict[str, Any]]:
+        out = []
+        for _ in range(n):
+            if len(self._taken_set) >= self._ix.size:
+                break
+            pos = self._next()
+            self._take(pos)
+            self._pending[pos] = None
+            out.append(self._ix.config(pos))
+        return out
+
+    def tell(self, config: Mapping[str, Any], value: float | None) -> None:
+        super().tell(config, value)
+        pos = self._ix.position(config)
+        self._pending.pop(pos, None)
+        if pos not in self._taken_set:  # told about a config it did not propose
+            self._take(pos)
+        self._told.append(pos)
+        self._values.append(np.nan if value is None else float(value))
+
+    def _take(self, pos: int) -> None:
+        self._taken_set.add(pos)
+        if self._taken is not None:
+            self._taken[pos] = True
+
+    # -- choosing the next config -------------------------------------------------
+
+    def _next(self) -> int:
+        s = self.settings
+        values = np.array(self._values)
+        ok = ~np.isnan(values)
+        started = len(self._told) + len(self._pending)
+        if started < s.initial or ok.sum() < 2:
+            return self._random()
+        told = np.array(self._told, dtype=np.int64)
+        if len(told) > s.max_points:
+            # A GP costs O(n^3): past a few hundred results keep the best half and a spread
+            # of the rest, which is what the next proposals depend on.
+            keep = _subset(values, s.max_points)
+            told, values, ok = told[keep], values[keep], ok[keep]
+        x_ok = self._features(told[ok])
+        y_ok = self._transform(values[ok])
+        refit = self._fitted_at < 0 or len(told) - self._fitted_at >= s.refit_every
+        if refit:
+            self._gp.fit(x_ok, y_ok, steps=s.fit_steps)
+            self._fitted_at = len(told)
+        failed = ~ok
+        if failed.any():
+            x_all = self._features(told)
+            label = failed.astype(float) - failed.mean()
+            # Refit on every new failure too: the boundary of a failing region is learnt
+            # from few failures, and each one moves it.
+            if refit or failed.sum() != self._failures_fitted:
+                self._fail_gp.fit(x_all, label / (label.std() + 1e-12), steps=s.fit_steps)
+                self._failures_fitted = int(failed.sum())
+            self._fail_gp.condition(x_all, label)
+            self._fail_mean = float(failed.mean())
+        self._gp.condition(x_ok, y_ok)
+        best_y = float(y_ok.min())
+        if self._pending:
+            pend = np.fromiter(self._pending, dtype=np.int64)
+            x_pend = self._features(pend)
+            self._gp.condition(np.vstack([x_ok, x_pend]), np.concatenate([y_ok, self._gp.predict(x_pend)[0]]))
+        self._steps += 1
+        local = int(self._steps * s.local_share) > int((self._steps - 1) * s.local_share)
+        cand = self._local_candidates(told[ok][np.argsort(y_ok)[: s.centres]]) if local else None
+        if cand is None or not len(cand):
+            cand = self._global_candidates(told[ok][np.argsort(y_ok)[: s.top]])
+        if not len(cand):
+            return self._random()
+        x = self._features(cand)
+        mean, sd = self._gp.predict(x)
+        if local and s.local_sampling:
+            score = np.exp(-(mean + sd * self._rng.standard_normal(len(mean))))
+        else:
+            score = expected_improvement(mean, sd, best_y)
+        if failed.any():
+            p_fail = np.clip(self._fail_gp.predict(x)[0] + self._fail_mean, 0.0, 1.0)
+            score = score * (1.0 - p_fail)
+            # Once little improvement is expected anywhere, EI x P(success) can still favour
+            # an unexplored region that is almost sure to fail: try likely failures last.
+            score = np.where(p_fail < MAX_FAILURE, score, score - score.max() - 1.0)
+        order = np.argsort(-score, kind="stable")
+        self._carry = cand[order[: s.carry]]
+        return int(cand[order[0]])
+
+    def _transform(self, v: np.ndarray) -> np.ndarray:
+        # Times spread over orders of magnitude: model their log (when all are positive;
+        # the driver negates a maximised metric).
+        y = np.log(v) if (v > 0).all() else v
+        return (y - y.mean()) / (y.std() + 1e-12)
+
+    def _features(self, positions: np.ndarray) -> np.ndarray:
+        if self._all is not None:
+            return self._all[positions]
+        return self._featurize(self._ix.rows_of(positions))
+
+    def _free(self, positions: np.ndarray) -> np.ndarray:
+        if self._taken is not None:
+            return positions[~self._taken[positions]]
+        return np.array([p for p in positions if int(p) not in self._taken_set], dtype=np.int64)
+
+    def _random(self) -> int:
+        fresh = self._free(np.asarray(self._warm, dtype=np.int64))
+        if len(fresh):
+            return int(fresh[0])
+        return int(self._ix.sample_positions(self._rng, 1, self._taken_set)[0])
+
+    def _global_candidates(self, best: np.ndarray) -> np.ndarray:
+        s = self.settings
+        free_count = self._ix.size - len(self._taken_set)
+        if self._taken is not None and free_count <= s.full_limit:
+            return np.flatnonzero(~self._taken)
+        if self._taken is not None:
+            free = np.flatnonzero(~self._taken)
+            sample = free[self._rng.choice(len(free), size=min(s.pool, len(free)), replace=False)]
+        else:
+            sample = self._ix.sample_positions(self._rng, s.pool, self._taken_set)
+        parts = [sample, self._free(self._carry)]
+        rows = self._ix.rows_of(best)
+        parts += [self._free(self._ix.neighbours(r)) for r in rows]
+        return np.unique(np.concatenate(parts).astype(np.int64))
+
+    def _local_candidates(self, centres: np.ndarray) -> np.ndarray:
+        balls = [self._ix.ball(row, self.settings.radius, self._rng) for row in self._ix.rows_of(centres)]
+        return self._free(np.unique(np.concatenate(balls)))
+
+
+def _subset(values: np.ndarray, n: int) -> np.ndarray:
+    """Indices of ``n`` results: the best n/2 valid ones, and every k-th of the others."""
+    order = np.argsort(np.where(np.isnan(values), np.inf, values), kind="stable")
+    best, rest = order[: n // 2], np.sort(order[n // 2 :])
+    step = len(rest) / (n - len(best))
+    return np.sort(np.concatenate([best, rest[(np.arange(n - len(best)) * step).astype(int)]]))
