@@ -1,0 +1,36 @@
+"""A tiny sweep of each GPU example, when a GPU is present: every evaluated config builds,
+runs and passes its check (SGEMM against cuBLAS, flash attention against an fp32 reference)."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ksweep.status import Status
+from ksweep.store.sqlite import Store
+
+EXAMPLES = Path(__file__).parent.parent.parent / "examples"
+
+
+@pytest.mark.parametrize("spec, shape", [
+    ("sgemm/sgemm.toml", "sq2048"),
+    ("flash_attention/flash_attn.toml", "b1_s512_d64_causal"),
+])
+def test_tiny_sweep(tmp_path, spec, shape):
+    src = EXAMPLES / spec
+    work = tmp_path / src.parent.name
+    shutil.copytree(src.parent, work, ignore=shutil.ignore_patterns(".ksweep"))
+    db = tmp_path / "sweep.db"
+    r = subprocess.run([sys.executable, "-m", "ksweep", "run", str(work / src.name), "--shape", shape,
+                        "--strategy", "random", "--max-evals", "3", "--db", str(db), "-q"],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    with Store(db) as store:
+        rows = [x for x in store.results() if x.status is not Status.PRUNED]
+    assert len(rows) == 3
+    for row in rows:
+        assert row.status is Status.OK, (row.params, row.message)
+        assert row.metrics["ms"] > 0 and "NVIDIA" in (row.gpu_name or "")
+        assert row.regs is not None and row.spills == 0
