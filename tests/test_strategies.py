@@ -122,6 +122,18 @@ def test_surrogate_beats_random_on_a_smooth_space(space):
     assert mean_ratio("surrogate") > mean_ratio("random")
 
 
+def test_surrogate_caps_the_points_its_models_see(space):
+    from ksweep.strategies.surrogate import SurrogateSettings, SurrogateStrategy, _subset
+
+    values = np.array([5.0, np.nan, 1.0, 3.0, np.nan, 2.0, 4.0, 6.0])
+    keep = _subset(values, 4)
+    assert len(keep) == 4 and {2, 5} <= set(keep)  # the best half always stays
+    s = SurrogateStrategy(space, seed=0, settings=SurrogateSettings(max_points=30))
+    trace = replay(s, space, Budget(max_evals=60))
+    assert len(set(trace.positions)) == 60
+    assert space.dataset.optimum / np.nanmin(trace.values) > 0.9
+
+
 def test_unknown_strategy_is_a_user_error(space):
     with pytest.raises(UnknownStrategy, match="choose one of"):
         make_strategy("anneal", space)
@@ -258,6 +270,25 @@ def test_gp_gradient_and_fit():
     assert np.abs(mean - y).max() < 0.3 and (sd < 0.5).all()
     ei = expected_improvement(np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.1, 1.0]), best=0.0)
     assert ei[0] > ei[1] > 0 and ei[0] > ei[2]
+
+
+def test_features_log_rank_and_power_of_two_flags():
+    from ksweep.strategies.features import Featurizer
+
+    params = (Param("BX", (16, 32, 48, 64)), Param("VEC", ("uint4", "uint2")), Param("ONE", (7,)),
+              Param("TILE", (4, 1, 2)))
+    f = Featurizer(params)
+    rows = np.array([[0, 0, 0, 1], [1, 1, 0, 2], [3, 0, 0, 0]])
+    x = f(rows)
+    # BX: log2 scaled (16 -> 0, 32 -> 0.5, 64 -> 1); VEC: its rank; ONE: nothing; TILE: log2
+    # of the value (listed unsorted); then BX's power-of-two flag (48 is not one; TILE has none).
+    assert x.shape == (3, 4)
+    assert np.allclose(x[:, 0], [0.0, 0.5, 1.0])
+    assert np.allclose(x[:, 1], [0.0, 1.0, 0.0])
+    assert np.allclose(x[:, 2], [0.0, 0.5, 1.0])
+    assert np.allclose(Featurizer(params)(np.array([[2, 0, 0, 0]]))[0, 3], 0.0)
+    assert np.allclose(x[:, 3], [1.0, 1.0, 1.0])
+    assert np.allclose(Featurizer(params, "rank")(rows)[:, 0], [0.0, 1 / 3, 1.0])
 
 
 def test_indexed_space_neighbours_and_ball(tiered_space):

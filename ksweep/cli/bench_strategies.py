@@ -44,6 +44,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=30, help="repeats per strategy, dataset and budget (default 30)")
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: the CPU count)")
     p.add_argument("--json", action="store_true", help="print the records as JSON")
+    p.add_argument("--save", metavar="FILE.json", help="also write the records to FILE.json")
     p.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     p.add_argument("--plot", metavar="FILE.png", help="draw best-found-versus-evaluations curves")
     p.set_defaults(handler=run)
@@ -61,8 +62,12 @@ def run(args: argparse.Namespace) -> int:
                        workers=args.jobs or default_workers(), progress=progress)
     if progress:
         print(file=sys.stderr)
+    records = [r.as_json() for r in result.records]
+    if args.save:
+        with open(args.save, "w") as f:
+            json.dump(records, f, indent=1)
     if args.json:
-        print(json.dumps([r.as_json() for r in result.records], indent=1))
+        print(json.dumps(records, indent=1))
     elif args.markdown:
         from ..replay.tables import markdown
 

@@ -79,14 +79,16 @@ def parse_document(doc: Any, *, name: str, where: str = "<dataset>") -> Dataset:
 
 def parse_kernel_tuner(doc: Mapping, *, name: str, where: str = "<dataset>") -> Dataset:
     keys = list(doc["tune_params_keys"])
-    objective = doc.get("objective") or "time"
+    # Every cache entry records "time" (ms, lower is better) whatever the tuning objective
+    # was; an objective such as GFLOP/s would have to be maximised instead.
+    objective = "time"
     entries = []
     for key, entry in doc["cache"].items():
         try:
             config = {k: _hashable(entry[k]) for k in keys}
         except KeyError as exc:
             raise DatasetError(f"{where}: cache entry '{key}' lacks parameter {exc}") from None
-        raw = entry.get(objective, entry.get("time"))
+        raw = entry.get(objective)
         if raw == KT_PRUNED:
             continue
         entries.append((config, *_kt_outcome(raw)))
@@ -128,9 +130,9 @@ def parse_t4(doc: Mapping, *, name: str, where: str = "<dataset>") -> Dataset:
 
 
 def _t4_value(item: Mapping) -> float | None:
-    objective = (item.get("objectives") or ["time"])[0]
+    # The time, lower is better, as for Kernel Tuner caches (whatever "objectives" says).
     for m in item.get("measurements") or ():
-        if m.get("name") == objective and _is_number(m.get("value")):
+        if m.get("name") == "time" and _is_number(m.get("value")):
             return float(m["value"])
     runtimes = (item.get("times") or {}).get("runtimes") or []
     if runtimes and all(_is_number(r) for r in runtimes):

@@ -22,6 +22,9 @@ def plot_curves(result: BenchResult, datasets: Sequence[Dataset], path: str | Pa
     rows = math.ceil(n / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
     strategies = list(dict.fromkeys(s for (_, s) in result.curves))
+    # Strategies can coincide (auto runs surrogate; phased is grid on untiered data):
+    # line styles keep both visible.
+    styles = ["-", "--", "-.", ":"]
     for ax, ds in zip(axes.flat, datasets):
         longest = 1
         for s in strategies:
@@ -29,9 +32,10 @@ def plot_curves(result: BenchResult, datasets: Sequence[Dataset], path: str | Pa
             if curve is None:
                 continue
             longest = max(longest, len(curve))
-            ax.plot(range(1, len(curve) + 1), curve, label=s, lw=1.5)
+            i = strategies.index(s)
+            ax.plot(range(1, len(curve) + 1), curve, styles[i % len(styles)], label=s, lw=1.5)
         rnd = random_mean_curve(ds.values, longest)
-        ax.plot(range(1, len(rnd) + 1), rnd, "k--", lw=1, label="random (exact)")
+        ax.plot(range(1, len(rnd) + 1), rnd, "k:", lw=1, label="random (exact)")
         ax.set_title(ds.name, fontsize=10)
         ax.set_xlabel("evaluations")
         ax.set_ylabel("optimum / best found")

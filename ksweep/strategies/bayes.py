@@ -16,6 +16,7 @@ not reported as a failed trial (optuna's samplers ignore those) nor as a huge fa
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -27,11 +28,20 @@ from .indexed import IndexedSpace, value_ranks
 FAILED = "failed"  # the constraint: 1.0 (violated) for a failed config, -1.0 otherwise
 
 
+@dataclass(frozen=True)
+class BayesSettings:
+    # Independent TPE: on the recorded datasets the multivariate one stalled sooner (mean
+    # ratio at 200 evaluations 0.87-0.89 against 0.95-0.98 on convolution W7800 and gemm).
+    multivariate: bool = False
+    startup: int = 10  # random trials before TPE takes over
+
+
 class BayesStrategy(Strategy):
     name = "bayes"
 
-    def __init__(self, space: SearchSpace, seed: int = 0):
+    def __init__(self, space: SearchSpace, seed: int = 0, settings: BayesSettings = BayesSettings()):
         super().__init__(space, seed)
+        self.settings = settings
         optuna = require("optuna", "bayes", "the 'bayes' strategy")
         self._optuna = optuna
         optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -39,7 +49,8 @@ class BayesStrategy(Strategy):
         self._rng = np.random.default_rng(seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True)
+            sampler = optuna.samplers.TPESampler(
+                seed=seed, multivariate=settings.multivariate, n_startup_trials=settings.startup)
         self._study = optuna.create_study(direction="minimize", sampler=sampler)
         self._dists = {}
         for j, p in enumerate(self._ix.params):

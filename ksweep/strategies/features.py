@@ -1,11 +1,13 @@
-"""Numeric features of configs for the surrogate model.
+"""Numeric features of configs for the surrogate model, each scaled to [0, 1].
 
-Every parameter with a choice gets its value *rank* scaled to [0, 1], so ordered values
-stay neighbours (block sizes 64 and 96 are closer than 64 and 256). An integer parameter
+A parameter whose values are all positive numbers is described by the log2 of its value
+(scale "log", the default): kernel times usually depend on ratios of sizes, so 16 -> 32
+matters as much as 128 -> 256. Other parameters, and every parameter with scale "rank",
+by the rank of their value, so ordered values stay neighbours. An integer parameter
 that mixes powers of two with other values also gets a *power-of-two* flag: GPU kernels
 often run best at power-of-two sizes (whole warps, aligned vector loads, no partial
-tiles), a pattern that no smooth function of the rank can express; the model's length
-scale for the flag learns whether it matters for this kernel.
+tiles), a pattern no smooth function of the value can express; the model's length scale
+for the flag learns whether it matters for this kernel.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ def _log_scale(values) -> np.ndarray | None:
     return (lv - lv.min()) / (lv.max() - lv.min())
 
 
-def feature_tables(params: Sequence, scale: str = "rank") -> list[tuple[int, np.ndarray]]:
+def feature_tables(params: Sequence, scale: str = "log") -> list[tuple[int, np.ndarray]]:
     """(parameter position, value index -> feature) for every feature column."""
     cols: list[tuple[int, np.ndarray]] = []
     for j, p in enumerate(params):
@@ -37,14 +39,7 @@ def feature_tables(params: Sequence, scale: str = "rank") -> list[tuple[int, np.
             continue
         rank = value_ranks(p.values) / (k - 1)
         log = _log_scale(p.values)
-        if scale == "rank" or log is None:
-            cols.append((j, rank))
-        elif scale == "log":
-            cols.append((j, log))
-        else:
-            cols.append((j, rank))
-            if not np.allclose(rank, log):
-                cols.append((j, log))
+        cols.append((j, rank if scale == "rank" or log is None else log))
     for j, p in enumerate(params):
         values = p.values
         if len(values) > 2 and all(_is_int(v) and v > 0 for v in values):
@@ -55,7 +50,9 @@ def feature_tables(params: Sequence, scale: str = "rank") -> list[tuple[int, np.
 
 
 class Featurizer:
-    def __init__(self, params: Sequence, scale: str = "rank"):
+    def __init__(self, params: Sequence, scale: str = "log"):
+        if scale not in ("log", "rank"):
+            raise ValueError(f"feature scale must be 'log' or 'rank', not {scale!r}")
         self.tables = feature_tables(params, scale)
 
     @property

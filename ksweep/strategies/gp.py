@@ -75,11 +75,10 @@ class GaussianProcess:
         w = np.outer(alpha, alpha) - k_inv
         # dk/dlog(l_j) = sf2 * 5/3 * (1 + sqrt5 r) e^{-sqrt5 r} * (dx_j / l_j)^2
         wg = w * (sf2 * (5.0 / 3.0) * (1.0 + SQRT5 * r) * e)
-        diff2 = (xs[:, None, :] - xs[None, :, :]) ** 2
-        grad = np.concatenate([
-            0.5 * np.einsum("ab,abj->j", wg, diff2),
-            [0.5 * (w * kf).sum(), 0.5 * np.trace(w) * sn2],
-        ])
+        # 0.5 * sum_ab wg_ab (x_aj - x_bj)^2, expanded (wg is symmetric) so that no
+        # n x n x d array is built.
+        length_grad = (xs * xs).T @ wg.sum(axis=1) - np.einsum("aj,aj->j", xs, wg @ xs)
+        grad = np.concatenate([length_grad, [0.5 * (w * kf).sum(), 0.5 * np.trace(w) * sn2]])
         mu, sd = self._prior_mean(), self._prior_sd()
         value += -0.5 * (((theta - mu) / sd) ** 2).sum()
         grad += -(theta - mu) / sd**2

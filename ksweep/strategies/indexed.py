@@ -129,11 +129,12 @@ class IndexedSpace:
                         out.append(pos)
         return np.array(out, dtype=np.int64)
 
-    def ball(self, row: np.ndarray, radius: int, rng: np.random.Generator, limit: int = 5000) -> np.ndarray:
+    def ball(self, row: np.ndarray, radius: int, rng: np.random.Generator, expand: int = 64) -> np.ndarray:
         """Positions of valid configs that differ from ``row`` in 1 to ``radius`` parameters.
 
-        Enumerated spaces compare every row at once; otherwise the ball is grown one
-        parameter change at a time, keeping at most ``limit`` configs per ring (at random)."""
+        Enumerated spaces compare every row at once. Otherwise the ball is grown one
+        parameter change at a time from at most ``expand`` configs of the previous ring
+        (drawn at random): every lookup goes through ``space.index``."""
         if self.rows is not None:
             d = (self.rows != row).sum(axis=1)
             return np.flatnonzero((d >= 1) & (d <= radius))
@@ -150,9 +151,9 @@ class IndexedSpace:
                     if int(pos) not in seen:
                         seen.add(int(pos))
                         nxt.append(int(pos))
-            if len(nxt) > limit:
-                nxt = [int(i) for i in rng.choice(nxt, size=limit, replace=False)]
             found.extend(nxt)
+            if len(nxt) > expand:
+                nxt = [int(i) for i in rng.choice(nxt, size=expand, replace=False)]
             ring = list(self.rows_of(np.array(nxt, dtype=np.int64))) if nxt else []
         return np.array(found, dtype=np.int64)
 

@@ -1,22 +1,29 @@
-"""Model-based search: a Gaussian-process surrogate, expected improvement, failure-aware.
+"""Model-based search: a Gaussian-process surrogate of the times, failure-aware.
 
-After a random warm start, each proposal maximises expected improvement (EI) of a
-Gaussian process fitted to the log of the times seen so far, times the estimated chance
-that the config does not fail:
+After a random warm start, a Gaussian process (GP) is fitted to the log of the times
+seen so far, and each proposal is the best candidate by the GP, weighted by the
+estimated chance that it does not fail:
 
-- *Features* (``features.py``): value ranks, so ordered numeric parameters are smooth,
-  and power-of-two flags.
-- *Two kinds of step, alternating*: a global step scores candidates drawn from the whole
-  space (all of it when it is small); a local step scores only the configs within a small
-  Hamming distance of the best so far (a few parameters changed, each to any value). EI
-  alone over-explores the edges of a rugged space once it has found a good region; the
-  local steps make sure that region is searched through.
+- *Features* (``features.py``): log2 of positive numeric values (else their rank), so
+  ordered parameters are smooth, and power-of-two flags.
+- *Two kinds of step*: a third of the steps are global and pick the candidate with the
+  largest expected improvement (EI) among configs drawn from the whole space (all of it
+  when little is left); two thirds are local and pick, among the configs that differ from
+  the best so far in at most two parameters (each changed to any value), the one with the
+  best Thompson sample (a draw from the GP posterior). EI alone over-explores the edges
+  of a rugged space once it has found a good region, and EI within a small region keeps
+  choosing the same kind of config; random draws from the posterior search the region
+  through, in proportion to the chance that each config is better.
 - *Failures* (hidden constraints) are not fed to the time model as fake times. A second
-  Gaussian process, fitted to the failed/succeeded indicator of every config tried,
-  estimates the chance of failure (its own length scales learn where the boundary of
-  the failing region lies), and EI is multiplied by the chance of success.
+  GP, fitted to the failed/succeeded indicator of every config tried, estimates the
+  chance of failure (its own length scales learn where the boundary of the failing region
+  lies); scores are multiplied by the chance of success, and configs more likely to fail
+  than not come after all others.
 - *Batches*: configs asked before earlier ones are told are chosen with the pending ones
   as fantasies at their predicted mean ("kriging believer"), so a batch spreads out.
+
+The settings were chosen on five recorded datasets (docs/benchmarks.md); each choice was
+the same with any one of the five left out.
 """
 
 from __future__ import annotations
@@ -31,8 +38,8 @@ from .features import Featurizer
 from .gp import GaussianProcess, expected_improvement
 from .indexed import IndexedSpace
 
-
 MAX_FAILURE = 0.5  # candidates more likely than this to fail come after all others
+EAGER_FAILURES = 20  # refit the failure model at each failure up to this many
 
 
 @dataclass(frozen=True)
@@ -44,12 +51,12 @@ class SurrogateSettings:
     full_limit: int = 2500  # score every remaining config when there are at most this many
     top: int = 5  # best configs whose neighbours join a global step's candidates
     carry: int = 200  # best-scored candidates of one step kept for the next
-    local_share: float = 0.5  # fraction of model steps that are local (spread evenly)
+    local_share: float = 0.67  # fraction of model steps that are local (spread evenly)
     radius: int = 2  # parameters a local step may change
     centres: int = 1  # a local step searches around this many of the best configs
-    local_sampling: bool = False  # local steps by Thompson sampling instead of EI
+    local_sampling: float = 1.0  # fraction of local steps by Thompson sampling instead of EI
     max_points: int = 400  # results the models are fitted to (the best half, the rest spread)
-    scale: str = "log"  # numeric features: "rank", "log" (log2 of positive values) or "both"
+    scale: str = "log"  # numeric features: "log" (log2 of positive values, else rank) or "rank"
 
 
 class SurrogateStrategy(Strategy):
@@ -72,6 +79,7 @@ class SurrogateStrategy(Strategy):
         self._fitted_at = -1
         self._failures_fitted = 0
         self._steps = 0
+        self._locals = 0
         self._carry = np.zeros(0, dtype=np.int64)
         self._warm = self._ix.sample_positions(self._rng, settings.initial, set())
 
@@ -127,9 +135,10 @@ class SurrogateStrategy(Strategy):
         if failed.any():
             x_all = self._features(told)
             label = failed.astype(float) - failed.mean()
-            # Refit on every new failure too: the boundary of a failing region is learnt
-            # from few failures, and each one moves it.
-            if refit or failed.sum() != self._failures_fitted:
+            # Refit on each of the first failures too: the boundary of a failing region is
+            # learnt from few failures, and each one moves it.
+            new_failure = failed.sum() != self._failures_fitted and failed.sum() <= EAGER_FAILURES
+            if refit or new_failure:
                 self._fail_gp.fit(x_all, label / (label.std() + 1e-12), steps=s.fit_steps)
                 self._failures_fitted = int(failed.sum())
             self._fail_gp.condition(x_all, label)
@@ -149,7 +158,10 @@ class SurrogateStrategy(Strategy):
             return self._random()
         x = self._features(cand)
         mean, sd = self._gp.predict(x)
-        if local and s.local_sampling:
+        self._locals += local
+        sample = local and int(self._locals * s.local_sampling) > int((self._locals - 1) * s.local_sampling)
+        if sample:
+            # exp(-draw): positive like EI, so the failure weighting below applies alike.
             score = np.exp(-(mean + sd * self._rng.standard_normal(len(mean))))
         else:
             score = expected_improvement(mean, sd, best_y)
