@@ -22,12 +22,12 @@ from ksweep.strategies.indexed import IndexedSpace
 DATASETS = Path(os.environ.get("KSWEEP_DATASETS", Path(__file__).resolve().parents[2] / "shared" / "datasets"))
 
 
-def dataset(fail_region: bool = True, seed: int = 0, name: str = "synthetic"):
+def dataset(fail_region: bool = True, seed: int = 0, name: str = "synthetic", a_values: int = 12):
     """Three ordered parameters and a flag; with ``fail_region`` every config with a >= 9
-    fails (a hidden constraint covering a third of the space)."""
+    fails (a hidden constraint covering a quarter of the space)."""
     rng = np.random.default_rng(seed)
     cache = {}
-    for a, b, c, f in itertools.product(range(12), [1, 2, 4, 8, 16], [0, 1, 2], [0, 1]):
+    for a, b, c, f in itertools.product(range(a_values), [1, 2, 4, 8, 16], [0, 1, 2], [0, 1]):
         t = 2.0 + 0.1 * (a - 6) ** 2 + abs(np.log2(b) - 2) + 0.3 * c * f + rng.random() * 0.05
         failed = fail_region and a >= 9
         cache[f"{a},{b},{c},{f}"] = {"a": a, "b": b, "c": c, "f": f, "time": "RuntimeFailedConfig" if failed else t}
@@ -73,13 +73,13 @@ class TestConformance:
         assert a == b
 
     def test_exhausts_a_small_space_exactly_once(self, name):
-        small = ReplaySpace(dataset(fail_region=False))
+        small = ReplaySpace(dataset(fail_region=False, a_values=3))
         s, trace = run(name, small, 10 * len(small), batch=7)
         assert sorted(trace.positions) == list(range(len(small)))
         assert s.ask(3) == []
 
     def test_failing_region_does_not_stall(self, name, space):
-        # A third of the space fails; the search must go on and find valid configs.
+        # A quarter of the space fails; the search must go on and find valid configs.
         s, trace = run(name, space, 120, seed=2)
         assert len(trace) == 120
         ok = ~np.isnan(trace.values)
@@ -90,7 +90,7 @@ class TestConformance:
 @pytest.mark.parametrize("name", ["surrogate", "auto", "bayes"])
 def test_model_based_strategies_learn_failures_and_improve(name, space):
     """After their warm start, model-based searches fail less often than random search
-    (a third of the space) and find the optimum region."""
+    (a quarter of the space) and find the optimum region."""
     pytest.importorskip("optuna") if name == "bayes" else None
     fails, ratios = [], []
     for seed in range(4):

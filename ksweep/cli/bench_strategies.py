@@ -21,7 +21,7 @@ def _int_list(text: str) -> list[int]:
 
 
 def _names(text: str) -> list[str]:
-    names = [x.strip() for x in text.split(",") if x.strip()]
+    names = list(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
     unknown = [n for n in names if n not in STRATEGIES]
     if unknown or not names:
         raise argparse.ArgumentTypeError(
@@ -64,8 +64,11 @@ def run(args: argparse.Namespace) -> int:
         print(file=sys.stderr)
     records = [r.as_json() for r in result.records]
     if args.save:
-        with open(args.save, "w") as f:
-            json.dump(records, f, indent=1)
+        try:
+            with open(args.save, "w") as f:
+                json.dump(records, f, indent=1)
+        except OSError as exc:
+            raise KsweepError(f"--save {args.save}: cannot write: {exc.strerror or exc}") from exc
     if args.json:
         print(json.dumps(records, indent=1))
     elif args.markdown:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..strategies import make_strategy
 from ..strategies.base import Budget
 from .dataset import Dataset
@@ -49,7 +51,7 @@ def replay_search(
         strategy=strategy,
         seed=seed,
         evaluations=len(trace),
-        failures=int((trace.values != trace.values).sum()),
+        failures=int(np.isnan(trace.values).sum()),
         best_config=None if best is None else dataset.config(best),
         best_value=None if best is None else float(dataset.values[best]),
         optimum=dataset.optimum,

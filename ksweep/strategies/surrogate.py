@@ -28,6 +28,8 @@ the same with any one of the five left out.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -90,7 +92,8 @@ class SurrogateStrategy(Strategy):
         for _ in range(n):
             if len(self._taken_set) >= self._ix.size:
                 break
-            pos = self._next()
+            with _one_blas_thread():
+                pos = self._next()
             self._take(pos)
             self._pending[pos] = None
             out.append(self._ix.config(pos))
@@ -223,3 +226,20 @@ def _subset(values: np.ndarray, n: int) -> np.ndarray:
     best, rest = order[: n // 2], np.sort(order[n // 2 :])
     step = len(rest) / (n - len(best))
     return np.sort(np.concatenate([best, rest[(np.arange(n - len(best)) * step).astype(int)]]))
+
+
+@functools.lru_cache(maxsize=1)
+def _blas_controller():
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return None
+    return ThreadpoolController()
+
+
+def _one_blas_thread():
+    """The models' matrices are a few hundred rows: BLAS threads gain nothing there, and
+    cost tenfold when the cores are busy (builds running ahead, other searches). Limited
+    with threadpoolctl when it is installed (it is optional)."""
+    controller = _blas_controller()
+    return contextlib.nullcontext() if controller is None else controller.limit(limits=1, user_api="blas")
