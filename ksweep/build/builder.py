@@ -26,6 +26,7 @@ class BuildResult:
     seconds: float = 0.0
     cached: bool = False
     cpu_seconds: float = 0.0
+    stopped: bool = False  # Ctrl-C came first: not a result, never stored
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class Builder:
         log = (out.stdout + "\n" + out.stderr).strip()
         if out.error == "stopped":
             self.cache.discard(scratch)
-            return BuildResult(Status.COMPILE_ERROR, "stopped", seconds=out.seconds)
+            return BuildResult(Status.COMPILE_ERROR, "stopped", seconds=out.seconds, stopped=True)
         if out.timed_out or out.error:
             self.cache.discard(scratch)
             msg = out.error or f"build timed out after {job.build_timeout:g} s"

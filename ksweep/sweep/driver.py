@@ -158,7 +158,7 @@ class Sweep:
                     break
                 for config in configs:
                     job = factory.make(config, phase=_phase(strategy, config))
-                    if self._resume(job, strategy, budget):
+                    if self._resume(job, strategy, budget) is not None:
                         continue
                     self.observer.build_started(job)
                     builds[self.executor.submit_build(job)] = job
@@ -177,6 +177,8 @@ class Sweep:
                     job = builds.pop(fut)
                     build = fut.result()
                     self.summary.build_cpu_seconds += build.cpu_seconds
+                    if build.stopped:
+                        continue
                     if build.status is Status.OK:
                         ready.append((job, build))
                     else:
@@ -242,15 +244,14 @@ class Sweep:
             self.summary.best[key] = best = result
         self.observer.result(result, best, 0, 0)
 
-    def _resume(self, job: Job, strategy, budget: Budget) -> bool:
+    def _resume(self, job: Job, strategy, budget: Budget) -> Result | None:
+        """The stored result of a finished config with the same build key, told to the strategy."""
         old = self.store.get(job.variant, job.shape, job.config_id)
         if old is None or old.status is Status.PRUNED or old.cache_key != job.cache_key:
-            return False
-        if old.message == "stopped":
-            return False
+            return None
         self.summary.resumed += 1
         self._account(old, strategy, budget)
-        return True
+        return old
 
     # -- reference and pruned configs -------------------------------------------------
     def _reference_config(self, space) -> dict | None:
@@ -275,10 +276,8 @@ class Sweep:
                             path=self.spec.label, key=key)
         strategy.proposed.add(tuple(defaults[n] for n in space.names))  # never proposed again
         job = factory.make(defaults, phase="reference", is_reference=True)
-        old = self.store.get(variant, shape, job.config_id)
-        if old is not None and old.cache_key == job.cache_key and old.message != "stopped":
-            self.summary.resumed += 1
-            self._account(old, strategy, budget)
+        old = self._resume(job, strategy, budget)
+        if old is not None:
             return dict(old.metrics) if old.status is Status.OK else None
         self.observer.build_started(job)
         build = self.executor.submit_build(job).result()
