@@ -38,6 +38,7 @@ class ProcessOutcome:
     seconds: float
     error: str | None = None  # the command could not be started at all
     cpu_seconds: float = 0.0  # user + system time of the command and the children it waited for
+    stopped: bool = False  # not started: kill_all() (Ctrl-C) came first
 
     @property
     def signal(self) -> int | None:
@@ -121,7 +122,7 @@ def run_process(
     ``nice`` lowers the child's CPU priority (builds use it so that the host side of a
     timed run is not starved by a machine full of compilers)."""
     if _stopping.is_set():
-        return ProcessOutcome(None, False, "", "", False, 0.0, error="stopped")
+        return ProcessOutcome(None, False, "", "", False, 0.0, error="stopped", stopped=True)
     start = time.monotonic()
     full_env = dict(os.environ)
     full_env.update(env or {})

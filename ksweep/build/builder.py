@@ -70,7 +70,7 @@ class Builder:
         argv = [a.replace("{binary}", str(binary)).replace("{workdir}", str(scratch)) for a in job.build_argv]
         out = run_process(argv, cwd=scratch, timeout=job.build_timeout, env=job.build_env, nice=BUILD_NICE)
         log = (out.stdout + "\n" + out.stderr).strip()
-        if out.error == "stopped":
+        if out.stopped:
             self.cache.discard(scratch)
             return BuildResult(Status.COMPILE_ERROR, "stopped", seconds=out.seconds, stopped=True)
         if out.timed_out or out.error:

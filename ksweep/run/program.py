@@ -35,7 +35,7 @@ def run_job(job: Job, build: BuildResult, gpu: Gpu, scratch_root: Path) -> RunOu
         if gpu.index is not None:
             env["CUDA_VISIBLE_DEVICES"] = str(gpu.index)
         out = run_process(argv, cwd=workdir, timeout=job.run_timeout, env=env, output_limit=job.output_limit)
-        if out.error == "stopped":
+        if out.stopped:
             return RunOutcome(Status.RUN_ERROR, "stopped", stopped=True, gpu=gpu)
         status, message, metrics = classify(out, job.run_timeout, job.shape)
         return RunOutcome(status, message, metrics, out.seconds, gpu)
