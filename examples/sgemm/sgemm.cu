@@ -21,6 +21,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -231,9 +232,51 @@ __global__ void __launch_bounds__(NUM_THREADS, 1)
 
 #ifndef KSWEEP_KERNEL_ONLY
 // ------------------------------------------------------------------ harness ----
+// Everything but the launch and the timing loop stays on the GPU: inputs are generated
+// there, the check reduces there, so a run costs little more than the kernel's own time.
 static void launch(int M, int N, int K, const float *A, const float *B, float *C, cudaStream_t s) {
   dim3 grid(N / BN, M / BM);
   sgemm_warptiling<<<grid, NUM_THREADS, SMEM_BYTES, s>>>(M, N, K, A, B, C);
+}
+
+// Uniform values in [-1, 1) from a hash of (seed, index): the same inputs in every run.
+__global__ void fill_uniform(float *p, size_t n, uint64_t seed) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);  // splitmix64
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    p[i] = (float)((double)(z >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
+  }
+}
+
+// Per-warp partial sums of (c - r)^2, r^2 and c over finite c, and a count of non-finite c
+// (warp shuffles, no shared memory: ptxas's report stays the GEMM kernel's).
+constexpr int CHECK_THREADS = 256;
+constexpr int CHECK_BLOCKS = 1024;
+constexpr int CHECK_PARTIALS = CHECK_BLOCKS * CHECK_THREADS / 32;
+struct Partial {
+  double diff2, ref2, sum, nonfinite;
+};
+__global__ void __launch_bounds__(CHECK_THREADS) compare(const float *c, const float *r, size_t n, Partial *out) {
+  double d2 = 0, r2 = 0, s = 0, bad = 0;
+  for (size_t i = blockIdx.x * (size_t)CHECK_THREADS + threadIdx.x; i < n; i += (size_t)gridDim.x * CHECK_THREADS) {
+    const double cv = c[i], rv = r[i];
+    if (!isfinite(cv)) {
+      bad += 1;
+      continue;
+    }
+    d2 += (cv - rv) * (cv - rv);
+    r2 += rv * rv;
+    s += cv;
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    d2 += __shfl_down_sync(0xffffffffu, d2, offset);
+    r2 += __shfl_down_sync(0xffffffffu, r2, offset);
+    s += __shfl_down_sync(0xffffffffu, s, offset);
+    bad += __shfl_down_sync(0xffffffffu, bad, offset);
+  }
+  if (threadIdx.x % 32 == 0) out[(blockIdx.x * CHECK_THREADS + threadIdx.x) / 32] = {d2, r2, s, bad};
 }
 
 static float median(std::vector<float> v) {
@@ -242,11 +285,24 @@ static float median(std::vector<float> v) {
   return n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// Median of CUDA-event timings: one warm-up, then repetitions filling about target_ms of
+// GPU time (at least MIN_REPS, at most MAX_REPS), all queued before one synchronisation.
+constexpr int MIN_REPS = 7, MAX_REPS = 25;
 template <class F>
-static float time_median_ms(F &&fn, int warmup, int reps, cudaStream_t s) {
-  for (int i = 0; i < warmup; ++i) fn();
+static float time_median_ms(F &&fn, float target_ms, cudaStream_t s, int *reps_out) {
+  cudaEvent_t a, b;
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  CUDA_CHECK(cudaEventRecord(a, s));
+  fn();  // warm-up, and an estimate of one call
+  CUDA_CHECK(cudaEventRecord(b, s));
   CUDA_CHECK(cudaGetLastError());
-  CUDA_CHECK(cudaStreamSynchronize(s));
+  CUDA_CHECK(cudaEventSynchronize(b));
+  float first = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&first, a, b));
+  CUDA_CHECK(cudaEventDestroy(a));
+  CUDA_CHECK(cudaEventDestroy(b));
+  const int reps = std::min(MAX_REPS, std::max(MIN_REPS, (int)(target_ms / std::max(first, 1e-3f))));
   std::vector<cudaEvent_t> ev(2 * reps);
   for (auto &e : ev) CUDA_CHECK(cudaEventCreate(&e));
   for (int r = 0; r < reps; ++r) {
@@ -259,6 +315,7 @@ static float time_median_ms(F &&fn, int warmup, int reps, cudaStream_t s) {
   std::vector<float> ms(reps);
   for (int r = 0; r < reps; ++r) CUDA_CHECK(cudaEventElapsedTime(&ms[r], ev[2 * r], ev[2 * r + 1]));
   for (auto &e : ev) CUDA_CHECK(cudaEventDestroy(e));
+  *reps_out = reps;
   return median(ms);
 }
 
@@ -272,7 +329,12 @@ static int parse_dim(const char *s, const char *name) {
   return (int)v;
 }
 
+static double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 int main(int argc, char **argv) {
+  const auto t_start = std::chrono::steady_clock::now();
   int M = 4096, N = 4096, K = 4096;
   if (argc != 1 && argc != 4) {
     fprintf(stderr, "usage: %s [M N K]\n", argv[0]);
@@ -287,36 +349,6 @@ int main(int argc, char **argv) {
     fprintf(stderr, "shape %dx%dx%d is not a multiple of the block tile BM=%d BN=%d BK=%d\n", M, N, K, BM, BN, BK);
     return 2;
   }
-  printf("sgemm M=%d N=%d K=%d | BM=%d BN=%d BK=%d WM=%d WN=%d WMITER=%d WNITER=%d TM=%d TN=%d threads=%d smem=%d B\n",
-         M, N, K, BM, BN, BK, WM, WN, WMITER, WNITER, TM, TN, NUM_THREADS, SMEM_BYTES);
-
-  const size_t nA = (size_t)M * K, nB = (size_t)K * N, nC = (size_t)M * N;
-  std::vector<float> hA(nA), hB(nB);
-  uint64_t state = 0x9E3779B97F4A7C15ull;  // fixed seed
-  auto next_uniform = [&state]() {         // xorshift64*, uniform in [-1, 1)
-    state ^= state >> 12;
-    state ^= state << 25;
-    state ^= state >> 27;
-    const uint64_t r = state * 0x2545F4914F6CDD1Dull;
-    return (float)((double)(r >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
-  };
-  for (auto &x : hA) x = next_uniform();
-  for (auto &x : hB) x = next_uniform();
-
-  float *dA, *dB, *dC, *dRef;
-  CUDA_CHECK(cudaMalloc(&dA, nA * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&dB, nB * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&dC, nC * sizeof(float)));
-  CUDA_CHECK(cudaMalloc(&dRef, nC * sizeof(float)));
-  CUDA_CHECK(cudaMemcpy(dA, hA.data(), nA * sizeof(float), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(dB, hB.data(), nB * sizeof(float), cudaMemcpyHostToDevice));
-
-  cudaStream_t stream;
-  CUDA_CHECK(cudaStreamCreate(&stream));
-
-  if (SMEM_BYTES > 48 * 1024)  // dynamic shared memory above 48 KB needs the opt-in
-    CUDA_CHECK(cudaFuncSetAttribute(sgemm_warptiling, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
-
   // cuBLAS: plain FP32. CUBLAS_DEFAULT_MATH never uses TF32 (that needs CUBLAS_TF32_TENSOR_OP_MATH
   // or NVIDIA_TF32_OVERRIDE=1); refuse to run if the override would force it on.
   const char *tf32 = getenv("NVIDIA_TF32_OVERRIDE");
@@ -324,10 +356,34 @@ int main(int argc, char **argv) {
     fprintf(stderr, "NVIDIA_TF32_OVERRIDE=%s would let cuBLAS use TF32; unset it\n", tf32);
     return 2;
   }
+  printf("sgemm M=%d N=%d K=%d | BM=%d BN=%d BK=%d WM=%d WN=%d WMITER=%d WNITER=%d TM=%d TN=%d threads=%d smem=%d B\n",
+         M, N, K, BM, BN, BK, WM, WN, WMITER, WNITER, TM, TN, NUM_THREADS, SMEM_BYTES);
+
+  CUDA_CHECK(cudaFree(nullptr));  // the CUDA context
+  const double t_context = seconds_since(t_start);
+
+  const size_t nA = (size_t)M * K, nB = (size_t)K * N, nC = (size_t)M * N;
+  float *dA, *dB, *dC, *dRef;
+  Partial *dPartial;
+  CUDA_CHECK(cudaMalloc(&dA, nA * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&dB, nB * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&dC, nC * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&dRef, nC * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(&dPartial, CHECK_PARTIALS * sizeof(Partial)));
+  cudaStream_t stream;
+  CUDA_CHECK(cudaStreamCreate(&stream));
+  fill_uniform<<<1024, 256, 0, stream>>>(dA, nA, 1);
+  fill_uniform<<<1024, 256, 0, stream>>>(dB, nB, 2);
+  CUDA_CHECK(cudaGetLastError());
+
+  if (SMEM_BYTES > 48 * 1024)  // dynamic shared memory above 48 KB needs the opt-in
+    CUDA_CHECK(cudaFuncSetAttribute(sgemm_warptiling, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+
   cublasHandle_t handle;
   CUBLAS_CHECK(cublasCreate(&handle));
   CUBLAS_CHECK(cublasSetStream(handle, stream));
   CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
+  const double t_setup = seconds_since(t_start);
   const float alpha = 1.0f, beta = 0.0f;
   // Row-major C = A*B is column-major C^T = B^T * A^T.
   auto run_cublas = [&]() {
@@ -340,38 +396,34 @@ int main(int argc, char **argv) {
   CUDA_CHECK(cudaMemsetAsync(dC, 0xFF, nC * sizeof(float), stream));
   run_kernel();
   CUDA_CHECK(cudaGetLastError());
+  compare<<<CHECK_BLOCKS, CHECK_THREADS, 0, stream>>>(dC, dRef, nC, dPartial);
+  std::vector<Partial> partial(CHECK_PARTIALS);
+  CUDA_CHECK(cudaMemcpyAsync(partial.data(), dPartial, CHECK_PARTIALS * sizeof(Partial), cudaMemcpyDeviceToHost, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
-
-  std::vector<float> hC(nC), hRef(nC);
-  CUDA_CHECK(cudaMemcpy(hC.data(), dC, nC * sizeof(float), cudaMemcpyDeviceToHost));
-  CUDA_CHECK(cudaMemcpy(hRef.data(), dRef, nC * sizeof(float), cudaMemcpyDeviceToHost));
-  double diff2 = 0.0, ref2 = 0.0, checksum = 0.0;
-  size_t nonfinite = 0;
-  for (size_t i = 0; i < nC; ++i) {
-    const double c = hC[i], r = hRef[i];
-    if (!std::isfinite(c)) {
-      ++nonfinite;
-      continue;
-    }
-    diff2 += (c - r) * (c - r);
-    ref2 += r * r;
-    checksum += c;
+  double diff2 = 0.0, ref2 = 0.0, checksum = 0.0, nonfinite = 0.0;
+  for (const Partial &p : partial) {  // a fixed order: the same sums every run
+    diff2 += p.diff2;
+    ref2 += p.ref2;
+    checksum += p.sum;
+    nonfinite += p.nonfinite;
   }
   double rel_err = ref2 > 0 ? std::sqrt(diff2 / ref2) : (diff2 > 0 ? 1.0 : 0.0);
-  if (nonfinite) {
-    fprintf(stderr, "ERROR: %zu of %zu elements of C are not finite (unwritten or NaN)\n", nonfinite, nC);
+  if (nonfinite > 0) {
+    fprintf(stderr, "ERROR: %.0f of %zu elements of C are not finite (unwritten or NaN)\n", nonfinite, nC);
     rel_err = 1e30;  // fails any [check] bound; NaN would not
   }
+  const double t_check = seconds_since(t_start);
 
-  const int warmup = 3, reps = 25;
-  const float ms = time_median_ms(run_kernel, warmup, reps, stream);
-  const float cublas_ms = time_median_ms(run_cublas, warmup, reps, stream);
+  int reps = 0, cublas_reps = 0;
+  const float ms = time_median_ms(run_kernel, 100.0f, stream, &reps);
+  const float cublas_ms = time_median_ms(run_cublas, 50.0f, stream, &cublas_reps);
   const double flops = 2.0 * M * N * (double)K;
   const double gflops = flops / (ms * 1e-3) / 1e9;
   const double cublas_gflops = flops / (cublas_ms * 1e-3) / 1e9;
+  const double t_timed = seconds_since(t_start);
 
-  printf("kernel %.4f ms (%.1f GFLOP/s), cuBLAS %.4f ms (%.1f GFLOP/s), %.1f%% of cuBLAS, rel_err %.3e\n", ms,
-         gflops, cublas_ms, cublas_gflops, 100.0 * cublas_ms / ms, rel_err);
+  printf("kernel %.4f ms (%.1f GFLOP/s, median of %d), cuBLAS %.4f ms (%.1f GFLOP/s, median of %d), %.1f%% of cuBLAS, "
+         "rel_err %.3e\n", ms, gflops, reps, cublas_ms, cublas_gflops, cublas_reps, 100.0 * cublas_ms / ms, rel_err);
   printf("@@RESULT ms=%.6f gflops=%.3f cublas_ms=%.6f cublas_gflops=%.3f rel_err=%.6e checksum=%.10e\n", ms, gflops,
          cublas_ms, cublas_gflops, rel_err, checksum);
 
@@ -381,6 +433,10 @@ int main(int argc, char **argv) {
   CUDA_CHECK(cudaFree(dB));
   CUDA_CHECK(cudaFree(dC));
   CUDA_CHECK(cudaFree(dRef));
+  CUDA_CHECK(cudaFree(dPartial));
+  fprintf(stderr, "harness seconds: context %.3f, inputs+cuBLAS handle %.3f, reference+check %.3f, timing %.3f, "
+          "total in main %.3f\n", t_context, t_setup - t_context, t_check - t_setup, t_timed - t_check,
+          seconds_since(t_start));
   return 0;
 }
 #endif  // KSWEEP_KERNEL_ONLY
