@@ -54,18 +54,29 @@ class ProcessOutcome:
             return f"signal {self.signal}"
 
 
+def _load_prctl():
+    """libc's prctl, looked up once here: a child between fork and exec must not dlopen
+    (another thread of ours may have held the loader's lock at the fork)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl()
+PR_SET_PDEATHSIG = 1
+
+
 def _die_with_parent(nice: int = 0) -> None:  # runs in the child between fork and exec
     if nice:
         try:
             os.nice(nice)
         except OSError:
             pass
-    if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL("libc.so.6", use_errno=True)
-            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except OSError:
-            pass
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_PDEATHSIG, int(signal.SIGKILL))
 
 
 class _Capture(threading.Thread):
