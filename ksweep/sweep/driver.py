@@ -29,6 +29,7 @@ from ..verify import verify
 from .jobs import JobFactory
 
 PRUNED_RECORD_LIMIT = 20_000  # raw configs up to which every pruned config is stored with its reason
+RUN_QUEUE_PER_SLOT = 2  # runs handed to the executor per GPU slot: the one running and the next
 
 
 class Observer(Protocol):
@@ -163,8 +164,10 @@ class Sweep:
                     self.observer.build_started(job)
                     builds[self.executor.submit_build(job)] = job
                 in_flight = len(builds) + len(ready) + len(runs)
-            # start runs on free GPU slots
-            while ready and len(runs) < self.executor.run_slots:
+            # start runs on free GPU slots, and queue one more per slot: a slot that finishes a
+            # run starts the next at once instead of waiting for this loop (and, on a cluster,
+            # the next binary reaches its worker during the run before)
+            while ready and len(runs) < RUN_QUEUE_PER_SLOT * self.executor.run_slots:
                 job, build = ready.pop(0)
                 runs[self.executor.submit_run(job, build)] = (job, build)
             if not builds and not runs and not ready:
