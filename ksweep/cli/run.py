@@ -37,9 +37,19 @@ def add_parser(sub) -> None:
     p.add_argument("--shared-cache", metavar="DIR",
                    help="with --cluster: a build cache every worker sees at this path; binaries then travel by "
                         "path, not inside the tasks (default with --cluster local: .ksweep/cache beside the spec)")
+    p.add_argument("--start-gap", type=seconds, metavar="S",
+                   help="least seconds between run starts on one host (default: [run] start_gap, else 0.25 "
+                        "where one host runs on several GPUs, 0 otherwise; 0 turns the gate off)")
     p.add_argument("--top", type=int, default=20, help="rows of the final table per shape/variant")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     p.set_defaults(handler=run)
+
+
+def seconds(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise ValueError(text)
+    return value
 
 
 def _sigterm(signum, frame):
@@ -60,7 +70,7 @@ def run(args) -> int:
     interrupted = False
     try:
         summary, db = run_sweep(spec, db=args.db, options=options, gpus=gpus, jobs=args.jobs, observer=observer,
-                                executor=executor)
+                                executor=executor, start_gap=args.start_gap)
     except KeyboardInterrupt:
         interrupted = True
         summary, db = None, Path(args.db) if args.db else None
@@ -94,7 +104,7 @@ def _executor(spec, args, gpus):
             raise KsweepError("--fake-gpus and --shared-cache apply to a Dask cluster: add --cluster local")
         return None
     return make_dask_executor(spec, args.cluster, gpus=gpus, fake_gpus=args.fake_gpus, jobs=args.jobs,
-                              shared_cache=args.shared_cache)
+                              shared_cache=args.shared_cache, start_gap=args.start_gap)
 
 
 def _selected(r, options: SweepOptions) -> bool:

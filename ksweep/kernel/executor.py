@@ -20,7 +20,7 @@ from .spec import KernelSpec
 class KernelExecutor(LocalExecutor):
     def __init__(self, builder: Builder, gpus: list[Gpu], scratch: Path, kspec: KernelSpec, root: Path,
                  sizes_by_shape: dict[str, dict], build_jobs: int | None = None, backend: str = "cuda"):
-        super().__init__(builder, gpus, scratch, build_jobs)
+        super().__init__(builder, gpus, scratch, build_jobs, start_gap=0.0)  # one process per GPU: no starts to space
         self.kspec = kspec
         self.root = root
         self.sizes_by_shape = sizes_by_shape

@@ -17,6 +17,8 @@ the sweep loop, and with it the SQLite store, stay in the client process.
   ``CUDA_VISIBLE_DEVICES`` it was started with, and every program it runs sees that one.
   The worker names its GPU from ``nvidia-smi`` (or ``KSWEEP_GPU_NAME`` where there is
   none, e.g. the fake GPUs of tests).
+* **Starts are spaced** on each host that has several GPU workers: the runs pass the
+  host's start gate (gate.py), a file lock every worker process of the host shares.
 * **A dead worker** (killed, out of memory, node lost) does not lose its task: the
   scheduler hands it to another worker, up to ``allowed-failures`` times per task. A
   config that keeps killing its workers becomes a CRASH result instead of stopping the
@@ -34,6 +36,7 @@ import stat
 import tempfile
 import threading
 import time
+from collections import Counter
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -46,6 +49,7 @@ from ..errors import KsweepError, require
 from ..job import Job
 from ..process import kill_all, reset_stop
 from ..status import Status
+from .gate import StartGate, auto_gap
 from .gpus import Gpu, detect_gpus
 from .program import RunOutcome, run_job
 
@@ -144,8 +148,9 @@ def _this_worker_gpu() -> Gpu:
     return worker_gpu(os.environ, detect_gpus())
 
 
-def run_task(job: Job, built: Built) -> RunOutcome:
-    """Run one built job on this worker's GPU; the binary is written out first if it came in the task."""
+def run_task(job: Job, built: Built, start_gap: float = 0.0) -> RunOutcome:
+    """Run one built job on this worker's GPU; the binary is written out first if it came in the task.
+    ``start_gap``: seconds between process starts on this host (0: no gate)."""
     gpu = _this_worker_gpu()
     root = _worker_dir()
     workdir = None
@@ -161,7 +166,8 @@ def run_task(job: Job, built: Built) -> RunOutcome:
         pin = worker_pin(os.environ)
         if pin is not None:  # the worker's own device id, not an nvidia-smi index CUDA may number differently
             job = replace(job, run_env={**job.run_env, "CUDA_VISIBLE_DEVICES": pin})
-        outcome = run_job(job, build, replace(gpu, index=None), root / "ksweep-runs")
+        gate = StartGate(start_gap) if start_gap > 0 else None
+        outcome = run_job(job, build, replace(gpu, index=None), root / "ksweep-runs", gate)
         return replace(outcome, gpu=gpu)
     finally:
         if workdir is not None:
@@ -195,11 +201,15 @@ class DaskExecutor:
     binaries travel by path); None: each worker caches in its local directory and the
     binaries travel in the tasks. ``retries``: re-runs of a task that raised. The client
     (``close_client``) and ``cluster`` are closed by ``shutdown`` when given.
+    ``start_gap``: seconds between run starts on one host; None: the default gap on hosts with
+    several GPU workers, none on the others.
     """
 
     def __init__(self, client, rules: BuildRules, *, shared_cache: str | Path | None = None,
-                 retries: int = 2, gpu_wait: float = 120.0, close_client: bool = False, cluster=None):
+                 retries: int = 2, gpu_wait: float = 120.0, close_client: bool = False, cluster=None,
+                 start_gap: float | None = None):
         self.client = client
+        self.start_gap = start_gap
         self.rules = rules
         self.shared_cache = str(shared_cache) if shared_cache is not None else None
         self.retries = retries
@@ -234,6 +244,14 @@ class DaskExecutor:
                     f"`dask worker ADDRESS --nthreads 1 --resources {GPU_RESOURCE}=1` and CUDA_VISIBLE_DEVICES=<index>")
             time.sleep(0.5)
             self._workers_at = float("-inf")
+
+    def _gpu_workers_per_host(self) -> int:
+        hosts = Counter(w.get("host") or address.rsplit(":", 1)[0] for address, w in self._worker_info().items()
+                        if w.get("resources", {}).get(GPU_RESOURCE))
+        return max(hosts.values(), default=0)
+
+    def _start_gap(self) -> float:
+        return auto_gap(self._gpu_workers_per_host()) if self.start_gap is None else self.start_gap
 
     @property
     def run_slots(self) -> int:
@@ -271,7 +289,7 @@ class DaskExecutor:
         with self._lock:
             entry = self._binaries.pop(id(build), None)
         built = entry[1] if entry is not None else Built(build)  # shared cache, or nothing built
-        run = self.client.submit(run_task, job, built, pure=False, resources={GPU_RESOURCE: 1},
+        run = self.client.submit(run_task, job, built, self._start_gap(), pure=False, resources={GPU_RESOURCE: 1},
                                  retries=self.retries, priority=RUN_PRIORITY)
 
         def killed(exc: BaseException) -> RunOutcome:
@@ -367,7 +385,7 @@ def local_cluster(gpus: Sequence[Gpu], *, build_workers: int = 1, build_threads:
 
 def start_local(gpus: Sequence[Gpu], rules: BuildRules, *, shared_cache: str | Path | None = None,
                 build_workers: int = 1, build_threads: int | None = None, retries: int = 2,
-                allowed_failures: int = 3, timeout: float = 120.0) -> DaskExecutor:
+                allowed_failures: int = 3, timeout: float = 120.0, start_gap: float | None = None) -> DaskExecutor:
     """A DaskExecutor on a new local cluster, closed with the executor."""
     distributed = _distributed()
     if not gpus:
@@ -378,14 +396,14 @@ def start_local(gpus: Sequence[Gpu], rules: BuildRules, *, shared_cache: str | P
         client = distributed.Client(cluster)
         client.wait_for_workers(len(cluster.worker_spec), timeout=timeout)
         return DaskExecutor(client, rules, shared_cache=shared_cache, retries=retries,
-                            gpu_wait=timeout, close_client=True, cluster=cluster)
+                            gpu_wait=timeout, close_client=True, cluster=cluster, start_gap=start_gap)
     except BaseException:
         cluster.close()
         raise
 
 
 def connect(address: str, rules: BuildRules, *, shared_cache: str | Path | None = None,
-            retries: int = 2, timeout: float = 120.0) -> DaskExecutor:
+            retries: int = 2, timeout: float = 120.0, start_gap: float | None = None) -> DaskExecutor:
     """A DaskExecutor on the running scheduler at ``address`` (e.g. tcp://host:8786)."""
     distributed = _distributed()
     try:
@@ -395,7 +413,7 @@ def connect(address: str, rules: BuildRules, *, shared_cache: str | Path | None 
                           f"start one with `dask scheduler` or use --cluster local") from exc
     try:
         return DaskExecutor(client, rules, shared_cache=shared_cache, retries=retries,
-                            gpu_wait=timeout, close_client=True)
+                            gpu_wait=timeout, close_client=True, start_gap=start_gap)
     except BaseException:
         client.close()
         raise

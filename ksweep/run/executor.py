@@ -1,7 +1,8 @@
 """Executors: where builds and runs happen. The sweep driver only sees futures.
 
 ``LocalExecutor`` builds on a pool of threads (each build is its own process) and runs
-on one slot per GPU, each run pinned to its GPU with CUDA_VISIBLE_DEVICES.
+on one slot per GPU, each run pinned to its GPU with CUDA_VISIBLE_DEVICES. With several
+GPUs, a start gate keeps the runs' process starts ``start_gap`` seconds apart (gate.py).
 """
 
 from __future__ import annotations
@@ -14,13 +15,17 @@ from pathlib import Path
 from ..build.builder import Builder, BuildResult
 from ..job import Job
 from ..process import kill_all
+from .gate import StartGate, auto_gap
 from .gpus import Gpu
 from .program import RunOutcome, run_job
 
 
 class LocalExecutor:
-    def __init__(self, builder: Builder, gpus: list[Gpu], scratch: Path, build_jobs: int | None = None):
+    def __init__(self, builder: Builder, gpus: list[Gpu], scratch: Path, build_jobs: int | None = None,
+                 start_gap: float | None = None):
         self.builder = builder
+        self.start_gap = auto_gap(len(gpus)) if start_gap is None else start_gap
+        self.gate = StartGate(self.start_gap) if self.start_gap > 0 else None
         self.gpus = gpus
         self.scratch = scratch
         self.build_jobs = build_jobs or os.cpu_count() or 1
@@ -49,7 +54,7 @@ class LocalExecutor:
 
     def run_on(self, gpu: Gpu, job: Job, build: BuildResult) -> RunOutcome:
         """Run one built job on one GPU (program mode: the binary in its own process)."""
-        return run_job(job, build, gpu, self.scratch)
+        return run_job(job, build, gpu, self.scratch, self.gate)
 
     def shutdown(self, cancel: bool = False) -> None:
         if cancel:

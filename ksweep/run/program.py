@@ -12,6 +12,7 @@ from ..job import Job
 from ..process import run_process
 from ..status import Status
 from .classify import classify
+from .gate import StartGate
 from .gpus import Gpu
 
 
@@ -25,7 +26,8 @@ class RunOutcome:
     stopped: bool = False
 
 
-def run_job(job: Job, build: BuildResult, gpu: Gpu, scratch_root: Path) -> RunOutcome:
+def run_job(job: Job, build: BuildResult, gpu: Gpu, scratch_root: Path, gate: StartGate | None = None) -> RunOutcome:
+    """Run the binary in a fresh working directory; ``gate`` spaces the starts on this host."""
     scratch_root.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="run-", dir=scratch_root))
     try:
@@ -34,6 +36,8 @@ def run_job(job: Job, build: BuildResult, gpu: Gpu, scratch_root: Path) -> RunOu
         env = dict(job.run_env)
         if gpu.index is not None:
             env["CUDA_VISIBLE_DEVICES"] = str(gpu.index)
+        if gate is not None:
+            gate.wait()
         out = run_process(argv, cwd=workdir, timeout=job.run_timeout, env=env, output_limit=job.output_limit)
         if out.stopped:
             return RunOutcome(Status.RUN_ERROR, "stopped", stopped=True, gpu=gpu)

@@ -360,12 +360,18 @@ def _build(ctx: _Ctx, spec: Any, root: Path) -> Build:
 
 
 def _run(ctx: _Ctx, spec: Any) -> Run:
-    ctx.keys(spec, {"command", "timeout", "env", "output_limit"}, "run")
+    ctx.keys(spec, {"command", "timeout", "env", "output_limit", "start_gap"}, "run")
+    start_gap = spec.get("start_gap")
+    if start_gap is not None:
+        start_gap = ctx.number(start_gap, "run.start_gap", positive=False)
+        if start_gap < 0:
+            raise ctx.error("run.start_gap", f"expected seconds >= 0, got {start_gap!r}")
     return Run(
         command=ctx.str_list(spec.get("command", ["{binary}"]), "run.command"),
         timeout=ctx.number(spec.get("timeout", 30), "run.timeout"),
         env={k: str(v) for k, v in _scalar_table(ctx, spec.get("env", {}), "run.env").items()},
         output_limit=int(ctx.number(spec.get("output_limit", 4 * 1024 * 1024), "run.output_limit")),
+        start_gap=start_gap,
     )
 
 

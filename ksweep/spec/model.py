@@ -171,6 +171,7 @@ class Run:
     timeout: float = 30.0
     env: Mapping[str, str] = field(default_factory=dict)
     output_limit: int = 4 * 1024 * 1024  # bytes kept of stdout and of stderr each
+    start_gap: float | None = None  # seconds between run starts on one host; None: auto (run/gate.py)
 
     def __post_init__(self):
         object.__setattr__(self, "command", tuple(self.command))

@@ -36,13 +36,15 @@ def make_builder(spec: Spec, cache_dir: Path | None = None) -> Builder:
 
 
 def make_executor(spec: Spec, gpus: list[int] | None = None, jobs: int | None = None,
-                  kernel_backend: str = "cuda"):
-    """The local executor of a spec: program mode, or kernel mode's persistent workers."""
+                  kernel_backend: str = "cuda", start_gap: float | None = None):
+    """The local executor of a spec: program mode, or kernel mode's persistent workers.
+    ``start_gap`` (else ``[run] start_gap``, else automatic): seconds between run starts."""
     gpu_list = select_gpus(detect_gpus(), gpus)
     build_jobs = jobs or spec.build.jobs or os.cpu_count()
     scratch = workspace(spec) / "scratch"
     if spec.kernel is None:
-        return LocalExecutor(make_builder(spec), gpu_list, scratch, build_jobs=build_jobs)
+        gap = start_gap if start_gap is not None else spec.run.start_gap
+        return LocalExecutor(make_builder(spec), gpu_list, scratch, build_jobs=build_jobs, start_gap=gap)
     from ..kernel.executor import KernelExecutor
 
     sizes = {s.name: {**spec.constants, **s.constants, **s.defines} for s in spec.shape_list()}
@@ -52,12 +54,12 @@ def make_executor(spec: Spec, gpus: list[int] | None = None, jobs: int | None = 
 
 def run_sweep(spec: Spec, *, db: str | Path | None = None, options: SweepOptions = SweepOptions(),
               gpus: list[int] | None = None, jobs: int | None = None, observer=None,
-              executor=None, kernel_backend: str = "cuda") -> tuple[Summary, Path]:
+              executor=None, kernel_backend: str = "cuda", start_gap: float | None = None) -> tuple[Summary, Path]:
     db_path = Path(db) if db else default_db_path(spec)
     store = Store(db_path)
     own_executor = executor is None
     if executor is None:
-        executor = make_executor(spec, gpus, jobs, kernel_backend)
+        executor = make_executor(spec, gpus, jobs, kernel_backend, start_gap)
     try:
         summary = Sweep(spec, store, executor, options, observer).run()
     finally:
@@ -68,7 +70,8 @@ def run_sweep(spec: Spec, *, db: str | Path | None = None, options: SweepOptions
 
 
 def make_dask_executor(spec: Spec, cluster: str, *, gpus: list[int] | None = None, fake_gpus: int | None = None,
-                       jobs: int | None = None, shared_cache: str | Path | None = None):
+                       jobs: int | None = None, shared_cache: str | Path | None = None,
+                       start_gap: float | None = None):
     """A DaskExecutor for ``--cluster``: 'local' starts a LocalCluster on this host (one worker
     per GPU, or per fake GPU, plus a build worker); an address connects to a running scheduler."""
     from ..errors import KsweepError
@@ -79,6 +82,7 @@ def make_dask_executor(spec: Spec, cluster: str, *, gpus: list[int] | None = Non
         raise KsweepError(f"{spec.label}: --cluster runs program-mode specs; a [kernel] spec runs on this "
                           f"host's GPUs (drop --cluster, and use --gpus to pick them)")
     rules = build_rules(spec)
+    gap = start_gap if start_gap is not None else spec.run.start_gap
     if cluster == "local":
         if fake_gpus:
             chosen = [Gpu(index=i, name="fake") for i in (gpus or range(fake_gpus))]
@@ -86,9 +90,9 @@ def make_dask_executor(spec: Spec, cluster: str, *, gpus: list[int] | None = Non
             chosen = select_gpus(detect_gpus(), gpus)
         return dask_executor.start_local(
             chosen, rules, shared_cache=shared_cache or workspace(spec) / "cache",
-            build_threads=jobs or spec.build.jobs or os.cpu_count(),
+            build_threads=jobs or spec.build.jobs or os.cpu_count(), start_gap=gap,
         )
     if gpus is not None or fake_gpus:
         raise KsweepError(f"--gpus and --fake-gpus choose the GPUs of this host; on the cluster {cluster} "
                           f"every worker started with --resources GPU=1 runs (drop them, or use --cluster local)")
-    return dask_executor.connect(cluster, rules, shared_cache=shared_cache)
+    return dask_executor.connect(cluster, rules, shared_cache=shared_cache, start_gap=gap)

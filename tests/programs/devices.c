@@ -4,11 +4,13 @@
  * With RENDEZVOUS_DIR set, a run creates DIR/started-<dev> and waits (up to WAIT_MS)
  * until a file of another device exists there: two runs overlapped in time exactly when
  * it finds one. The files stay, so only the first run on each device ever waits. With
- * KSWEEP_TEST_LOG set, each run appends "X=<X> dev=<dev>" to that file at its end. */
+ * KSWEEP_TEST_LOG set, each run appends "X=<X> dev=<dev>" to that file at its end.
+ * start=<s> is CLOCK_MONOTONIC at the start of main (the clock of Python's time.monotonic). */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef X
@@ -34,6 +36,8 @@ static int other_device_started(const char *dir, const char *mine) {
 }
 
 int main(void) {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     const char *dev = getenv("CUDA_VISIBLE_DEVICES");
     if (!dev || !*dev) dev = "-1";
     int overlap = 0;
@@ -57,6 +61,7 @@ int main(void) {
             fclose(f);
         }
     }
-    printf("@@RESULT ms=%d dev=%s overlap=%d checksum=1.0\n", X, dev, overlap);
+    printf("@@RESULT ms=%d dev=%s overlap=%d start=%.6f checksum=1.0\n", X, dev, overlap,
+           (double)t0.tv_sec + 1e-9 * (double)t0.tv_nsec);
     return 0;
 }
