@@ -11,7 +11,7 @@ import pytest
 from ksweep import Status, load_spec
 from ksweep.errors import SpecError
 from ksweep.kernel.args import compare, make_args, normalise, summarise
-from ksweep.kernel.client import WorkerHandle
+from ksweep.run.handle import WorkerHandle
 from ksweep.kernel.launch import entry_name, launch_dims, wrapper_source
 from ksweep.kernel.spec import kernel_spec_from_dict
 from ksweep.spec.expr import parse

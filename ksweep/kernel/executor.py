@@ -12,7 +12,7 @@ from ..run.executor import LocalExecutor
 from ..run.gpus import Gpu
 from ..run.program import RunOutcome
 from ..status import Status
-from .client import WorkerHandle
+from ..run.handle import WorkerHandle
 from .launch import entry_name
 from .spec import KernelSpec
 

@@ -1,4 +1,5 @@
-"""The parent's side of a worker: start it, talk to it with timeouts, restart it.
+"""The parent's side of a long-lived worker process (kernel mode's GPU worker, program
+mode's persistent host): start it, talk to it in JSON lines with timeouts, restart it.
 
 A request that gets no answer within its timeout is a hang: the worker's process group
 is killed and the next request starts a fresh worker. A worker that dies while
@@ -22,9 +23,12 @@ from ..process import _die_with_parent
 
 
 class WorkerHandle:
+    """``argv``: the worker's command (default: kernel mode's worker with ``backend``)."""
+
     def __init__(self, backend: str = "cuda", env: Mapping[str, str] | None = None, setup: dict | None = None,
-                 start_timeout: float = 120.0):
+                 start_timeout: float = 120.0, argv: list[str] | None = None):
         self.backend = backend
+        self.argv = argv or [sys.executable, "-m", "ksweep.kernel.worker", "--backend", backend]
         self.env = dict(env or {})
         self.setup_request = setup
         self.start_timeout = start_timeout
@@ -40,7 +44,7 @@ class WorkerHandle:
         env = dict(os.environ)
         env.update(self.env)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ksweep.kernel.worker", "--backend", self.backend],
+            self.argv,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
             env=env, start_new_session=True, preexec_fn=_die_with_parent,
         )
