@@ -33,6 +33,7 @@ class Job:
     phase: str | None = None
     is_reference: bool = False
     launch: Mapping[str, Any] | None = None  # kernel mode: entry, grid, block, smem
+    persistent: bool = False  # built as a library for a persistent host (run/host.py)
 
 
     def __post_init__(self):

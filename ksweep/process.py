@@ -210,3 +210,37 @@ def kill_all() -> int:
 def reset_stop() -> None:
     """Allow processes to start again (after kill_all, for the next sweep in this process)."""
     _stopping.clear()
+
+
+def stopping() -> bool:
+    """True after kill_all() (Ctrl-C): nothing new may start."""
+    return _stopping.is_set()
+
+
+def track(pgid: int) -> None:
+    """Have kill_all() kill this process group too (a long-lived worker while it runs a config)."""
+    with _live_lock:
+        _live.add(pgid)
+
+
+def untrack(pgid: int) -> None:
+    with _live_lock:
+        _live.discard(pgid)
+
+
+def read_capped(path: str | Path, limit: int) -> tuple[str, bool]:
+    """A file's text as run_process would have captured it from a pipe: the first ``limit``
+    bytes and the last TAIL_BYTES; and whether anything was cut."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size <= limit + TAIL_BYTES:
+                return f.read().decode("utf-8", errors="replace"), size > limit
+            head = f.read(limit)
+            f.seek(size - TAIL_BYTES)
+            tail = f.read(TAIL_BYTES)
+    except OSError:
+        return "", False
+    dropped = size - limit - TAIL_BYTES
+    text = head + f"\n[... {dropped} bytes dropped ...]\n".encode() + tail
+    return text.decode("utf-8", errors="replace"), True

@@ -98,6 +98,22 @@ def test_every_status_as_with_the_local_executor(program_dir, cluster):
     assert summary.gpu_slots == 2 and summary.evaluated == 9
 
 
+def test_persistent_hosts_on_the_gpu_workers(tmp_path, cluster):
+    """With [run] persistent, each GPU worker runs its configs in one host process of its own."""
+    from test_persistent import HOSTED, hosted_spec
+
+    _, client = cluster
+    spec = hosted_spec(tmp_path, HOSTED.replace("X = [1, 2, 3, 4]", "X = [1, 2, 3, 4, 5, 6]"))
+    _, results = dask_sweep(spec, client, tmp_path / "dask.db", start_gap=0.0)
+    assert [r.status for r in results] == [Status.OK] * 6
+    pids = {}
+    for r in results:
+        assert (r.metrics["calls"], r.metrics["arg"], r.metrics["env"]) == (1, 7, 5)
+        pids.setdefault(r.gpu_index, set()).add(r.metrics["pid"])
+    assert all(len(p) == 1 for p in pids.values())  # one host per worker, reused
+    assert len(set().union(*pids.values())) == len(pids)
+
+
 def test_runs_are_pinned_to_their_workers_gpu_and_overlap(tmp_path, cluster):
     _, client = cluster
     spec = load_spec(devices_spec(tmp_path))

@@ -64,3 +64,18 @@ def define_flags(params, config: Mapping[str, Any], derived_defs, derived: Mappi
     for name, value in fixed_defines.items():
         flags.append(f"-D{name}={define_value(value)}")
     return flags
+
+
+ENTRY_DEFINE = "-Dmain=ksweep_main"  # the name the persistent host calls (run/host.py)
+_C_COMPILER = re.compile(r"^(gcc|g\+\+|cc|c\+\+|clang|clang\+\+)(-[\d.]+)?$")
+
+
+def library_flags(compiler: str) -> tuple[str, ...] | None:
+    """The flags that make ``compiler``'s program a shared library whose ``main`` the
+    persistent host can call; None for a command it does not know (pure)."""
+    name = compiler.rsplit("/", 1)[-1]
+    if name == "nvcc":
+        return ("-shared", "-Xcompiler", "-fPIC", ENTRY_DEFINE)
+    if _C_COMPILER.match(name):
+        return ("-shared", "-fPIC", ENTRY_DEFINE)
+    return None

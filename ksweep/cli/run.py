@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 
+import argparse
 import signal
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import KsweepError
@@ -40,6 +42,9 @@ def add_parser(sub) -> None:
     p.add_argument("--start-gap", type=seconds, metavar="S",
                    help="least seconds between run starts on one host (default: [run] start_gap, else 0.25 "
                         "where one host runs on several GPUs, 0 otherwise; 0 turns the gate off)")
+    p.add_argument("--persistent", action=argparse.BooleanOptionalAction, default=None,
+                   help="run every config in one long-lived process per GPU, built as a shared library whose "
+                        "main ksweep calls (default: [run] persistent); see docs/spec.md")
     p.add_argument("--top", type=int, default=20, help="rows of the final table per shape/variant")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     p.set_defaults(handler=run)
@@ -58,6 +63,8 @@ def _sigterm(signum, frame):
 
 def run(args) -> int:
     spec = load_spec(args.spec)
+    if args.persistent is not None:
+        spec = replace(spec, run=replace(spec.run, persistent=args.persistent))
     options = SweepOptions(
         strategy=args.strategy, seed=args.seed, max_evals=args.max_evals, time_limit=args.time_limit,
         patience=args.patience, shapes=tuple(args.shape) if args.shape else None,

@@ -51,6 +51,7 @@ from ..process import kill_all, reset_stop
 from ..status import Status
 from .gate import StartGate, auto_gap
 from .gpus import Gpu, detect_gpus
+from .persistent import PersistentHost, host_env
 from .program import RunOutcome, run_job
 
 GPU_RESOURCE = "GPU"
@@ -148,6 +149,18 @@ def _this_worker_gpu() -> Gpu:
     return worker_gpu(os.environ, detect_gpus())
 
 
+_hosts: dict[str | None, PersistentHost] = {}
+_hosts_lock = threading.Lock()
+
+
+def _worker_host(pin: str | None) -> PersistentHost:
+    """This worker's persistent host (it lives as long as the worker process)."""
+    with _hosts_lock:
+        if pin not in _hosts:
+            _hosts[pin] = PersistentHost(host_env(None, pin))
+        return _hosts[pin]
+
+
 def run_task(job: Job, built: Built, start_gap: float = 0.0) -> RunOutcome:
     """Run one built job on this worker's GPU; the binary is written out first if it came in the task.
     ``start_gap``: seconds between process starts on this host (0: no gate)."""
@@ -166,8 +179,11 @@ def run_task(job: Job, built: Built, start_gap: float = 0.0) -> RunOutcome:
         pin = worker_pin(os.environ)
         if pin is not None:  # the worker's own device id, not an nvidia-smi index CUDA may number differently
             job = replace(job, run_env={**job.run_env, "CUDA_VISIBLE_DEVICES": pin})
-        gate = StartGate(start_gap) if start_gap > 0 else None
-        outcome = run_job(job, build, replace(gpu, index=None), root / "ksweep-runs", gate)
+        if job.persistent:
+            outcome = _worker_host(pin).run(job, build, replace(gpu, index=None), root / "ksweep-runs")
+        else:
+            gate = StartGate(start_gap) if start_gap > 0 else None
+            outcome = run_job(job, build, replace(gpu, index=None), root / "ksweep-runs", gate)
         return replace(outcome, gpu=gpu)
     finally:
         if workdir is not None:

@@ -3,12 +3,14 @@
 ``LocalExecutor`` builds on a pool of threads (each build is its own process) and runs
 on one slot per GPU, each run pinned to its GPU with CUDA_VISIBLE_DEVICES. With several
 GPUs, a start gate keeps the runs' process starts ``start_gap`` seconds apart (gate.py).
+Jobs built for a persistent host run in one long-lived process per GPU (persistent.py).
 """
 
 from __future__ import annotations
 
 import os
 import queue
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from ..job import Job
 from ..process import kill_all
 from .gate import StartGate, auto_gap
 from .gpus import Gpu
+from .persistent import PersistentHost, host_env
 from .program import RunOutcome, run_job
 
 
@@ -31,6 +34,8 @@ class LocalExecutor:
         self.build_jobs = build_jobs or os.cpu_count() or 1
         self._builds = ThreadPoolExecutor(self.build_jobs, thread_name_prefix="ksweep-build")
         self._runs = ThreadPoolExecutor(len(gpus), thread_name_prefix="ksweep-run")
+        self._hosts: dict[int | None, PersistentHost] = {}
+        self._hosts_lock = threading.Lock()
         self._free: queue.Queue[Gpu] = queue.Queue()
         for g in gpus:
             self._free.put(g)
@@ -53,11 +58,23 @@ class LocalExecutor:
             self._free.put(gpu)
 
     def run_on(self, gpu: Gpu, job: Job, build: BuildResult) -> RunOutcome:
-        """Run one built job on one GPU (program mode: the binary in its own process)."""
+        """Run one built job on one GPU: the binary in its own process, or on the GPU's persistent host."""
+        if job.persistent:
+            return self._host(gpu).run(job, build, gpu, self.scratch)
         return run_job(job, build, gpu, self.scratch, self.gate)
+
+    def _host(self, gpu: Gpu) -> PersistentHost:
+        with self._hosts_lock:
+            if gpu.index not in self._hosts:
+                self._hosts[gpu.index] = PersistentHost(host_env(gpu))
+            return self._hosts[gpu.index]
 
     def shutdown(self, cancel: bool = False) -> None:
         if cancel:
             kill_all()
         self._builds.shutdown(wait=not cancel, cancel_futures=cancel)
         self._runs.shutdown(wait=not cancel, cancel_futures=cancel)
+        with self._hosts_lock:
+            hosts, self._hosts = list(self._hosts.values()), {}
+        for host in hosts:
+            host.close(kill=cancel)

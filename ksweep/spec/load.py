@@ -360,7 +360,10 @@ def _build(ctx: _Ctx, spec: Any, root: Path) -> Build:
 
 
 def _run(ctx: _Ctx, spec: Any) -> Run:
-    ctx.keys(spec, {"command", "timeout", "env", "output_limit", "start_gap"}, "run")
+    ctx.keys(spec, {"command", "timeout", "env", "output_limit", "start_gap", "persistent"}, "run")
+    persistent = spec.get("persistent", False)
+    if not isinstance(persistent, bool):
+        raise ctx.error("run.persistent", f"expected true or false, got {persistent!r}")
     start_gap = spec.get("start_gap")
     if start_gap is not None:
         start_gap = ctx.number(start_gap, "run.start_gap", positive=False)
@@ -372,6 +375,7 @@ def _run(ctx: _Ctx, spec: Any) -> Run:
         env={k: str(v) for k, v in _scalar_table(ctx, spec.get("env", {}), "run.env").items()},
         output_limit=int(ctx.number(spec.get("output_limit", 4 * 1024 * 1024), "run.output_limit")),
         start_gap=start_gap,
+        persistent=persistent,
     )
 
 

@@ -172,6 +172,7 @@ class Run:
     env: Mapping[str, str] = field(default_factory=dict)
     output_limit: int = 4 * 1024 * 1024  # bytes kept of stdout and of stderr each
     start_gap: float | None = None  # seconds between run starts on one host; None: auto (run/gate.py)
+    persistent: bool = False  # run every config in one host process per GPU (run/host.py)
 
     def __post_init__(self):
         object.__setattr__(self, "command", tuple(self.command))

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..build.argv import define_flags, expand
+from ..build.argv import define_flags, expand, library_flags
 from ..build.cache import cache_key
 from ..errors import SpecError
 from ..job import Job
@@ -33,8 +33,29 @@ class JobFactory:
         self.fixed = spec.fixed_names(shape, variant)
         self.params = space.params
         self.kernel = spec.kernel
+        self.persistent = spec.run.persistent and self.kernel is None
         if self.kernel is not None:
             self._init_kernel_mode()
+        elif self.persistent:
+            self._init_persistent()
+
+    def _init_persistent(self) -> None:
+        """A persistent host loads each config as a shared library and calls its main."""
+        where = f"variants.{self.variant.name}" if self.variant.build_command is not None else "build"
+        if not self.build_template:
+            raise SpecError("a persistent host needs a build command that makes the program",
+                            path=self.spec.label, key=f"{where}.command")
+        flags = library_flags(self.build_template[0])
+        if flags is None:
+            raise SpecError(f"a persistent host builds with nvcc, gcc or clang (it adds -shared, -fPIC and "
+                            f"-Dmain=ksweep_main), not {self.build_template[0]!r}",
+                            path=self.spec.label, key=f"{where}.command")
+        self.build_template = (self.build_template[0], *flags, *self.build_template[1:])
+        if not self.run_template or self.run_template[0] != "{binary}":
+            raise SpecError("a persistent host runs the built library itself: the command must start with {binary}",
+                            path=self.spec.label,
+                            key=f"variants.{self.variant.name}.run_command" if self.variant.run_command is not None
+                            else "run.command")
 
     def _init_kernel_mode(self) -> None:
         """Kernel mode: a cubin per config from a generated wrapper of the user's source."""
@@ -82,7 +103,7 @@ class JobFactory:
             build_argv=tuple(build_argv), run_argv=tuple(run_argv), sources=self.sources, cache_key=key,
             build_timeout=self.spec.build.timeout, run_timeout=self.spec.run.timeout, build_env=env,
             run_env=dict(self.spec.run.env), output_limit=self.spec.run.output_limit, phase=phase,
-            is_reference=is_reference, launch=launch,
+            is_reference=is_reference, launch=launch, persistent=self.persistent,
         )
 
     def _wrapper(self, values: Mapping[str, Any]) -> Path:

@@ -1,5 +1,6 @@
 """A tiny sweep of each GPU example, when a GPU is present: every evaluated config builds,
-runs and passes its check (SGEMM against cuBLAS, flash attention against an fp32 reference)."""
+runs and passes its check (SGEMM against cuBLAS, flash attention against an fp32 reference),
+with a process per run and on a persistent host."""
 
 import shutil
 import subprocess
@@ -18,13 +19,14 @@ EXAMPLES = Path(__file__).parent.parent.parent / "examples"
     ("sgemm/sgemm.toml", "sq2048"),
     ("flash_attention/flash_attn.toml", "b1_s512_d64_causal"),
 ])
-def test_tiny_sweep(tmp_path, spec, shape):
+@pytest.mark.parametrize("mode", [[], ["--persistent"]], ids=["process", "persistent"])
+def test_tiny_sweep(tmp_path, spec, shape, mode):
     src = EXAMPLES / spec
     work = tmp_path / src.parent.name
     shutil.copytree(src.parent, work, ignore=shutil.ignore_patterns(".ksweep"))
     db = tmp_path / "sweep.db"
     r = subprocess.run([sys.executable, "-m", "ksweep", "run", str(work / src.name), "--shape", shape,
-                        "--strategy", "random", "--max-evals", "3", "--db", str(db), "-q"],
+                        "--strategy", "random", "--max-evals", "3", "--db", str(db), "-q", *mode],
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     with Store(db) as store:

@@ -1,0 +1,108 @@
+"""Program mode on a persistent host: one long-lived process per GPU runs every config
+(host.py), so a run costs the program's own work, not a process and a CUDA context.
+
+A run's outcome is classified exactly as a process's would be: its exit code (main's
+return value, or the code of an ``exit()`` that ended the host), the signal that killed
+the host, a timeout, and its stdout/stderr, captured to files and capped the same way.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Mapping
+
+from ..build.builder import BuildResult
+from ..job import Job
+from ..process import ProcessOutcome, read_capped, stopping, track, untrack
+from ..status import Status
+from .classify import classify
+from .gpus import Gpu
+from .handle import WorkerHandle
+from .program import RunOutcome
+
+RUNS_PER_HOST = 200  # a fresh host after this many runs: what programs leak does not pile up
+
+
+class PersistentHost:
+    """One GPU's host process (started on the first run, restarted after a failure)."""
+
+    def __init__(self, env: Mapping[str, str] | None = None, runs_per_host: int = RUNS_PER_HOST):
+        self.handle = WorkerHandle(env=env, argv=[sys.executable, "-m", "ksweep.run.host"], start_timeout=120.0)
+        self.runs_per_host = runs_per_host
+        self._runs = 0
+
+    def run(self, job: Job, build: BuildResult, gpu: Gpu | None, scratch_root: Path) -> RunOutcome:
+        binary = str(build.binary) if build.binary else ""
+        scratch_root.mkdir(parents=True, exist_ok=True)
+        workdir = Path(tempfile.mkdtemp(prefix="run-", dir=scratch_root))
+        logs = Path(tempfile.mkdtemp(prefix="out-", dir=scratch_root))  # not in the program's own folder
+        try:
+            argv = [a.replace("{binary}", binary).replace("{workdir}", str(workdir)) for a in job.run_argv]
+            if not argv or argv[0] != binary:
+                return RunOutcome(Status.RUN_ERROR, "a persistent host runs the built library itself: "
+                                  "[run] command must start with {binary}", gpu=gpu)
+            if stopping():
+                return RunOutcome(Status.RUN_ERROR, "stopped", stopped=True, gpu=gpu)
+            request = {"op": "run", "lib": binary, "argv": argv, "cwd": str(workdir), "env": dict(job.run_env),
+                       "stdout": str(logs / "stdout"), "stderr": str(logs / "stderr")}
+            returncode, timed_out, seconds, fatal, failure = self._ask(request, job.run_timeout)
+            if failure is not None:
+                return RunOutcome(Status.RUN_ERROR, failure, gpu=gpu)
+            stdout, cut_out = read_capped(logs / "stdout", job.output_limit)
+            stderr, cut_err = read_capped(logs / "stderr", job.output_limit)
+            outcome = ProcessOutcome(returncode, timed_out, stdout, stderr, cut_out or cut_err, seconds)
+            status, message, metrics = classify(outcome, job.run_timeout, job.shape)
+            if fatal:  # the program ended, but its kernels broke the context
+                status = Status.CUDA_ERROR if status is Status.OK else status
+                message = "; ".join(m for m in (message, fatal) if m)
+            return RunOutcome(status, message, metrics, seconds, gpu)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+            shutil.rmtree(logs, ignore_errors=True)
+
+    def _ask(self, request: dict, timeout: float):
+        """(returncode, timed out, seconds, fatal message, failure to start) of one request."""
+        h = self.handle
+        with h._busy:
+            if h.alive() and self._runs >= self.runs_per_host:
+                h.close()
+            if not h.alive():
+                self._runs = 0
+                failure = h._start()
+                if failure is not None:
+                    return None, False, 0.0, None, f"the persistent host did not start: {failure['message']}"
+            self._runs += 1
+            pgid = h.proc.pid
+            track(pgid)
+            start = time.monotonic()
+            try:
+                answer = h._ask(request, timeout)
+            finally:
+                untrack(pgid)
+            elapsed = time.monotonic() - start
+            if answer.get("_timeout"):
+                h.kill()
+                return None, True, elapsed, None, None
+            if answer.get("_dead"):  # exit() in the program, a crash, or killed
+                code = h.proc.wait() if h.proc is not None else None
+                h.proc = None
+                return code, False, elapsed, None, None
+            if answer.get("fatal"):
+                h.kill()
+            return answer["rc"], False, answer.get("seconds", elapsed), answer.get("message") or None, None
+
+    def close(self, kill: bool = False) -> None:
+        if kill:
+            self.handle.kill()
+        else:
+            self.handle.close()
+
+
+def host_env(gpu: Gpu | None, pin: str | None = None) -> dict[str, str]:
+    """The environment of a GPU's host: pinned to its device like a program-mode run."""
+    device = pin if pin is not None else (str(gpu.index) if gpu is not None and gpu.index is not None else None)
+    return {"CUDA_VISIBLE_DEVICES": device} if device is not None else {}

@@ -1,0 +1,122 @@
+"""Program mode on a persistent host (run/host.py): one process per GPU loads each
+config's build as a shared library and calls its main. The gcc-built test programs must
+give the same statuses and messages as one process per run, while sharing one process."""
+
+import shutil
+
+import pytest
+
+from ksweep import SpecError, Status, load_spec
+from ksweep.build.argv import library_flags
+from ksweep.run.executor import LocalExecutor
+from ksweep.run.gpus import NO_GPU
+from ksweep.run.persistent import PersistentHost
+from ksweep.sweep.jobs import JobFactory
+from ksweep.sweep.local import make_builder, workspace
+
+from conftest import PROGRAMS
+from test_multigpu import TWO_GPUS, sweep_with
+from test_pipeline import ALL_MODES, EXPECTED, sweep
+
+HOSTED = """
+[sweep]
+objective = "ms"
+[params]
+X = [1, 2, 3, 4]
+EXIT_CODE = [0]
+[build]
+sources = ["hosted.c"]
+command = ["gcc", "-O0", "{defines}", "-o", "{binary}", "hosted.c"]
+[run]
+command = ["{binary}", "7"]
+env = { HOSTED_VALUE = "5" }
+timeout = 20
+persistent = true
+[check]
+expected = { checksum = 1.0 }
+"""
+
+
+def hosted_spec(folder, body: str = HOSTED):
+    shutil.copy(PROGRAMS / "hosted.c", folder / "hosted.c")
+    path = folder / "hosted.toml"
+    path.write_text(body)
+    return load_spec(path)
+
+
+def local_sweep(spec, db, gpus=(NO_GPU,)):
+    executor = LocalExecutor(make_builder(spec), list(gpus), workspace(spec) / "scratch", build_jobs=2)
+    try:
+        return sweep_with(spec, executor, db)
+    finally:
+        executor.shutdown()
+
+
+def test_every_status_as_with_a_process_per_run(program_dir):
+    _, per_process, _ = sweep(program_dir(ALL_MODES))
+    _, hosted, _ = sweep(program_dir(ALL_MODES.replace("timeout = 3", "timeout = 3\npersistent = true"), "p.toml"))
+    assert {m: r.status for m, r in hosted.items()} == EXPECTED
+    for mode, r in hosted.items():
+        assert (r.message, dict(r.metrics)) == (per_process[mode].message, dict(per_process[mode].metrics)), mode
+    assert hosted[0].cache_key != per_process[0].cache_key  # a library, not the program
+
+
+def test_configs_share_one_process_with_fresh_statics_args_env_and_folders(tmp_path):
+    spec = hosted_spec(tmp_path)
+    summary, results = local_sweep(spec, tmp_path / "r.db")
+    assert [r.status for r in results] == [Status.OK] * 4
+    metrics = [r.metrics for r in results]
+    assert len({m["pid"] for m in metrics}) == 1  # one host ran them all
+    assert all((m["calls"], m["argc"], m["arg"], m["env"], m["in_workdir"], m["stdin"]) == (1, 2, 7, 5, 1, 0)
+               for m in metrics)
+
+
+def test_a_program_that_exits_ends_its_host_and_the_next_gets_a_new_one(tmp_path):
+    spec = hosted_spec(tmp_path, HOSTED.replace("EXIT_CODE = [0]", "EXIT_CODE = [0, 3]"))
+    space = spec.space("default")
+    factory = JobFactory(spec, spec.shape("default"), spec.variant(None), space)
+    builder = make_builder(spec)
+    host = PersistentHost()
+    try:
+        def run(x, code):
+            job = factory.make({"X": x, "EXIT_CODE": code})
+            return host.run(job, builder.build(job), None, tmp_path / "scratch")
+
+        first, failed, second, third = run(1, 0), run(1, 3), run(2, 0), run(3, 0)
+    finally:
+        host.close()
+    assert [o.status for o in (first, failed, second, third)] == [Status.OK, Status.RUN_ERROR, Status.OK, Status.OK]
+    assert "exit code 3" in failed.message and "giving up with exit(3)" in failed.message
+    assert first.metrics["pid"] != second.metrics["pid"] == third.metrics["pid"]
+
+
+def test_one_host_per_gpu(tmp_path):
+    spec = hosted_spec(tmp_path, HOSTED.replace("X = [1, 2, 3, 4]", "X = [1, 2, 3, 4, 5, 6]"))
+    _, results = local_sweep(spec, tmp_path / "r.db", TWO_GPUS)
+    assert [r.status for r in results] == [Status.OK] * 6
+    pids = {}
+    for r in results:
+        pids.setdefault(r.gpu_index, set()).add(r.metrics["pid"])
+    assert set(pids) == {0, 1} and all(len(p) == 1 for p in pids.values()) and pids[0] != pids[1]
+
+
+def test_library_flags():
+    assert library_flags("nvcc") == ("-shared", "-Xcompiler", "-fPIC", "-Dmain=ksweep_main")
+    for compiler in ("gcc", "/usr/bin/g++", "gcc-12", "clang++", "cc", "clang-17"):
+        assert library_flags(compiler) == ("-shared", "-fPIC", "-Dmain=ksweep_main"), compiler
+    assert library_flags("make") is None and library_flags("bash") is None
+
+
+@pytest.mark.parametrize("change, key", [
+    (('command = ["gcc"', 'command = ["make"'), "build.command"),
+    (('command = ["{binary}", "7"]', 'command = ["python3", "{binary}"]'), "run.command"),
+])
+def test_what_a_persistent_host_cannot_run(tmp_path, change, key):
+    spec = hosted_spec(tmp_path, HOSTED.replace(*change))
+    with pytest.raises(SpecError, match=key.replace(".", r"\.")):
+        local_sweep(spec, tmp_path / "r.db")
+
+
+def test_run_persistent_must_be_a_boolean(tmp_path):
+    with pytest.raises(SpecError, match="run.persistent"):
+        hosted_spec(tmp_path, HOSTED.replace("persistent = true", 'persistent = "yes"'))
