@@ -3,15 +3,18 @@
 1. a serial compile-then-run loop, like seed 001's bash script (nvcc, then run, one config
    after the other);
 2. ksweep on one GPU (`--gpus 0`): parallel builds feeding one run slot;
-3. ksweep on two GPUs through Dask (`--cluster local --gpus 0,1`), when two are visible.
+3. ksweep on two GPUs through Dask (`--cluster local --gpus 0,1`), when two are visible;
+   and, for comparison, ksweep's own executor on both (`--gpus 0,1`, no Dask: "local2").
 
 All three evaluate configs of the SGEMM example (shape 4096³) in ksweep's random order
 (seed 0), each from an empty build cache: ksweep the first N, the serial loop the first
 --serial-configs of the same list (it is slow; its rate does not depend on N). Reported:
 wall time of the whole command (cluster start-up included), configs per minute and the
-GPU-idle share (1 − GPU busy time / (wall × GPUs)).
+GPU-idle share (1 − GPU busy time / (wall × GPUs)) and the mean time of one run (a run's
+process, from start to exit). Arguments after ``--`` go to every ``ksweep run``.
 
-    python bench/throughput.py [--configs 200] [--serial-configs 40] [--only serial,one,two] [--out DIR]
+    python bench/throughput.py [--configs 200] [--serial-configs 40] [--only serial,one,two,local2]
+                               [--shape sq4096] [--out DIR] [-- --start-gap 0.3]
 """
 
 from __future__ import annotations
@@ -48,19 +51,21 @@ def configs_and_flags(n: int):
 def serial_loop(jobs, work: Path) -> dict:
     """nvcc then run, one config at a time (the seed-001 way)."""
     work.mkdir(parents=True, exist_ok=True)
-    gpu_busy = 0.0
+    gpu_busy, compile_s = 0.0, 0.0
     t0 = time.perf_counter()
     for i, (_, flags) in enumerate(jobs):
         exe = work / f"sgemm_{i}"
+        c0 = time.perf_counter()
         subprocess.run(["nvcc", "-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", *flags, "-o", str(exe),
                         str(SPEC.parent / "sgemm.cu"), "-lcublas"], check=True, capture_output=True)
         r0 = time.perf_counter()
+        compile_s += r0 - c0
         subprocess.run([str(exe), *DIMS[SHAPE]], check=True, capture_output=True,
                        env={**os.environ, "CUDA_VISIBLE_DEVICES": "0"})
         gpu_busy += time.perf_counter() - r0
     wall = time.perf_counter() - t0
     return {"wall_s": wall, "configs": len(jobs), "configs_per_min": 60 * len(jobs) / wall,
-            "gpu_idle": 1 - gpu_busy / wall}
+            "gpu_idle": 1 - gpu_busy / wall, "run_s": gpu_busy / len(jobs), "compile_s": compile_s / len(jobs)}
 
 
 SUMMARY = re.compile(r"(\d+) evaluated.*wall ([\d.]+) s, build CPU ([\d.]+) s, GPU ([\d.]+) s, "
@@ -82,7 +87,7 @@ def ksweep_run(n: int, db: Path, extra: list[str]) -> dict:
     evaluated, sweep_wall, build_cpu, gpu_s, idle, per_min = m.groups()
     return {"wall_s": wall, "sweep_wall_s": float(sweep_wall), "configs": int(evaluated),
             "configs_per_min": 60 * int(evaluated) / wall, "build_cpu_s": float(build_cpu), "gpu_s": float(gpu_s),
-            "gpu_idle": int(idle) / 100, "tail": r.stdout[-600:]}
+            "gpu_idle": int(idle) / 100, "run_s": float(gpu_s) / int(evaluated), "tail": r.stdout[-600:]}
 
 
 def gpu_count() -> int:
@@ -94,9 +99,10 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--configs", type=int, default=200)
     p.add_argument("--serial-configs", type=int, default=40)
-    p.add_argument("--only", default="serial,one,two", help="which of serial, one, two to run")
+    p.add_argument("--only", default="serial,one,two", help="which of serial, one, two, local2 to run")
     p.add_argument("--shape", default="sq4096", choices=sorted(DIMS), help="SGEMM shape (default sq4096)")
     p.add_argument("--out", default=os.environ.get("OUT", "bench-out"))
+    p.add_argument("extra", nargs="*", help="after --: arguments for every ksweep run")
     a = p.parse_args()
     globals()["SHAPE"] = a.shape
     out = Path(a.out)
@@ -110,23 +116,33 @@ def main() -> int:
         res["serial loop, 1 GPU"] = serial_loop(configs_and_flags(a.serial_configs), work / "serial")
         print("serial", res["serial loop, 1 GPU"], flush=True)
     if "one" in only:
-        res["ksweep, 1 GPU"] = ksweep_run(a.configs, work / "one.db", ["--gpus", "0"])
+        res["ksweep, 1 GPU"] = ksweep_run(a.configs, work / "one.db", ["--gpus", "0", *a.extra])
         print("ksweep 1", res["ksweep, 1 GPU"], flush=True)
     if "two" in only and gpu_count() >= 2:
-        res["ksweep, 2 GPUs (Dask)"] = ksweep_run(a.configs, work / "two.db", ["--cluster", "local", "--gpus", "0,1"])
+        res["ksweep, 2 GPUs (Dask)"] = ksweep_run(a.configs, work / "two.db",
+                                                  ["--cluster", "local", "--gpus", "0,1", *a.extra])
         print("ksweep 2", res["ksweep, 2 GPUs (Dask)"], flush=True)
+    if "local2" in only and gpu_count() >= 2:
+        res["ksweep, 2 GPUs (local)"] = ksweep_run(a.configs, work / "local2.db", ["--gpus", "0,1", *a.extra])
+        print("ksweep 2 local", res["ksweep, 2 GPUs (local)"], flush=True)
     (out / f"throughput-{SHAPE}-{'-'.join(sorted(only))}.json").write_text(json.dumps(res, indent=2))
     print(f"\nexamples/sgemm (shape {SHAPE}), empty build cache, {os.cpu_count()} cores\n")
-    print("| method | configs | wall s | configs/min | GPU idle |")
-    print("|---|---|---|---|---|")
+    print("| method | configs | wall s | configs/min | GPU idle | s per run |")
+    print("|---|---|---|---|---|---|")
     for name, r in res.items():
-        print(f"| {name} | {r['configs']} | {r['wall_s']:.1f} | {r['configs_per_min']:.1f} | {100 * r['gpu_idle']:.0f}% |")
+        print(f"| {name} | {r['configs']} | {r['wall_s']:.1f} | {r['configs_per_min']:.1f} | "
+              f"{100 * r['gpu_idle']:.0f}% | {r['run_s']:.3f} |")
     base, one = res.get("serial loop, 1 GPU"), res.get("ksweep, 1 GPU")
     if base and one:
         print(f"\nksweep 1 GPU / serial loop: {one['configs_per_min'] / base['configs_per_min']:.2f}x")
     two = res.get("ksweep, 2 GPUs (Dask)")
     if two and one:
-        print(f"ksweep 2 GPUs / ksweep 1 GPU: {two['configs_per_min'] / one['configs_per_min']:.2f}x")
+        print(f"ksweep 2 GPUs (Dask) / ksweep 1 GPU: {two['configs_per_min'] / one['configs_per_min']:.2f}x")
+    local2 = res.get("ksweep, 2 GPUs (local)")
+    if local2 and one:
+        print(f"ksweep 2 GPUs (local) / ksweep 1 GPU: {local2['configs_per_min'] / one['configs_per_min']:.2f}x")
+    if base:
+        print(f"serial loop: {base['compile_s']:.2f} s nvcc + {base['run_s']:.2f} s run per config")
     return 0
 
 
