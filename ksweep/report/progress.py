@@ -39,7 +39,7 @@ class PlainLog:
     def build_started(self, job):
         pass
 
-    def result(self, result: Result, best, queued, building):
+    def result(self, result: Result, best):
         self.done += 1
         value = result.metrics.get(self.metric)
         what = f"{self.metric}={value:.4g}" if result.status is Status.OK and value is not None else result.message
@@ -87,7 +87,7 @@ class RichProgress:
         self.building += 1
         self.live.update(self._render())
 
-    def result(self, result: Result, best, queued, building):
+    def result(self, result: Result, best):
         self.done += 1
         if result.build_seconds is not None or result.status.build_failure:
             self.building = max(0, self.building - 1)

@@ -35,7 +35,7 @@ RUN_QUEUE_PER_SLOT = 2  # runs handed to the executor per GPU slot: the one runn
 class Observer(Protocol):
     def target_started(self, variant: str, shape: str, valid: int, total: int) -> None: ...
     def build_started(self, job: Job) -> None: ...
-    def result(self, result: Result, best: Result | None, queued: int, building: int) -> None: ...
+    def result(self, result: Result, best: Result | None) -> None: ...
     def finished(self, summary: "Summary") -> None: ...
 
 
@@ -245,7 +245,7 @@ class Sweep:
         v = result.value(self.spec.objective.metric)
         if v is not None and (best is None or self.spec.objective.better(v, best.value(self.spec.objective.metric))):
             self.summary.best[key] = best = result
-        self.observer.result(result, best, 0, 0)
+        self.observer.result(result, best)
 
     def _resume(self, job: Job, strategy, budget: Budget) -> Result | None:
         """The stored result of a finished config with the same build key, told to the strategy."""
