@@ -120,3 +120,14 @@ def test_what_a_persistent_host_cannot_run(tmp_path, change, key):
 def test_run_persistent_must_be_a_boolean(tmp_path):
     with pytest.raises(SpecError, match="run.persistent"):
         hosted_spec(tmp_path, HOSTED.replace("persistent = true", 'persistent = "yes"'))
+
+
+def test_kernel_mode_specs_refuse_it():
+    from dataclasses import replace
+    from pathlib import Path
+
+    spec = load_spec(Path(__file__).parent.parent / "examples" / "kernel_mode" / "matmul.toml")
+    spec = replace(spec, run=replace(spec.run, persistent=True))
+    shape = spec.shape_list()[0]
+    with pytest.raises(SpecError, match="already runs every config"):
+        JobFactory(spec, shape, spec.variant(None), spec.space(shape.name))

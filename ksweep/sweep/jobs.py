@@ -33,7 +33,10 @@ class JobFactory:
         self.fixed = spec.fixed_names(shape, variant)
         self.params = space.params
         self.kernel = spec.kernel
-        self.persistent = spec.run.persistent and self.kernel is None
+        self.persistent = spec.run.persistent
+        if self.persistent and self.kernel is not None:
+            raise SpecError("a [kernel] spec already runs every config in one worker per GPU: drop run.persistent "
+                            "(or --persistent)", path=spec.label, key="run.persistent")
         if self.kernel is not None:
             self._init_kernel_mode()
         elif self.persistent:
