@@ -65,6 +65,11 @@ def test_a_bad_or_future_stamp_delays_at_most_one_gap(tmp_path):
     assert stamp - before < 1e5  # not a million seconds later
 
 
+def test_an_unusable_gate_file_means_no_gate(tmp_path):
+    (tmp_path / "gate").mkdir()  # cannot be opened as a file (like another user's file of that name)
+    assert StartGate(GAP, tmp_path / "gate").wait() is None
+
+
 def test_no_gate_without_a_gap(tmp_path):
     assert StartGate(0.0, tmp_path / "gate").wait() is None
     assert not (tmp_path / "gate").exists()

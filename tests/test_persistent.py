@@ -131,3 +131,46 @@ def test_kernel_mode_specs_refuse_it():
     shape = spec.shape_list()[0]
     with pytest.raises(SpecError, match="already runs every config"):
         JobFactory(spec, shape, spec.variant(None), spec.space(shape.name))
+
+
+def gone(pid: int, wait: float = 10.0) -> bool:
+    """True once ``pid`` has ended (no process, or a zombie waiting to be reaped)."""
+    import time
+
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_what_a_program_leaves_running_dies_with_its_run(tmp_path, code):
+    """As in a process group: a forked child does not outlive the run, and one holding the
+    host's answer pipe does not turn an exit() into a hang."""
+    pid_file = tmp_path / "child.pid"
+    spec = hosted_spec(tmp_path, HOSTED.replace("EXIT_CODE = [0]", f"EXIT_CODE = [{code}]\nLEFTOVER = [1]")
+                       .replace('env = { HOSTED_VALUE = "5" }', f'env = {{ HOSTED_VALUE = "5", CHILD_PID_FILE = "{pid_file}" }}'))
+    factory = JobFactory(spec, spec.shape("default"), spec.variant(None), spec.space("default"))
+    builder = make_builder(spec)
+    host = PersistentHost()
+    try:
+        job = factory.make({"X": 1, "EXIT_CODE": code, "LEFTOVER": 1})
+        outcome = host.run(job, builder.build(job), None, tmp_path / "scratch")
+    finally:
+        host.close()
+    assert outcome.status is (Status.OK if code == 0 else Status.RUN_ERROR), outcome.message
+    if code:
+        assert "exit code 3" in outcome.message
+    assert gone(int(pid_file.read_text()))
+
+
+def test_output_of_atexit_handlers_is_kept(tmp_path):
+    spec = hosted_spec(tmp_path, HOSTED.replace("EXIT_CODE = [0]", "EXIT_CODE = [0]\nATEXIT = [1]"))
+    _, results = local_sweep(spec, tmp_path / "r.db")
+    assert [(r.status, r.metrics.get("late")) for r in results] == [(Status.OK, 1.0)] * 4

@@ -47,9 +47,15 @@ class StartGate:
         if self.gap <= 0:
             return None
         # flock conflicts between separate open()s even in one process, so threads take turns too
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:  # e.g. another user's file of that name: spacing starts is not worth failing a run
+            return None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError:  # a file system without flock
+                return None
             try:
                 last = float(os.pread(fd, 64, 0).strip() or b"-inf")
             except ValueError:  # an unreadable stamp: as if there were none

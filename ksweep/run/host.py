@@ -91,6 +91,33 @@ def _pin_loaded_libraries(pinned: set[str], skip: str) -> None:
         pinned.add(path)
 
 
+def _kill_leftovers() -> None:
+    """Kill every other process of this host's process group (children a program started
+    and left running) and reap the host's own children."""
+    me, group = os.getpid(), os.getpgrp()
+    try:
+        pids = [int(d) for d in os.listdir("/proc") if d.isdigit()]
+    except OSError:
+        return
+    for pid in pids:
+        if pid == me:
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[2]) == group:  # field 5 of stat: the process group
+                os.kill(pid, 9)
+        except (OSError, ValueError, IndexError):
+            pass
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 def _entry(lib: ctypes.CDLL):
     for name, with_args in ENTRY_POINTS:
         try:
@@ -144,14 +171,16 @@ class Host:
         finally:
             self.libc.fflush(None)
             seconds = time.monotonic() - start
-            os.dup2(self.devnull, 1)
-            os.dup2(self.stderr, 2)
-            os.environ.clear()
-            os.environ.update(saved_env)
+        _kill_leftovers()  # what the program started dies with its run, as a process group would
         broken = self.context.broken()
         if lib is not None and broken is None:  # a broken host exits instead of unloading
             _pin_loaded_libraries(self.pinned, req["lib"])
-            _ctypes.dlclose(lib._handle)
+            _ctypes.dlclose(lib._handle)  # destructors and atexit handlers may still print
+            self.libc.fflush(None)
+        os.dup2(self.devnull, 1)
+        os.dup2(self.stderr, 2)
+        os.environ.clear()
+        os.environ.update(saved_env)
         return {"ok": True, "rc": rc & 0xFF, "seconds": seconds, "fatal": broken is not None,
                 "message": broken or ""}
 

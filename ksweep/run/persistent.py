@@ -8,6 +8,8 @@ the host, a timeout, and its stdout/stderr, captured to files and capped the sam
 
 from __future__ import annotations
 
+import json
+import queue
 import shutil
 import sys
 import tempfile
@@ -25,12 +27,14 @@ from .handle import WorkerHandle
 from .program import RunOutcome
 
 RUNS_PER_HOST = 200  # a fresh host after this many runs: what programs leak does not pile up
+POLL_SECONDS = 0.05  # how often a waiting run checks that its host is still alive
 
 
 class PersistentHost:
     """One GPU's host process (started on the first run, restarted after a failure)."""
 
     def __init__(self, env: Mapping[str, str] | None = None, runs_per_host: int = RUNS_PER_HOST):
+        self.base_env = dict(env or {})
         self.handle = WorkerHandle(env=env, argv=[sys.executable, "-m", "ksweep.run.host"], start_timeout=120.0)
         self.runs_per_host = runs_per_host
         self._runs = 0
@@ -49,7 +53,10 @@ class PersistentHost:
                 return RunOutcome(Status.RUN_ERROR, "stopped", stopped=True, gpu=gpu)
             request = {"op": "run", "lib": binary, "argv": argv, "cwd": str(workdir), "env": dict(job.run_env),
                        "stdout": str(logs / "stdout"), "stderr": str(logs / "stderr")}
-            returncode, timed_out, seconds, fatal, failure = self._ask(request, job.run_timeout)
+            # [run] env is the host's environment too: what is read at start-up (LD_PRELOAD,
+            # CUDA_* settings of the driver) must be there before the host starts
+            returncode, timed_out, seconds, fatal, failure = self._ask(request, job.run_timeout,
+                                                                       {**self.base_env, **job.run_env})
             if failure is not None:
                 return RunOutcome(Status.RUN_ERROR, failure, gpu=gpu)
             stdout, cut_out = read_capped(logs / "stdout", job.output_limit)
@@ -64,12 +71,13 @@ class PersistentHost:
             shutil.rmtree(workdir, ignore_errors=True)
             shutil.rmtree(logs, ignore_errors=True)
 
-    def _ask(self, request: dict, timeout: float):
+    def _ask(self, request: dict, timeout: float, env: dict[str, str]):
         """(returncode, timed out, seconds, fatal message, failure to start) of one request."""
         h = self.handle
         with h._busy:
-            if h.alive() and self._runs >= self.runs_per_host:
+            if h.alive() and (self._runs >= self.runs_per_host or h.env != env):
                 h.close()
+            h.env = env
             if not h.alive():
                 self._runs = 0
                 failure = h._start()
@@ -80,7 +88,7 @@ class PersistentHost:
             track(pgid)
             start = time.monotonic()
             try:
-                answer = h._ask(request, timeout)
+                answer = self._answer(request, timeout)
             finally:
                 untrack(pgid)
             elapsed = time.monotonic() - start
@@ -89,11 +97,32 @@ class PersistentHost:
                 return None, True, elapsed, None, None
             if answer.get("_dead"):  # exit() in the program, a crash, or killed
                 code = h.proc.wait() if h.proc is not None else None
-                h.proc = None
+                h.kill()  # and whatever the program left running in the host's group
                 return code, False, elapsed, None, None
             if answer.get("fatal"):
                 h.kill()
             return answer["rc"], False, answer.get("seconds", elapsed), answer.get("message") or None, None
+
+    def _answer(self, request: dict, timeout: float) -> dict:
+        """The host's answer, or {"_timeout"} / {"_dead"}. Death is noticed from the process
+        itself too: a child the program forked may hold the answer pipe open."""
+        h = self.handle
+        try:
+            h.proc.stdin.write(json.dumps(request) + "\n")
+            h.proc.stdin.flush()
+        except (OSError, ValueError):
+            return {"_dead": True}
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = h._lines.get(timeout=POLL_SECONDS)
+            except queue.Empty:
+                if h.proc.poll() is not None:
+                    return {"_dead": True}
+                if time.monotonic() >= deadline:
+                    return {"_timeout": True}
+                continue
+            return {"_dead": True} if line is None else json.loads(line)
 
     def close(self, kill: bool = False) -> None:
         if kill:

@@ -192,8 +192,11 @@ class Sweep:
                     if outcome.stopped:
                         continue
                     self._finish(job, build, outcome, strategy, budget, reference)
-            if budget.exhausted() and not runs and not builds:
-                return
+            if budget.exhausted():
+                for fut in [f for f in runs if f.cancel()]:  # queued, not started: past the budget
+                    runs.pop(fut)
+                if not runs and not builds:
+                    return
 
     def _finish(self, job: Job, build: BuildResult, outcome: RunOutcome | None, strategy, budget: Budget,
                 reference: Mapping[str, float] | None = None) -> Result:
