@@ -91,9 +91,17 @@ def _pin_loaded_libraries(pinned: set[str], skip: str) -> None:
         pinned.add(path)
 
 
+PR_SET_CHILD_SUBREAPER = 36
+
+
 def _kill_leftovers() -> None:
     """Kill every other process of this host's process group (children a program started
-    and left running) and reap the host's own children."""
+    and left running) and reap them. The host is a subreaper, so without children of its
+    own it has no descendants at all, and the common case costs one waitpid."""
+    try:
+        os.waitpid(-1, os.WNOHANG)  # raises when the host has no child at all
+    except ChildProcessError:
+        return
     me, group = os.getpid(), os.getpgrp()
     try:
         pids = [int(d) for d in os.listdir("/proc") if d.isdigit()]
@@ -133,6 +141,8 @@ class Host:
     def __init__(self, reply_fd: int):
         self.reply = os.fdopen(reply_fd, "w", buffering=1)
         self.libc = ctypes.CDLL(None)
+        if sys.platform.startswith("linux"):  # orphans of a program's children become ours to find
+            self.libc.prctl(PR_SET_CHILD_SUBREAPER, 1)
         self.context = Context()
         self.pinned: set[str] = set()
         self.devnull = os.open(os.devnull, os.O_WRONLY)
