@@ -17,9 +17,12 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from typing import Mapping
 
 from ..process import _die_with_parent
+
+POLL_SECONDS = 0.05  # how often a wait for an answer checks that the worker is alive
 
 
 class WorkerHandle:
@@ -104,13 +107,19 @@ class WorkerHandle:
 
     # -- requests ----------------------------------------------------------------------------
     def _read(self, timeout: float) -> dict | None:
-        try:
-            line = self._lines.get(timeout=timeout)
-        except queue.Empty:
-            return {"_timeout": True}
-        if line is None:
-            return None
-        return json.loads(line)
+        """The next answer; None when the worker died; {"_timeout"} after ``timeout``. Death is
+        noticed from the process too: a child the worker forked may hold its pipe open."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self._lines.get(timeout=max(0.0, min(POLL_SECONDS, deadline - time.monotonic())))
+            except queue.Empty:
+                if self.proc is not None and self.proc.poll() is not None:
+                    return None
+                if time.monotonic() >= deadline:
+                    return {"_timeout": True}
+                continue
+            return None if line is None else json.loads(line)
 
     def _ask(self, req: dict, timeout: float) -> dict:
         try:

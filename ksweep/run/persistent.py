@@ -8,8 +8,6 @@ the host, a timeout, and its stdout/stderr, captured to files and capped the sam
 
 from __future__ import annotations
 
-import json
-import queue
 import shutil
 import sys
 import tempfile
@@ -27,7 +25,6 @@ from .handle import WorkerHandle
 from .program import RunOutcome
 
 RUNS_PER_HOST = 200  # a fresh host after this many runs: what programs leak does not pile up
-POLL_SECONDS = 0.05  # how often a waiting run checks that its host is still alive
 
 
 class PersistentHost:
@@ -88,7 +85,7 @@ class PersistentHost:
             track(pgid)
             start = time.monotonic()
             try:
-                answer = self._answer(request, timeout)
+                answer = h._ask(request, timeout)
             finally:
                 untrack(pgid)
             elapsed = time.monotonic() - start
@@ -102,27 +99,6 @@ class PersistentHost:
             if answer.get("fatal"):
                 h.kill()
             return answer["rc"], False, answer.get("seconds", elapsed), answer.get("message") or None, None
-
-    def _answer(self, request: dict, timeout: float) -> dict:
-        """The host's answer, or {"_timeout"} / {"_dead"}. Death is noticed from the process
-        itself too: a child the program forked may hold the answer pipe open."""
-        h = self.handle
-        try:
-            h.proc.stdin.write(json.dumps(request) + "\n")
-            h.proc.stdin.flush()
-        except (OSError, ValueError):
-            return {"_dead": True}
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                line = h._lines.get(timeout=POLL_SECONDS)
-            except queue.Empty:
-                if h.proc.poll() is not None:
-                    return {"_dead": True}
-                if time.monotonic() >= deadline:
-                    return {"_timeout": True}
-                continue
-            return {"_dead": True} if line is None else json.loads(line)
 
     def close(self, kill: bool = False) -> None:
         if kill:
