@@ -9,7 +9,7 @@
 from .errors import KsweepError, SpecError
 from .space.space import Space
 from .spec.load import load_spec, spec_from_dict
-from .spec.model import Build, Check, Constraint, Derived, Objective, Param, Run, Shape, Spec, Variant
+from .spec.model import Build, Check, Constraint, Derived, Harness, Objective, Param, Run, Shape, Spec, Variant
 from .status import Status
 
 
@@ -21,7 +21,7 @@ def tune_kernel(*args, **kwargs):
 
 
 __all__ = [
-    "Build", "Check", "Constraint", "Derived", "KsweepError", "Objective", "Param", "Run", "Shape",
+    "Build", "Check", "Constraint", "Derived", "Harness", "KsweepError", "Objective", "Param", "Run", "Shape",
     "Space", "Spec", "SpecError", "Status", "Variant", "load_spec", "spec_from_dict", "tune_kernel",
 ]
 __version__ = "0.1.0"

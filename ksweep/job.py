@@ -34,7 +34,8 @@ class Job:
     is_reference: bool = False
     launch: Mapping[str, Any] | None = None  # kernel mode: entry, grid, block, smem
     persistent: bool = False  # built as a library for a persistent host (run/host.py)
-
+    harness: Job | None = None  # built once for every config of its shape × variant ([build.harness])
+    is_harness: bool = False  # this job builds a harness: no run, no ptxas limits
 
     def __post_init__(self):
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))

@@ -250,6 +250,24 @@ def test_interrupt_kills_the_runs_on_the_workers_which_then_run_again(program_di
     assert [r.status for r in results] == [Status.OK]
 
 
+@pytest.mark.parametrize("persistent", [False, True], ids=["process", "persistent"])
+def test_a_harness_is_built_once_and_reaches_every_run(tmp_path, cluster, persistent):
+    from test_harness import EXPECTED, SPEC, harness_builds, harness_spec, values
+
+    _, client = cluster
+    body = SPEC.replace("timeout = 20", "timeout = 20\npersistent = true") if persistent else SPEC
+    if persistent:  # the host loads the harness: it is built by the compiler itself, with library flags
+        body = body.replace('command = ["sh", "{spec_dir}/count.sh", "{spec_dir}/harness_builds.log", "gcc",',
+                            'command = ["gcc",')
+    spec = harness_spec(tmp_path, body)
+    _, remote = dask_sweep(spec, client, tmp_path / "dask.db", start_gap=0.0)
+    assert values(remote) == EXPECTED
+    if not persistent:
+        assert harness_builds(tmp_path) == 1  # one build task, however many runs
+    _, local = local_sweep(spec, tmp_path / "local.db")
+    assert {k: v[:2] for k, v in outcomes(remote).items()} == {k: v[:2] for k, v in outcomes(local).items()}
+
+
 # -- the worker side, in this process ----------------------------------------------------
 
 
@@ -280,6 +298,26 @@ def test_build_task_ships_the_binary_and_run_task_writes_it_out(tmp_path, monkey
     assert list((tmp_path / "worker").glob("bin-*")) == []  # the written binary is removed again
     shared = build_task(job, build_rules(spec), str(tmp_path / "shared"))
     assert shared.binary is None and shared.result.binary.parent.parent == tmp_path / "shared"
+
+
+def test_run_task_writes_a_harness_out_once(tmp_path, monkeypatch):
+    from test_harness import harness_spec
+
+    monkeypatch.setattr(dask_executor, "_worker_dir", lambda: tmp_path / "worker")
+    monkeypatch.setenv(GPU_NAME_ENV, "pretend")
+    dask_executor._this_worker_gpu.cache_clear()
+    spec = harness_spec(tmp_path)
+    jobs = [one_job(spec, X=x) for x in (2, 3)]
+    harness = build_task(jobs[0].harness, build_rules(spec), None)
+    assert harness.binary[:4] == b"\x7fELF"
+    try:
+        outcomes = [run_task(job, build_task(job, build_rules(spec), None), 0.0, harness) for job in jobs]
+    finally:
+        dask_executor._this_worker_gpu.cache_clear()
+    assert [(o.status, o.metrics["ms"]) for o in outcomes] == [(Status.OK, 20.0), (Status.OK, 30.0)]
+    written = list((tmp_path / "worker" / "harness").rglob("prog*"))
+    assert [p.relative_to(tmp_path / "worker" / "harness").parts for p in written] == [
+        (jobs[0].harness.cache_key, "prog")]  # one copy, by key, for both runs
 
 
 def test_worker_gpu():
@@ -331,12 +369,14 @@ class FakeClient:
 
 def test_a_config_that_keeps_killing_workers_becomes_a_result(tmp_path):
     client = FakeClient()
-    executor = DaskExecutor(client, build_rules(load_spec(devices_spec(tmp_path))))
+    spec = load_spec(devices_spec(tmp_path))
+    job = one_job(spec, X=1)
+    executor = DaskExecutor(client, build_rules(spec))
     assert (executor.run_slots, executor.build_jobs) == (1, 8)
-    build = executor.submit_build(None).result()
+    build = executor.submit_build(job).result()
     assert build.status is Status.COMPILE_ERROR
     assert build.message.startswith("the build killed every Dask worker that ran it (4 workers, the last tcp://gpu)")
-    outcome = executor.submit_run(None, build).result()
+    outcome = executor.submit_run(job, build).result()
     assert isinstance(outcome, RunOutcome) and outcome.status is Status.CRASH
     assert "allowed-failures" in outcome.message
     (b, build_kw), (m, _), (r, run_kw) = client.submitted

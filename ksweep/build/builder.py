@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
+import threading
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..job import Job
@@ -58,16 +58,43 @@ class Builder:
     def __init__(self, cache: BuildCache, rules: BuildRules):
         self.cache = cache
         self.rules = rules
+        self._harnesses: dict[str, BuildResult] = {}  # cache key -> result, for this builder's lifetime
+        self._harness_lock = threading.Lock()
 
     def build(self, job: Job) -> BuildResult:
+        """Build one config (or a harness: once per builder, however many threads ask)."""
+        if job.is_harness:
+            return self._harness(job)
+        harness = None
+        if job.harness is not None and any("{harness}" in a for a in job.build_argv):  # e.g. linked to each config
+            built = self._harness(job.harness)
+            if built.status is not Status.OK:
+                return BuildResult(Status.COMPILE_ERROR, f"the harness did not build: {built.message}",
+                                   log=built.log, stopped=built.stopped)
+            harness = str(built.binary)
+        return self._build(job, harness)
+
+    def _harness(self, job: Job) -> BuildResult:
+        with self._harness_lock:  # one build; the other threads wait for it, then share it
+            known = self._harnesses.get(job.cache_key)
+            if known is not None:
+                return replace(known, cached=True, seconds=0.0, cpu_seconds=0.0)
+            result = self._build(job, None)
+            if not result.stopped:
+                self._harnesses[job.cache_key] = result
+            return result
+
+    def _build(self, job: Job, harness: str | None) -> BuildResult:
         if not job.build_argv:
             return BuildResult(Status.OK, cached=True)
         meta = self.cache.lookup(job.cache_key)
         if meta is not None:
-            return self._result(meta, self.cache.entry(job.cache_key), cached=True)
+            return self._result(meta, self.cache.entry(job.cache_key), cached=True, judge=not job.is_harness)
         scratch = self.cache.scratch(job.cache_key)
         binary = scratch / BINARY_NAME
         argv = [a.replace("{binary}", str(binary)).replace("{workdir}", str(scratch)) for a in job.build_argv]
+        if harness is not None:
+            argv = [a.replace("{harness}", harness) for a in argv]
         out = run_process(argv, cwd=scratch, timeout=job.build_timeout, env=job.build_env, nice=BUILD_NICE)
         log = (out.stdout + "\n" + out.stderr).strip()
         if out.stopped:
@@ -83,15 +110,15 @@ class Builder:
         meta = {"ok": ok, "log": log[-200_000:], "seconds": out.seconds, "cpu_seconds": out.cpu_seconds,
                 "argv": argv}
         entry = self.cache.commit(job.cache_key, scratch, meta)
-        return self._result(meta, entry, cached=False)
+        return self._result(meta, entry, cached=False, judge=not job.is_harness)
 
-    def _result(self, meta: dict, entry: Path, cached: bool) -> BuildResult:
+    def _result(self, meta: dict, entry: Path, cached: bool, judge: bool = True) -> BuildResult:
         report = parse_ptxas(meta["log"])
         seconds = 0.0 if cached else meta["seconds"]
         cpu = 0.0 if cached else meta.get("cpu_seconds", 0.0)
         if not meta["ok"]:
             return BuildResult(Status.COMPILE_ERROR, first_error_lines(meta["log"]), report=report,
                                log=meta["log"], seconds=seconds, cached=cached, cpu_seconds=cpu)
-        status, message = self.rules.judge(report)
+        status, message = self.rules.judge(report) if judge else (Status.OK, "")
         return BuildResult(status, message, binary=entry / BINARY_NAME, report=report, log=meta["log"],
                            seconds=seconds, cached=cached, cpu_seconds=cpu)

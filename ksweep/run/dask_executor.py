@@ -13,6 +13,9 @@ the sweep loop, and with it the SQLite store, stay in the client process.
   the run task takes the build task's future as an argument, so Dask moves the bytes
   from the build worker to the run worker. With a shared cache nothing is shipped: the
   run reads the binary at the cache path.
+* **A harness** (``[build.harness]``) is one build task per shape × variant; its future is
+  an argument of every run task, so each run worker receives it once and keeps it on its
+  disk by cache key.
 * **Runs** need resource ``GPU=1``; a GPU worker's GPU is the (first) device of the
   ``CUDA_VISIBLE_DEVICES`` it was started with, and every program it runs sees that one.
   The worker names its GPU from ``nvidia-smi`` (or ``KSWEEP_GPU_NAME`` where there is
@@ -161,9 +164,29 @@ def _worker_host(pin: str | None) -> PersistentHost:
         return _hosts[pin]
 
 
-def run_task(job: Job, built: Built, start_gap: float = 0.0) -> RunOutcome:
+def _write_executable(path: Path, data: bytes) -> None:
+    path.write_bytes(data)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def _harness_path(harness: Built, key: str, root: Path) -> Path | None:
+    """Where this worker keeps a harness: written once per key (its runs share it), or the
+    shared cache's copy."""
+    if harness.binary is None:
+        return harness.result.binary
+    path = root / "harness" / key / BINARY_NAME
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{BINARY_NAME}.tmp-{os.getpid()}-{threading.get_ident()}")
+        _write_executable(tmp, harness.binary)
+        os.replace(tmp, path)
+    return path
+
+
+def run_task(job: Job, built: Built, start_gap: float = 0.0, harness: Built | None = None) -> RunOutcome:
     """Run one built job on this worker's GPU; the binary is written out first if it came in the task.
-    ``start_gap``: seconds between process starts on this host (0: no gate)."""
+    ``start_gap``: seconds between process starts on this host (0: no gate). ``harness``: the
+    built harness of the job's shape × variant, if it has one."""
     gpu = _this_worker_gpu()
     root = _worker_dir()
     workdir = None
@@ -173,17 +196,21 @@ def run_task(job: Job, built: Built, start_gap: float = 0.0) -> RunOutcome:
             root.mkdir(parents=True, exist_ok=True)
             workdir = Path(tempfile.mkdtemp(prefix="bin-", dir=root))
             path = workdir / BINARY_NAME
-            path.write_bytes(built.binary)
-            path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+            _write_executable(path, built.binary)
             build = replace(build, binary=path)
+        harness_path = None
+        if harness is not None:
+            if harness.result.status is not Status.OK:
+                return RunOutcome(Status.RUN_ERROR, f"the harness did not build: {harness.result.message}", gpu=gpu)
+            harness_path = _harness_path(harness, job.harness.cache_key, root)
         pin = worker_pin(os.environ)
         if pin is not None:  # the worker's own device id, not an nvidia-smi index CUDA may number differently
             job = replace(job, run_env={**job.run_env, "CUDA_VISIBLE_DEVICES": pin})
         if job.persistent:
-            outcome = _worker_host(pin).run(job, build, replace(gpu, index=None), root / "ksweep-runs")
+            outcome = _worker_host(pin).run(job, build, replace(gpu, index=None), root / "ksweep-runs", harness_path)
         else:
             gate = StartGate(start_gap) if start_gap > 0 else None
-            outcome = run_job(job, build, replace(gpu, index=None), root / "ksweep-runs", gate)
+            outcome = run_job(job, build, replace(gpu, index=None), root / "ksweep-runs", gate, harness_path)
         return replace(outcome, gpu=gpu)
     finally:
         if workdir is not None:
@@ -234,6 +261,7 @@ class DaskExecutor:
         self._lock = threading.Lock()
         self._live: set = set()  # dask futures in flight: one the client drops is forgotten by the scheduler
         self._binaries: dict[int, tuple[BuildResult, Any]] = {}  # id(result handed out) -> its build future
+        self._harnesses: dict[str, Any] = {}  # harness cache key -> its build future (held for every run)
         self._workers: dict[str, dict] = {}
         self._workers_at = float("-inf")
         self._closed = False
@@ -286,12 +314,14 @@ class DaskExecutor:
 
     # -- the executor interface -----------------------------------------------------------
     def submit_build(self, job: Job) -> Future:
-        built = self.client.submit(build_task, job, self.rules, self.shared_cache, pure=False,
-                                   retries=self.retries, **self._build_placement())
+        built = self._submit_build_task(job)
+        if job.is_harness:  # its future goes to every run of its configs
+            with self._lock:
+                self._harnesses[job.cache_key] = built
         meta = self.client.submit(build_metadata, built, pure=False, priority=META_PRIORITY)
 
         def keep(result: BuildResult) -> BuildResult:
-            if result.status is Status.OK:  # hold the binary on the cluster until its run is submitted
+            if result.status is Status.OK and not job.is_harness:  # hold the binary until its run is submitted
                 with self._lock:
                     self._binaries[id(result)] = (result, built)
             return result
@@ -301,12 +331,28 @@ class DaskExecutor:
 
         return self._bridge(meta, keep, killed)
 
+    def _submit_build_task(self, job: Job):
+        return self.client.submit(build_task, job, self.rules, self.shared_cache, pure=False,
+                                  retries=self.retries, **self._build_placement())
+
+    def _harness(self, job: Job):
+        """The build future of a job's harness (submitted here if the driver has not yet)."""
+        if job.harness is None:
+            return None
+        with self._lock:
+            known = self._harnesses.get(job.harness.cache_key)
+        if known is None:
+            known = self._submit_build_task(job.harness)
+            with self._lock:
+                known = self._harnesses.setdefault(job.harness.cache_key, known)
+        return known
+
     def submit_run(self, job: Job, build: BuildResult) -> Future:
         with self._lock:
             entry = self._binaries.pop(id(build), None)
         built = entry[1] if entry is not None else Built(build)  # shared cache, or nothing built
-        run = self.client.submit(run_task, job, built, self._start_gap(), pure=False, resources={GPU_RESOURCE: 1},
-                                 retries=self.retries, priority=RUN_PRIORITY)
+        run = self.client.submit(run_task, job, built, self._start_gap(), self._harness(job), pure=False,
+                                 resources={GPU_RESOURCE: 1}, retries=self.retries, priority=RUN_PRIORITY)
 
         def killed(exc: BaseException) -> RunOutcome:
             return RunOutcome(Status.CRASH, _killed_message("run", exc))
@@ -343,9 +389,10 @@ class DaskExecutor:
             return
         self._closed = True
         with self._lock:
-            pending = [*self._live, *(built for _, built in self._binaries.values())]
+            pending = [*self._live, *(built for _, built in self._binaries.values()), *self._harnesses.values()]
             self._live.clear()
             self._binaries.clear()
+            self._harnesses.clear()
         try:
             if cancel:
                 self.client.cancel(pending, force=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 from ..build.builder import Builder, BuildResult
 from ..job import Job
 from ..process import kill_all
+from ..status import Status
 from .gate import StartGate, auto_gap
 from .gpus import Gpu
 from .persistent import PersistentHost, host_env
@@ -59,9 +60,16 @@ class LocalExecutor:
 
     def run_on(self, gpu: Gpu, job: Job, build: BuildResult) -> RunOutcome:
         """Run one built job on one GPU: the binary in its own process, or on the GPU's persistent host."""
+        harness = None
+        if job.harness is not None:  # built once (the builder keeps it): usually already there
+            built = self.builder.build(job.harness)
+            if built.status is not Status.OK:
+                return RunOutcome(Status.RUN_ERROR, f"the harness did not build: {built.message}",
+                                  gpu=gpu, stopped=built.stopped)
+            harness = built.binary
         if job.persistent:
-            return self._host(gpu).run(job, build, gpu, self.scratch)
-        return run_job(job, build, gpu, self.scratch, self.gate)
+            return self._host(gpu).run(job, build, gpu, self.scratch, harness)
+        return run_job(job, build, gpu, self.scratch, self.gate, harness)
 
     def _host(self, gpu: Gpu) -> PersistentHost:
         with self._hosts_lock:

@@ -22,7 +22,7 @@ from ..status import Status
 from .classify import classify
 from .gpus import Gpu
 from .handle import WorkerHandle
-from .program import RunOutcome
+from .program import RunOutcome, run_argv
 
 RUNS_PER_HOST = 200  # a fresh host after this many runs: what programs leak does not pile up
 
@@ -36,19 +36,22 @@ class PersistentHost:
         self.runs_per_host = runs_per_host
         self._runs = 0
 
-    def run(self, job: Job, build: BuildResult, gpu: Gpu | None, scratch_root: Path) -> RunOutcome:
-        binary = str(build.binary) if build.binary else ""
+    def run(self, job: Job, build: BuildResult, gpu: Gpu | None, scratch_root: Path,
+            harness: Path | None = None) -> RunOutcome:
+        """Run one config on this host: the library the run command starts with (the config's
+        build, or the harness) is loaded and its main called with the command's arguments."""
         scratch_root.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix="run-", dir=scratch_root))
         logs = Path(tempfile.mkdtemp(prefix="out-", dir=scratch_root))  # not in the program's own folder
         try:
-            argv = [a.replace("{binary}", binary).replace("{workdir}", str(workdir)) for a in job.run_argv]
-            if not argv or argv[0] != binary:
+            argv = run_argv(job, build, workdir, harness)
+            programs = {str(p) for p in (build.binary, harness) if p is not None}
+            if not argv or argv[0] not in programs:
                 return RunOutcome(Status.RUN_ERROR, "a persistent host runs the built library itself: "
-                                  "[run] command must start with {binary}", gpu=gpu)
+                                  "[run] command must start with {binary} (or {harness})", gpu=gpu)
             if stopping():
                 return RunOutcome(Status.RUN_ERROR, "stopped", stopped=True, gpu=gpu)
-            request = {"op": "run", "lib": binary, "argv": argv, "cwd": str(workdir), "env": dict(job.run_env),
+            request = {"op": "run", "lib": argv[0], "argv": argv, "cwd": str(workdir), "env": dict(job.run_env),
                        "stdout": str(logs / "stdout"), "stderr": str(logs / "stderr")}
             # [run] env is the host's environment too: what is read at start-up (LD_PRELOAD,
             # CUDA_* settings of the driver) must be there before the host starts

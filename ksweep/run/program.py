@@ -26,13 +26,26 @@ class RunOutcome:
     stopped: bool = False
 
 
-def run_job(job: Job, build: BuildResult, gpu: Gpu, scratch_root: Path, gate: StartGate | None = None) -> RunOutcome:
-    """Run the binary in a fresh working directory; ``gate`` spaces the starts on this host."""
+def run_argv(job: Job, build: BuildResult, workdir: Path, harness: Path | None) -> list[str]:
+    """The run command of a built job, its placeholders filled (pure)."""
+    fill = {"{binary}": str(build.binary) if build.binary else "", "{workdir}": str(workdir),
+            "{harness}": str(harness) if harness is not None else ""}
+    out = []
+    for arg in job.run_argv:
+        for name, value in fill.items():
+            arg = arg.replace(name, value)
+        out.append(arg)
+    return out
+
+
+def run_job(job: Job, build: BuildResult, gpu: Gpu, scratch_root: Path, gate: StartGate | None = None,
+            harness: Path | None = None) -> RunOutcome:
+    """Run the binary in a fresh working directory; ``gate`` spaces the starts on this host;
+    ``harness``: the built harness of the job's shape × variant, if it has one."""
     scratch_root.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="run-", dir=scratch_root))
     try:
-        binary = str(build.binary) if build.binary else ""
-        argv = [a.replace("{binary}", binary).replace("{workdir}", str(workdir)) for a in job.run_argv]
+        argv = run_argv(job, build, workdir, harness)
         env = dict(job.run_env)
         if gpu.index is not None:
             env["CUDA_VISIBLE_DEVICES"] = str(gpu.index)

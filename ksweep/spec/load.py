@@ -14,7 +14,7 @@ from ..errors import ExprError, SpecError
 from .expr import parse
 from .limits import KNOWN_ARCHS, LIMIT_KEYS, builtin_limits
 from .model import (
-    Build, Check, Constraint, Derived, Objective, Param, PyFunction, Run, Shape, Spec, Variant,
+    Build, Check, Constraint, Derived, Harness, Objective, Param, PyFunction, Run, Shape, Spec, Variant,
 )
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -342,21 +342,42 @@ def _scalar_table(ctx: _Ctx, table: Any, where: str) -> dict:
 
 
 def _build(ctx: _Ctx, spec: Any, root: Path) -> Build:
-    ctx.keys(spec, {"command", "sources", "timeout", "jobs", "env", "allow_spills", "max_registers"}, "build")
-    sources = ctx.str_list(spec.get("sources", []), "build.sources")
-    for s in sources:
-        if not (root / s).exists():
-            raise ctx.error("build.sources", f"source '{s}' does not exist (paths are relative to the spec file)")
+    ctx.keys(spec, {"command", "sources", "timeout", "jobs", "env", "allow_spills", "max_registers", "harness"},
+             "build")
+    sources = _sources(ctx, spec.get("sources", []), root, "build.sources")
     jobs = spec.get("jobs")
     return Build(
         command=ctx.str_list(spec.get("command", []), "build.command"),
         sources=sources,
+        harness=_harness(ctx, spec["harness"], root) if "harness" in spec else None,
         timeout=ctx.number(spec.get("timeout", 600), "build.timeout"),
         jobs=int(ctx.number(jobs, "build.jobs")) if jobs is not None else None,
         env={k: str(v) for k, v in _scalar_table(ctx, spec.get("env", {}), "build.env").items()},
         allow_spills=bool(spec.get("allow_spills", False)),
         max_registers=int(ctx.number(spec["max_registers"], "build.max_registers")) if "max_registers" in spec else None,
     )
+
+
+def _sources(ctx: _Ctx, value: Any, root: Path, where: str) -> tuple[str, ...]:
+    sources = ctx.str_list(value, where)
+    for s in sources:
+        if not (root / s).exists():
+            raise ctx.error(where, f"source '{s}' does not exist (paths are relative to the spec file)")
+    return sources
+
+
+def _harness(ctx: _Ctx, spec: Any, root: Path) -> Harness:
+    if not isinstance(spec, dict):
+        raise ctx.error("build.harness", "expected a table: [build.harness] with command = [...]")
+    ctx.keys(spec, {"command", "sources"}, "build.harness")
+    if "command" not in spec:
+        raise ctx.error("build.harness", "missing command = [...] (the build of the harness, writing {harness})")
+    command = ctx.str_list(spec["command"], "build.harness.command")
+    if not command or not any("{harness}" in a for a in command):
+        raise ctx.error("build.harness.command", "the command must write the harness to {harness}, "
+                        "e.g. [\"nvcc\", ..., \"-o\", \"{harness}\", \"harness.cu\"]")
+    sources = _sources(ctx, spec["sources"], root, "build.harness.sources") if "sources" in spec else None
+    return Harness(command=command, sources=sources)
 
 
 def _run(ctx: _Ctx, spec: Any) -> Run:

@@ -146,11 +146,27 @@ NO_SHAPE = Shape(name="default")
 
 
 @dataclass(frozen=True)
+class Harness:
+    """A program built once per shape × variant instead of once per config (``[build.harness]``):
+    e.g. the host code of a harness that loads each config's cubin, or an object file each
+    config links. ``{harness}`` names it in the build and run commands."""
+
+    command: tuple[str, ...]
+    sources: tuple[str, ...] | None = None  # None: build.sources
+
+    def __post_init__(self):
+        object.__setattr__(self, "command", tuple(self.command))
+        if self.sources is not None:
+            object.__setattr__(self, "sources", tuple(self.sources))
+
+
+@dataclass(frozen=True)
 class Build:
     """How to build one config: an argv template, never a shell string."""
 
     command: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
+    harness: Harness | None = None
     timeout: float = 600.0
     jobs: int | None = None  # None: all cores
     env: Mapping[str, str] = field(default_factory=dict)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
 
 from ..build.builder import BuildResult
-from ..errors import SpecError
+from ..errors import KsweepError, SpecError
 from ..job import Job, config_id
 from ..result import Result
 from ..run.gpus import Gpu
@@ -133,11 +133,14 @@ class Sweep:
         if len(space) == 0:
             return
         strategy = self._make_strategy(self.options.strategy, space, self.options.seed, budget.max_evals)
-        reference = self._reference(space, factory, variant.name, shape.name, strategy, budget)
-        self._loop(space, factory, strategy, budget, reference)
+        # the harness builds alongside the first configs; runs start once it is there
+        harness = _Harness(self.executor.submit_build(factory.harness), self) if factory.harness else None
+        reference = self._reference(space, factory, variant.name, shape.name, strategy, budget, harness)
+        self._loop(space, factory, strategy, budget, reference, harness)
 
     # -- the pipeline --------------------------------------------------------------------
-    def _loop(self, space, factory: JobFactory, strategy, budget: Budget, reference) -> None:
+    def _loop(self, space, factory: JobFactory, strategy, budget: Budget, reference,
+              harness: "_Harness | None" = None) -> None:
         builds: dict[Future, Job] = {}
         ready: list[tuple[Job, BuildResult]] = []
         runs: dict[Future, tuple[Job, BuildResult]] = {}
@@ -167,15 +170,19 @@ class Sweep:
             # start runs on free GPU slots, and queue one more per slot: a slot that finishes a
             # run starts the next at once instead of waiting for this loop (and, on a cluster,
             # the next binary reaches its worker during the run before)
-            while ready and len(runs) < RUN_QUEUE_PER_SLOT * self.executor.run_slots:
+            while ready and len(runs) < RUN_QUEUE_PER_SLOT * self.executor.run_slots and \
+                    (harness is None or harness.ready(cancel_on_failure=builds)):
                 job, build = ready.pop(0)
                 runs[self.executor.submit_run(job, build)] = (job, build)
             if not builds and not runs and not ready:
                 if exhausted or budget.exhausted() or strategy.exhausted:
                     return
                 continue  # the strategy may propose more now that results are in
-            done, _ = wait([*builds, *runs], timeout=0.25, return_when=FIRST_COMPLETED)
+            waiting = [*builds, *runs] + ([harness.future] if harness is not None and not harness.future.done() else [])
+            done, _ = wait(waiting, timeout=0.25, return_when=FIRST_COMPLETED)
             for fut in done:
+                if harness is not None and fut is harness.future:
+                    continue
                 if fut in builds:
                     job = builds.pop(fut)
                     build = fut.result()
@@ -270,7 +277,8 @@ class Sweep:
             return defaults if k.reference == "defaults" else None
         return defaults if self.spec.check.reference == "defaults" else None
 
-    def _reference(self, space, factory: JobFactory, variant: str, shape: str, strategy, budget):
+    def _reference(self, space, factory: JobFactory, variant: str, shape: str, strategy, budget,
+                   harness: "_Harness | None" = None):
         defaults = self._reference_config(space)
         if defaults is None:
             return None
@@ -291,6 +299,8 @@ class Sweep:
         if build.status is not Status.OK:
             self._finish(job, build, None, strategy, budget)
             return None
+        if harness is not None:
+            harness.wait()
         outcome = self.executor.submit_run(job, build).result()
         result = self._finish(job, build, outcome, strategy, budget)
         return dict(result.metrics) if result.status is Status.OK else None
@@ -318,6 +328,41 @@ class Sweep:
             self.store.put_many(rows)
         if rows or space.raw_size > len(space):
             self.summary.counts["PRUNED"] = self.summary.counts.get("PRUNED", 0) + (space.raw_size - len(space))
+
+
+class _Harness:
+    """The build of a shape × variant's harness: no run starts before it is there, and a
+    harness that does not build stops the sweep (every config would fail the same way)."""
+
+    def __init__(self, future: Future, sweep: Sweep):
+        self.future, self._sweep, self._checked = future, sweep, False
+
+    def ready(self, cancel_on_failure=()) -> bool:
+        """Built and fine; raises when it failed, after cancelling the builds not yet started."""
+        if not self.future.done():
+            return False
+        if not self._checked:
+            try:
+                self._check(self.future.result())
+            except KsweepError:
+                for fut in cancel_on_failure:
+                    fut.cancel()
+                raise
+        return True
+
+    def wait(self) -> None:
+        self.future.result()
+        self.ready()
+
+    def _check(self, build: BuildResult) -> None:
+        self._checked = True
+        self._sweep.summary.build_cpu_seconds += build.cpu_seconds
+        if build.stopped:
+            raise KeyboardInterrupt
+        if build.status is not Status.OK:
+            log = "\n".join(build.log.strip().splitlines()[-20:])
+            raise KsweepError(f"{self._sweep.spec.label}: the harness ([build.harness]) did not build: "
+                              f"{build.message or 'no message'}" + (f"\n{log}" if log else ""))
 
 
 def _phase(strategy, config) -> str | None:

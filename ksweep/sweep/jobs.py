@@ -34,31 +34,60 @@ class JobFactory:
         self.params = space.params
         self.kernel = spec.kernel
         self.persistent = spec.run.persistent
+        self.harness_template = spec.build.harness.command if spec.build.harness is not None else None
         if self.persistent and self.kernel is not None:
             raise SpecError("a [kernel] spec already runs every config in one worker per GPU: drop run.persistent "
                             "(or --persistent)", path=spec.label, key="run.persistent")
+        if self.harness_template is not None and self.kernel is not None:
+            raise SpecError("a [kernel] spec runs its cubins in ksweep's own worker: drop [build.harness]",
+                            path=spec.label, key="build.harness")
         if self.kernel is not None:
             self._init_kernel_mode()
         elif self.persistent:
             self._init_persistent()
+        self.harness = self._harness_job() if self.harness_template is not None else None
 
     def _init_persistent(self) -> None:
-        """A persistent host loads each config as a shared library and calls its main."""
-        where = f"variants.{self.variant.name}" if self.variant.build_command is not None else "build"
-        if not self.build_template:
+        """A persistent host loads the program as a shared library and calls its main: the
+        config's build ({binary}) or the harness ({harness}), whichever the run command starts with."""
+        run_key = f"variants.{self.variant.name}.run_command" if self.variant.run_command is not None else "run.command"
+        first = self.run_template[0] if self.run_template else None
+        if first == "{harness}" and self.harness_template is not None:
+            self.harness_template = self._as_library(self.harness_template, "build.harness.command")
+        elif first == "{binary}":
+            where = f"variants.{self.variant.name}" if self.variant.build_command is not None else "build"
+            self.build_template = self._as_library(self.build_template, f"{where}.command")
+        else:
+            raise SpecError("a persistent host runs the built program itself: the command must start with {binary}"
+                            + (" or {harness}" if self.harness_template is not None else ""),
+                            path=self.spec.label, key=run_key)
+
+    def _as_library(self, template: tuple[str, ...], key: str) -> tuple[str, ...]:
+        if not template:
             raise SpecError("a persistent host needs a build command that makes the program",
-                            path=self.spec.label, key=f"{where}.command")
-        flags = library_flags(self.build_template[0])
+                            path=self.spec.label, key=key)
+        flags = library_flags(template[0])
         if flags is None:
             raise SpecError(f"a persistent host builds with nvcc, gcc or clang (it adds -shared, -fPIC and "
-                            f"-Dmain=ksweep_main), not {self.build_template[0]!r}",
-                            path=self.spec.label, key=f"{where}.command")
-        self.build_template = (self.build_template[0], *flags, *self.build_template[1:])
-        if not self.run_template or self.run_template[0] != "{binary}":
-            raise SpecError("a persistent host runs the built library itself: the command must start with {binary}",
-                            path=self.spec.label,
-                            key=f"variants.{self.variant.name}.run_command" if self.variant.run_command is not None
-                            else "run.command")
+                            f"-Dmain=ksweep_main), not {template[0]!r}", path=self.spec.label, key=key)
+        return (template[0], *flags, *template[1:])
+
+    def _harness_job(self) -> Job:
+        """The harness of this shape × variant: its command sees the shape's and variant's
+        defines and names, never a parameter (it is built once for all configs)."""
+        spec = self.spec
+        rel = spec.build.harness.sources if spec.build.harness.sources is not None else spec.build.sources
+        sources = tuple((spec.root / s).resolve() for s in rel)
+        absolute = {s: str(p) for s, p in zip(rel, sources)}
+        values = {**self.fixed, "harness": "{binary}", "spec_dir": str(spec.root),
+                  "shape": self.shape.name, "variant": self.variant.name}
+        lists = {"defines": define_flags((), {}, (), {}, self.fixed_defines)}
+        argv = [absolute.get(a, a) for a in
+                expand(self.harness_template, lists=lists, values=values, where="build.harness.command")]
+        env = dict(spec.build.env)
+        return Job(variant=self.variant.name, shape=self.shape.name, params={}, derived={}, build_argv=tuple(argv),
+                   run_argv=(), sources=sources, cache_key=cache_key(argv, sources, env, extra="harness"),
+                   build_timeout=spec.build.timeout, build_env=env, is_harness=True)
 
     def _init_kernel_mode(self) -> None:
         """Kernel mode: a cubin per config from a generated wrapper of the user's source."""
@@ -82,6 +111,8 @@ class JobFactory:
             "binary": "{binary}", "workdir": "{workdir}", "spec_dir": str(self.spec.root),
             "shape": self.shape.name, "variant": self.variant.name,
         }
+        if self.harness is not None:
+            values["harness"] = "{harness}"
         flags = define_flags(self.params, config, self.space.derived, derived, self.fixed_defines)
         shape_args = expand(self.shape.args, lists={}, values=values, where=f"shapes.{self.shape.name}.args")
         lists = {"defines": flags, "shape_args": shape_args}
@@ -97,16 +128,17 @@ class JobFactory:
         run_argv = [self._absolute.get(a, a) for a in
                     expand(self.run_template, lists=lists, values=values, where="run.command")]
         env = dict(self.spec.build.env)
+        harness = self.harness.cache_key if self.harness is not None else ""  # its results depend on it too
         if build_argv:
-            key = cache_key(build_argv, sources, env)
+            key = cache_key(build_argv, sources, env, extra=harness)
         else:  # nothing to build: the key still tracks the sources for resuming
-            key = cache_key(run_argv, sources, env, extra="run-only")
+            key = cache_key(run_argv, sources, env, extra="run-only" + harness)
         return Job(
             variant=self.variant.name, shape=self.shape.name, params=config, derived=derived,
             build_argv=tuple(build_argv), run_argv=tuple(run_argv), sources=self.sources, cache_key=key,
             build_timeout=self.spec.build.timeout, run_timeout=self.spec.run.timeout, build_env=env,
             run_env=dict(self.spec.run.env), output_limit=self.spec.run.output_limit, phase=phase,
-            is_reference=is_reference, launch=launch, persistent=self.persistent,
+            is_reference=is_reference, launch=launch, persistent=self.persistent, harness=self.harness,
         )
 
     def _wrapper(self, values: Mapping[str, Any]) -> Path:
