@@ -29,6 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "examples" / "sgemm" / "sgemm.toml"
+KERNEL_ONLY = "-DKSWEEP_KERNEL_ONLY"  # in the spec's per-config build (sgemm.toml)
 DIMS = {"sq4096": ("4096", "4096", "4096"), "sq2048": ("2048", "2048", "2048"), "skinny": ("8192", "1024", "1024")}
 ARCH = "-gencode=arch=compute_90a,code=sm_90a"
 
@@ -53,7 +54,7 @@ def define_flags(n: int, shape: str) -> list[list[str]]:
     spec = load_spec(SPEC)
     space = spec.space(shape)
     factory = JobFactory(spec, spec.shape(shape), spec.variant(None), space)
-    return [[a for a in factory.make(c).build_argv if a.startswith("-D")]
+    return [[a for a in factory.make(c).build_argv if a.startswith("-D") and a != KERNEL_ONLY]
             for c in make_strategy("random", space, seed=0).ask(n)]
 
 

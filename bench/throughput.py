@@ -1,7 +1,8 @@
 """Throughput of a sweep three ways on a GPU machine (issue 7):
 
 1. a serial compile-then-run loop, like seed 001's bash script (nvcc, then run, one config
-   after the other);
+   after the other), building the whole program per config; and ("serial_split") the same
+   loop with the spec's split build done by hand: the harness once, a cubin per config;
 2. ksweep on one GPU (`--gpus 0`): parallel builds feeding one run slot;
 3. ksweep on two GPUs through Dask (`--cluster local --gpus 0,1`), when two are visible;
    and, for comparison, ksweep's own executor on both (`--gpus 0,1`, no Dask: "local2").
@@ -13,7 +14,7 @@ wall time of the whole command (cluster start-up included), configs per minute a
 GPU-idle share (1 − GPU busy time / (wall × GPUs)) and the mean time of one run (a run's
 process, from start to exit). Arguments after ``--`` go to every ``ksweep run``.
 
-    python bench/throughput.py [--configs 200] [--serial-configs 40] [--only serial,one,two,local2]
+    python bench/throughput.py [--configs 200] [--serial-configs 40] [--only serial,serial_split,one,two,local2]
                                [--shape sq4096] [--out DIR] [-- --start-gap 0.3]
 """
 
@@ -31,6 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "examples" / "sgemm" / "sgemm.toml"
+KERNEL_ONLY = "-DKSWEEP_KERNEL_ONLY"  # in the spec's per-config build (sgemm.toml)
 SHAPE = "sq4096"
 DIMS = {"sq4096": ("4096", "4096", "4096"), "sq2048": ("2048", "2048", "2048"), "skinny": ("8192", "1024", "1024")}
 
@@ -45,22 +47,38 @@ def configs_and_flags(n: int):
     strategy = make_strategy("random", space, seed=0)
     configs = strategy.ask(n)
     factory = JobFactory(spec, spec.shape(SHAPE), spec.variant(None), space)
-    return [(c, [a for a in factory.make(c).build_argv if a.startswith("-D")]) for c in configs]
+    # the config's own -D flags: the spec builds a cubin of the kernel alone, the loop the whole program
+    return [(c, [a for a in factory.make(c).build_argv if a.startswith("-D") and a != KERNEL_ONLY]) for c in configs]
 
 
-def serial_loop(jobs, work: Path) -> dict:
-    """nvcc then run, one config at a time (the seed-001 way)."""
+NVCC = ["nvcc", "-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a"]
+
+
+def serial_loop(jobs, work: Path, split: bool = False) -> dict:
+    """nvcc then run, one config at a time (the seed-001 way): the whole program per config,
+    or (``split``) the spec's split build by hand: the harness once, then a cubin per config."""
     work.mkdir(parents=True, exist_ok=True)
+    source = str(SPEC.parent / "sgemm.cu")
     gpu_busy, compile_s = 0.0, 0.0
     t0 = time.perf_counter()
+    if split:
+        harness = work / "harness"
+        subprocess.run([*NVCC, "-DSGEMM_CUBIN", "-o", str(harness), source, "-lcublas", "-lcuda"],
+                       check=True, capture_output=True)
     for i, (_, flags) in enumerate(jobs):
-        exe = work / f"sgemm_{i}"
         c0 = time.perf_counter()
-        subprocess.run(["nvcc", "-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", *flags, "-o", str(exe),
-                        str(SPEC.parent / "sgemm.cu"), "-lcublas"], check=True, capture_output=True)
+        if split:
+            cubin = work / f"sgemm_{i}.cubin"
+            subprocess.run([*NVCC, "-cubin", KERNEL_ONLY, *flags, "-o", str(cubin), source],
+                           check=True, capture_output=True)
+            argv = [str(harness), str(cubin)]
+        else:
+            exe = work / f"sgemm_{i}"
+            subprocess.run([*NVCC, *flags, "-o", str(exe), source, "-lcublas"], check=True, capture_output=True)
+            argv = [str(exe)]
         r0 = time.perf_counter()
         compile_s += r0 - c0
-        subprocess.run([str(exe), *DIMS[SHAPE]], check=True, capture_output=True,
+        subprocess.run([*argv, *DIMS[SHAPE]], check=True, capture_output=True,
                        env={**os.environ, "CUDA_VISIBLE_DEVICES": "0"})
         gpu_busy += time.perf_counter() - r0
     wall = time.perf_counter() - t0
@@ -99,7 +117,7 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--configs", type=int, default=200)
     p.add_argument("--serial-configs", type=int, default=40)
-    p.add_argument("--only", default="serial,one,two", help="which of serial, one, two, local2 to run")
+    p.add_argument("--only", default="serial,one,two", help="which of serial, serial_split, one, two, local2 to run")
     p.add_argument("--shape", default="sq4096", choices=sorted(DIMS), help="SGEMM shape (default sq4096)")
     p.add_argument("--out", default=os.environ.get("OUT", "bench-out"))
     p.add_argument("extra", nargs="*", help="after --: arguments for every ksweep run")
@@ -115,6 +133,10 @@ def main() -> int:
     if "serial" in only:
         res["serial loop, 1 GPU"] = serial_loop(configs_and_flags(a.serial_configs), work / "serial")
         print("serial", res["serial loop, 1 GPU"], flush=True)
+    if "serial_split" in only:
+        res["serial loop, split build, 1 GPU"] = serial_loop(configs_and_flags(a.serial_configs),
+                                                             work / "serial_split", split=True)
+        print("serial split", res["serial loop, split build, 1 GPU"], flush=True)
     if "one" in only:
         res["ksweep, 1 GPU"] = ksweep_run(a.configs, work / "one.db", ["--gpus", "0", *a.extra])
         print("ksweep 1", res["ksweep, 1 GPU"], flush=True)
@@ -141,8 +163,12 @@ def main() -> int:
     local2 = res.get("ksweep, 2 GPUs (local)")
     if local2 and one:
         print(f"ksweep 2 GPUs (local) / ksweep 1 GPU: {local2['configs_per_min'] / one['configs_per_min']:.2f}x")
-    if base:
-        print(f"serial loop: {base['compile_s']:.2f} s nvcc + {base['run_s']:.2f} s run per config")
+    split = res.get("serial loop, split build, 1 GPU")
+    if split and one:
+        print(f"ksweep 1 GPU / serial loop with the split build: {one['configs_per_min'] / split['configs_per_min']:.2f}x")
+    for name, loop in (("serial loop", base), ("serial loop, split build", split)):
+        if loop:
+            print(f"{name}: {loop['compile_s']:.2f} s nvcc + {loop['run_s']:.2f} s run per config")
     return 0
 
 

@@ -14,9 +14,20 @@
 // and ksweep passes -DBM=... -DBN=... etc. The harness (main) compares with cuBLAS
 // SGEMM (TF32 off) and prints one machine-readable line:
 //   @@RESULT ms=... gflops=... cublas_ms=... cublas_gflops=... rel_err=... checksum=...
+//
+// The same file also builds in two halves, which is how sgemm.toml sweeps it: the kernel
+// alone as a cubin per config (-DKSWEEP_KERNEL_ONLY -cubin), and the harness once
+// (-DSGEMM_CUBIN, linked with -lcuda), which loads the cubin named by its first argument:
+//   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -DSGEMM_CUBIN -o harness sgemm.cu -lcublas -lcuda
+//   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -cubin -DKSWEEP_KERNEL_ONLY -DBM=64 ... -o k.cubin sgemm.cu
+//   ./harness k.cubin 4096 4096 4096
+// A config then costs nvcc only its kernel (less than half the CPU time of the whole program).
 
-#ifndef KSWEEP_KERNEL_ONLY  // -DKSWEEP_KERNEL_ONLY: the kernel alone (no cuBLAS, no main), e.g. for ptxas checks
+#ifndef KSWEEP_KERNEL_ONLY  // -DKSWEEP_KERNEL_ONLY: the kernel alone (no cuBLAS, no main), e.g. a cubin
 #include <cublas_v2.h>
+#endif
+#ifdef SGEMM_CUBIN  // -DSGEMM_CUBIN: the harness alone; the kernel comes from a cubin at run time
+#include <cuda.h>
 #endif
 #include <cuda_runtime.h>
 
@@ -28,6 +39,13 @@
 #include <cstdlib>
 #include <vector>
 
+// The launch configuration of one compiled kernel. A cubin carries its own copy
+// (sgemm_config below), so the harness can launch a kernel it was not compiled with.
+struct TileConfig {  // lower case: the upper-case names are the tunables' macros
+  int bm, bn, bk, wm, wn, wmiter, wniter, tm, tn, threads, smem;
+};
+
+#ifndef SGEMM_CUBIN
 // ---------------------------------------------------------------- tunables ----
 #ifndef BM
 #define BM 128  // block tile rows (of C)
@@ -81,31 +99,12 @@ static_assert(BK % 4 == 0 && BN % 4 == 0 && BM % 4 == 0, "float4 global loads ne
 static_assert((BM * BK) % (4 * NUM_THREADS) == 0, "A tile (BM*BK floats) must split evenly into float4 loads per thread");
 static_assert((BN * BK) % (4 * NUM_THREADS) == 0, "B tile (BK*BN floats) must split evenly into float4 loads per thread");
 
-#define CUDA_CHECK(call)                                                                      \
-  do {                                                                                        \
-    cudaError_t err_ = (call);                                                                \
-    if (err_ != cudaSuccess) {                                                                \
-      fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorName(err_), __FILE__, __LINE__, \
-              cudaGetErrorString(err_));                                                      \
-      exit(1);                                                                                \
-    }                                                                                         \
-  } while (0)
-
-#ifndef KSWEEP_KERNEL_ONLY
-#define CUBLAS_CHECK(call)                                                                 \
-  do {                                                                                     \
-    cublasStatus_t st_ = (call);                                                           \
-    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                    \
-      fprintf(stderr, "cuBLAS error %d at %s:%d: %s\n", (int)st_, __FILE__, __LINE__, \
-              cublasGetStatusString(st_));                                                 \
-      exit(1);                                                                             \
-    }                                                                                      \
-  } while (0)
-
-#endif
+#define TILE_CONFIG {BM, BN, BK, WM, WN, WMITER, WNITER, TM, TN, NUM_THREADS, SMEM_BYTES}
+__constant__ TileConfig sgemm_config = TILE_CONFIG;  // read by a -DSGEMM_CUBIN harness
 
 // ------------------------------------------------------------------ kernel ----
-__global__ void __launch_bounds__(NUM_THREADS, 1)
+// extern "C": a plain symbol name, for cuModuleGetFunction
+extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     sgemm_warptiling(int M, int N, int K, const float *__restrict__ A, const float *__restrict__ B,
                      float *__restrict__ C) {
   extern __shared__ __align__(16) float smem[];
@@ -230,14 +229,94 @@ __global__ void __launch_bounds__(NUM_THREADS, 1)
   }
 }
 
+#endif  // !SGEMM_CUBIN
+
 #ifndef KSWEEP_KERNEL_ONLY
 // ------------------------------------------------------------------ harness ----
+#define CUDA_CHECK(call)                                                                      \
+  do {                                                                                        \
+    cudaError_t err_ = (call);                                                                \
+    if (err_ != cudaSuccess) {                                                                \
+      fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorName(err_), __FILE__, __LINE__, \
+              cudaGetErrorString(err_));                                                      \
+      exit(1);                                                                                \
+    }                                                                                         \
+  } while (0)
+
+#define CUBLAS_CHECK(call)                                                                 \
+  do {                                                                                     \
+    cublasStatus_t st_ = (call);                                                           \
+    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                    \
+      fprintf(stderr, "cuBLAS error %d at %s:%d: %s\n", (int)st_, __FILE__, __LINE__, \
+              cublasGetStatusString(st_));                                                 \
+      exit(1);                                                                             \
+    }                                                                                      \
+  } while (0)
+
+// The kernel under test and how to launch it.
+#ifdef SGEMM_CUBIN
+#define CU_CHECK(call)                                                                        \
+  do {                                                                                        \
+    CUresult res_ = (call);                                                                   \
+    if (res_ != CUDA_SUCCESS) {                                                               \
+      const char *name_ = nullptr;                                                            \
+      cuGetErrorName(res_, &name_);                                                           \
+      fprintf(stderr, "CUDA error %s at %s:%d\n", name_ ? name_ : "?", __FILE__, __LINE__);   \
+      exit(1);                                                                                \
+    }                                                                                         \
+  } while (0)
+
+// Loaded from a cubin of this file built with -DKSWEEP_KERNEL_ONLY; its sgemm_config says
+// how to launch it. Needs the current context (made by the first runtime call).
+class Kernel {
+ public:
+  explicit Kernel(const char *cubin) {
+    CU_CHECK(cuModuleLoad(&module_, cubin));
+    CU_CHECK(cuModuleGetFunction(&fn_, module_, "sgemm_warptiling"));
+    CUdeviceptr config = 0;
+    size_t bytes = 0;
+    CU_CHECK(cuModuleGetGlobal(&config, &bytes, module_, "sgemm_config"));
+    if (bytes != sizeof cfg) {
+      fprintf(stderr, "%s: sgemm_config has %zu bytes, expected %zu\n", cubin, bytes, sizeof cfg);
+      exit(2);
+    }
+    CU_CHECK(cuMemcpyDtoH(&cfg, config, sizeof cfg));
+    if (cfg.smem > 48 * 1024)  // dynamic shared memory above 48 KB needs the opt-in
+      CU_CHECK(cuFuncSetAttribute(fn_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, cfg.smem));
+  }
+  ~Kernel() { cuModuleUnload(module_); }  // a persistent host runs many configs in one context
+  Kernel(const Kernel &) = delete;
+  Kernel &operator=(const Kernel &) = delete;
+
+  void launch(int M, int N, int K, const float *A, const float *B, float *C, cudaStream_t s) const {
+    void *args[] = {&M, &N, &K, &A, &B, &C};
+    CU_CHECK(cuLaunchKernel(fn_, N / cfg.bn, M / cfg.bm, 1, cfg.threads, 1, 1, cfg.smem, s, args, nullptr));
+  }
+
+  TileConfig cfg{};
+
+ private:
+  CUmodule module_ = nullptr;
+  CUfunction fn_ = nullptr;
+};
+#else
+// Compiled into this program with the tunables above.
+class Kernel {
+ public:
+  explicit Kernel(const char *) {
+    if (SMEM_BYTES > 48 * 1024)  // dynamic shared memory above 48 KB needs the opt-in
+      CUDA_CHECK(cudaFuncSetAttribute(sgemm_warptiling, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+  }
+  void launch(int M, int N, int K, const float *A, const float *B, float *C, cudaStream_t s) const {
+    dim3 grid(N / BN, M / BM);
+    sgemm_warptiling<<<grid, NUM_THREADS, SMEM_BYTES, s>>>(M, N, K, A, B, C);
+  }
+  const TileConfig cfg = TILE_CONFIG;
+};
+#endif
+
 // Everything but the launch and the timing loop stays on the GPU: inputs are generated
 // there, the check reduces there, so a run costs little more than the kernel's own time.
-static void launch(int M, int N, int K, const float *A, const float *B, float *C, cudaStream_t s) {
-  dim3 grid(N / BN, M / BM);
-  sgemm_warptiling<<<grid, NUM_THREADS, SMEM_BYTES, s>>>(M, N, K, A, B, C);
-}
 
 // Uniform values in [-1, 1) from a hash of (seed, index): the same inputs in every run.
 __global__ void fill_uniform(float *p, size_t n, uint64_t seed) {
@@ -335,19 +414,22 @@ static double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 int main(int argc, char **argv) {
   const auto t_start = std::chrono::steady_clock::now();
+#ifdef SGEMM_CUBIN
+  const int first = 2;  // argv[1]: the kernel's cubin
+  const char *usage = "usage: %s CUBIN [M N K]\n";
+#else
+  const int first = 1;
+  const char *usage = "usage: %s [M N K]\n";
+#endif
   int M = 4096, N = 4096, K = 4096;
-  if (argc != 1 && argc != 4) {
-    fprintf(stderr, "usage: %s [M N K]\n", argv[0]);
+  if (argc != first && argc != first + 3) {
+    fprintf(stderr, usage, argv[0]);
     return 2;
   }
-  if (argc == 4) {
-    M = parse_dim(argv[1], "M");
-    N = parse_dim(argv[2], "N");
-    K = parse_dim(argv[3], "K");
-  }
-  if (M % BM || N % BN || K % BK) {
-    fprintf(stderr, "shape %dx%dx%d is not a multiple of the block tile BM=%d BN=%d BK=%d\n", M, N, K, BM, BN, BK);
-    return 2;
+  if (argc == first + 3) {
+    M = parse_dim(argv[first], "M");
+    N = parse_dim(argv[first + 1], "N");
+    K = parse_dim(argv[first + 2], "K");
   }
   // cuBLAS: plain FP32. CUBLAS_DEFAULT_MATH never uses TF32 (that needs CUBLAS_TF32_TENSOR_OP_MATH
   // or NVIDIA_TF32_OVERRIDE=1); refuse to run if the override would force it on.
@@ -356,11 +438,18 @@ int main(int argc, char **argv) {
     fprintf(stderr, "NVIDIA_TF32_OVERRIDE=%s would let cuBLAS use TF32; unset it\n", tf32);
     return 2;
   }
-  printf("sgemm M=%d N=%d K=%d | BM=%d BN=%d BK=%d WM=%d WN=%d WMITER=%d WNITER=%d TM=%d TN=%d threads=%d smem=%d B\n",
-         M, N, K, BM, BN, BK, WM, WN, WMITER, WNITER, TM, TN, NUM_THREADS, SMEM_BYTES);
 
   CUDA_CHECK(cudaFree(nullptr));  // the CUDA context
   const double t_context = seconds_since(t_start);
+  const Kernel kernel(argv[1]);
+  const TileConfig &c = kernel.cfg;
+  printf("sgemm M=%d N=%d K=%d | BM=%d BN=%d BK=%d WM=%d WN=%d WMITER=%d WNITER=%d TM=%d TN=%d threads=%d smem=%d B\n",
+         M, N, K, c.bm, c.bn, c.bk, c.wm, c.wn, c.wmiter, c.wniter, c.tm, c.tn, c.threads, c.smem);
+  if (M % c.bm || N % c.bn || K % c.bk) {
+    fprintf(stderr, "shape %dx%dx%d is not a multiple of the block tile BM=%d BN=%d BK=%d\n", M, N, K, c.bm, c.bn,
+            c.bk);
+    return 2;
+  }
 
   const size_t nA = (size_t)M * K, nB = (size_t)K * N, nC = (size_t)M * N;
   float *dA, *dB, *dC, *dRef;
@@ -376,9 +465,6 @@ int main(int argc, char **argv) {
   fill_uniform<<<1024, 256, 0, stream>>>(dB, nB, 2);
   CUDA_CHECK(cudaGetLastError());
 
-  if (SMEM_BYTES > 48 * 1024)  // dynamic shared memory above 48 KB needs the opt-in
-    CUDA_CHECK(cudaFuncSetAttribute(sgemm_warptiling, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
-
   cublasHandle_t handle;
   CUBLAS_CHECK(cublasCreate(&handle));
   CUBLAS_CHECK(cublasSetStream(handle, stream));
@@ -389,7 +475,7 @@ int main(int argc, char **argv) {
   auto run_cublas = [&]() {
     CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &alpha, dB, N, dA, K, &beta, dRef, N));
   };
-  auto run_kernel = [&]() { launch(M, N, K, dA, dB, dC, stream); };
+  auto run_kernel = [&]() { kernel.launch(M, N, K, dA, dB, dC, stream); };
 
   // Reference (cuBLAS), then one checked run of the kernel into a poisoned C (NaN bytes).
   run_cublas();
