@@ -65,14 +65,14 @@ class Builder:
         """Build one config (or a harness: once per builder, however many threads ask)."""
         if job.is_harness:
             return self._harness(job)
-        harness = None
         if job.harness is not None and any("{harness}" in a for a in job.build_argv):  # e.g. linked to each config
             built = self._harness(job.harness)
             if built.status is not Status.OK:
                 return BuildResult(Status.COMPILE_ERROR, f"the harness did not build: {built.message}",
                                    log=built.log, stopped=built.stopped)
-            harness = str(built.binary)
-        return self._build(job, harness)
+            result = self._build(job, str(built.binary))
+            return replace(result, cpu_seconds=result.cpu_seconds + built.cpu_seconds)  # 0 unless built just now
+        return self._build(job, None)
 
     def _harness(self, job: Job) -> BuildResult:
         with self._harness_lock:  # one build; the other threads wait for it, then share it
