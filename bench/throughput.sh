@@ -10,4 +10,4 @@ cd "$(dirname "$0")/.."
 out="${1:-${OUT:-bench-out}}"
 python3 bench/throughput.py --only serial,serial_split --serial-configs 20 --out "$out/loops"
 python3 bench/throughput.py --only one,two,local2 --configs 926 --out "$out/persistent" -- --persistent
-python3 bench/throughput.py --only one,two --configs 200 --out "$out/process"
+python3 bench/throughput.py --only one,two,local2 --configs 200 --out "$out/process"

@@ -10,6 +10,9 @@ from typing import Any, Mapping
 from types import MappingProxyType
 
 
+BINARY_NAME = "prog"  # a build's output file, unless the job names another
+
+
 def config_id(params: Mapping[str, Any]) -> str:
     """The canonical identity of a config: its parameters as sorted JSON."""
     return json.dumps(dict(params), sort_keys=True, separators=(",", ":"))
@@ -36,6 +39,12 @@ class Job:
     persistent: bool = False  # built as a library for a persistent host (run/host.py)
     harness: Job | None = None  # built once for every config of its shape × variant ([build.harness])
     is_harness: bool = False  # this job builds a harness: no run, no ptxas limits
+    build_key: str | None = None  # the build cache's key when it differs from cache_key (a harness it does not link)
+    output: str = BINARY_NAME  # the file name of the build's output
+
+    @property
+    def build_cache_key(self) -> str:
+        return self.build_key or self.cache_key
 
     def __post_init__(self):
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))

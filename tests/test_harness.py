@@ -19,6 +19,8 @@ from ksweep.sweep.jobs import JobFactory
 from ksweep.sweep.local import workspace
 
 from conftest import PROGRAMS
+
+nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 from test_multigpu import TWO_GPUS
 from test_persistent import local_sweep
 
@@ -52,7 +54,7 @@ LINKED = SPEC.replace(
 
 
 def harness_spec(folder, body: str = SPEC):
-    for name in ("harness.c", "piece.c", "count.sh"):
+    for name in ("harness.c", "piece.c", "count.sh", "sticky.cpp"):
         shutil.copy(PROGRAMS / name, folder / name)
     path = folder / "harness.toml"
     path.write_text(body)
@@ -161,3 +163,101 @@ def test_one_cache_entry_and_no_ptxas_judgement_for_the_harness(tmp_path):
     entries = [p for p in (workspace(spec) / "cache").iterdir() if p.is_dir() and ".tmp" not in p.name]
     assert len(entries) == 7  # six configs and one harness
     assert sum("spill stores" in (p / "meta.json").read_text() for p in entries) == 1
+
+
+def cache_entries(spec) -> int:
+    return len([p for p in (workspace(spec) / "cache").iterdir() if p.is_dir() and ".tmp" not in p.name])
+
+
+def test_a_changed_harness_rebuilds_no_config_that_does_not_link_it(tmp_path):
+    spec = harness_spec(tmp_path)
+    local_sweep(spec, tmp_path / "r.db")
+    (tmp_path / "harness.c").write_text((tmp_path / "harness.c").read_text() + "\n/* changed */\n")
+    spec = load_spec(tmp_path / "harness.toml")
+    summary, results = local_sweep(spec, tmp_path / "r.db")
+    assert summary.evaluated == 6 and values(results) == EXPECTED  # every result is stale...
+    assert cache_entries(spec) == 8  # ...but only the harness was built again (6 configs + 2 harnesses)
+
+
+def test_a_persistent_host_runs_configs_that_link_the_harness(tmp_path):
+    """The configs' libraries link the harness object: it is compiled position independent
+    with its main renamed, the configs' builds become libraries."""
+    body = LINKED.replace('command = ["sh", "{spec_dir}/count.sh", "{spec_dir}/harness_builds.log", "gcc",',
+                          'command = ["gcc",').replace("timeout = 20", "timeout = 20\npersistent = true")
+    spec = harness_spec(tmp_path, body)
+    job = JobFactory(spec, spec.shape("small"), spec.variant(None), spec.space("small")).make({"X": 1})
+    assert job.harness.build_argv[:4] == ("gcc", "-fPIC", "-Dmain=ksweep_main", "-c")
+    assert job.build_argv[:4] == ("gcc", "-shared", "-fPIC", "-Dmain=ksweep_main")
+    _, results = local_sweep(spec, tmp_path / "r.db")
+    assert values(results) == EXPECTED
+    assert len({r.metrics["pid"] for r in results}) == 1
+
+
+def test_a_broken_harness_that_configs_link_stops_the_sweep(tmp_path):
+    spec = harness_spec(tmp_path, LINKED.replace('"-DLINKED",', '"-DLINKED", "-DBROKEN",'))
+    with pytest.raises(KsweepError, match="the harness .* did not build"):
+        local_sweep(spec, tmp_path / "r.db")
+    with Store(tmp_path / "r.db") as store:
+        assert [x for x in store.results() if x.status is not Status.PRUNED] == []
+
+
+def test_a_failed_harness_is_built_again_next_time(tmp_path):
+    spec = harness_spec(tmp_path, SPEC.replace('"gcc", "{defines}"', '"gcc", "-DBROKEN", "{defines}"'))
+    for _ in range(2):
+        with pytest.raises(KsweepError, match="did not build"):
+            local_sweep(spec, tmp_path / "r.db")
+    assert harness_builds(tmp_path) == 2  # a failure is not cached: the environment may have been fixed
+
+
+@nvcc
+def test_nvcc_links_a_harness_object_named_by_output(tmp_path):
+    """nvcc takes an input by its suffix: the harness is written as harness.o."""
+    body = LINKED.replace('"gcc"', '"nvcc"').replace('"-ldl"', '"-Xlinker", "-ldl"').replace(
+        '[build.harness]\n', '[build.harness]\noutput = "harness.o"\n').replace('X = [1, 2, 3, 4, 5, 6]', 'X = [2, 5]')
+    spec = harness_spec(tmp_path, body)
+    _, results = local_sweep(spec, tmp_path / "r.db")
+    assert values(results) == {2: (Status.OK, 20.0, 7.0), 5: (Status.OK, 50.0, 7.0)}, [r.message for r in results]
+
+
+STICKY = """
+[sweep]
+objective = "ms"
+[params]
+X = [1, 2, 3, 4]
+[build]
+sources = ["sticky.cpp"]
+command = ["g++", "{defines}", "-o", "{binary}", "sticky.cpp"]
+[run]
+timeout = 20
+persistent = true
+[check]
+expected = { checksum = 1.0 }
+"""
+
+
+def test_a_library_dlclose_cannot_unload_gets_a_new_host_next(tmp_path):
+    """g++ pins a library with an inline static (a unique symbol): without a new host the
+    next config would share that static (calls 2, 3, ...)."""
+    spec = harness_spec(tmp_path, STICKY)
+    _, results = local_sweep(spec, tmp_path / "r.db")
+    assert [(r.status, r.metrics["calls"]) for r in results] == [(Status.OK, 1.0)] * 4
+
+
+def test_harness_sources_default_to_the_variant_s_and_unused_harnesses_are_not_built(tmp_path):
+    body = SPEC.replace("[run]", """[variants.own]
+sources = ["harness.c", "piece.c"]
+[variants.alone]
+build_command = ["gcc", "-DLINKED", "{defines}", "-o", "{binary}", "harness.c", "piece.c", "-ldl"]
+run_command = ["{binary}"]
+[run]""").replace('[build.harness]\nsources = ["harness.c"]\n', "[build.harness]\n")
+    spec = harness_spec(tmp_path, body)
+    space = spec.space("small")
+    own = JobFactory(spec, spec.shape("small"), spec.variant("own"), space)
+    assert [p.name for p in own.harness.sources] == ["harness.c", "piece.c"]
+    assert JobFactory(spec, spec.shape("small"), spec.variant("alone"), space).harness is None
+
+
+def test_output_must_be_a_file_name(tmp_path):
+    body = SPEC.replace("[build.harness]\n", '[build.harness]\noutput = "../x"\n')
+    with pytest.raises(SpecError, match="build.harness.output"):
+        harness_spec(tmp_path, body)

@@ -70,12 +70,15 @@ ENTRY_DEFINE = "-Dmain=ksweep_main"  # the name the persistent host calls (run/h
 _C_COMPILER = re.compile(r"^(gcc|g\+\+|cc|c\+\+|clang|clang\+\+)(-[\d.]+)?$")
 
 
-def library_flags(compiler: str) -> tuple[str, ...] | None:
+def library_flags(compiler: str, shared: bool = True) -> tuple[str, ...] | None:
     """The flags that make ``compiler``'s program a shared library whose ``main`` the
-    persistent host can call; None for a command it does not know (pure)."""
+    persistent host can call (``shared=False``: an object file to link into one: position
+    independent, main renamed); None for a command it does not know (pure)."""
     name = compiler.rsplit("/", 1)[-1]
     if name == "nvcc":
-        return ("-shared", "-Xcompiler", "-fPIC", ENTRY_DEFINE)
-    if _C_COMPILER.match(name):
-        return ("-shared", "-fPIC", ENTRY_DEFINE)
-    return None
+        flags = ("-Xcompiler", "-fPIC", ENTRY_DEFINE)
+    elif _C_COMPILER.match(name):
+        flags = ("-fPIC", ENTRY_DEFINE)
+    else:
+        return None
+    return ("-shared", *flags) if shared else flags

@@ -12,7 +12,6 @@ from ..status import Status
 from .cache import BuildCache
 from .ptxas import PtxasReport, parse_ptxas
 
-BINARY_NAME = "prog"
 BUILD_NICE = 10  # builds yield the CPU to the host side of timed runs
 
 
@@ -27,6 +26,7 @@ class BuildResult:
     cached: bool = False
     cpu_seconds: float = 0.0
     stopped: bool = False  # Ctrl-C came first: not a result, never stored
+    harness_failed: bool = False  # the config's harness did not build: not the config's fault
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class Builder:
             built = self._harness(job.harness)
             if built.status is not Status.OK:
                 return BuildResult(Status.COMPILE_ERROR, f"the harness did not build: {built.message}",
-                                   log=built.log, stopped=built.stopped)
+                                   log=built.log, stopped=built.stopped, harness_failed=True)
             result = self._build(job, str(built.binary))
             return replace(result, cpu_seconds=result.cpu_seconds + built.cpu_seconds)  # 0 unless built just now
         return self._build(job, None)
@@ -87,11 +87,12 @@ class Builder:
     def _build(self, job: Job, harness: str | None) -> BuildResult:
         if not job.build_argv:
             return BuildResult(Status.OK, cached=True)
-        meta = self.cache.lookup(job.cache_key)
+        key = job.build_cache_key
+        meta = self.cache.lookup(key)
         if meta is not None:
-            return self._result(meta, self.cache.entry(job.cache_key), cached=True, judge=not job.is_harness)
-        scratch = self.cache.scratch(job.cache_key)
-        binary = scratch / BINARY_NAME
+            return self._result(meta, self.cache.entry(key), job, cached=True)
+        scratch = self.cache.scratch(key)
+        binary = scratch / job.output
         argv = [a.replace("{binary}", str(binary)).replace("{workdir}", str(scratch)) for a in job.build_argv]
         if harness is not None:
             argv = [a.replace("{harness}", harness) for a in argv]
@@ -109,16 +110,19 @@ class Builder:
             log += "\n(the build command exited 0 but did not write {binary})"
         meta = {"ok": ok, "log": log[-200_000:], "seconds": out.seconds, "cpu_seconds": out.cpu_seconds,
                 "argv": argv}
-        entry = self.cache.commit(job.cache_key, scratch, meta)
-        return self._result(meta, entry, cached=False, judge=not job.is_harness)
+        if job.is_harness and not ok:  # not cached: it stops the sweep, and the next try must build again
+            self.cache.discard(scratch)
+            return self._result(meta, scratch, job, cached=False)
+        entry = self.cache.commit(key, scratch, meta)
+        return self._result(meta, entry, job, cached=False)
 
-    def _result(self, meta: dict, entry: Path, cached: bool, judge: bool = True) -> BuildResult:
+    def _result(self, meta: dict, entry: Path, job: Job, cached: bool) -> BuildResult:
         report = parse_ptxas(meta["log"])
         seconds = 0.0 if cached else meta["seconds"]
         cpu = 0.0 if cached else meta.get("cpu_seconds", 0.0)
         if not meta["ok"]:
             return BuildResult(Status.COMPILE_ERROR, first_error_lines(meta["log"]), report=report,
                                log=meta["log"], seconds=seconds, cached=cached, cpu_seconds=cpu)
-        status, message = self.rules.judge(report) if judge else (Status.OK, "")
-        return BuildResult(status, message, binary=entry / BINARY_NAME, report=report, log=meta["log"],
+        status, message = (Status.OK, "") if job.is_harness else self.rules.judge(report)
+        return BuildResult(status, message, binary=entry / job.output, report=report, log=meta["log"],
                            seconds=seconds, cached=cached, cpu_seconds=cpu)

@@ -46,7 +46,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from ..build.builder import BINARY_NAME, Builder, BuildResult, BuildRules
+from ..build.builder import Builder, BuildResult, BuildRules
 from ..build.cache import BuildCache
 from ..errors import KsweepError, require
 from ..job import Job
@@ -169,15 +169,15 @@ def _write_executable(path: Path, data: bytes) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
-def _harness_path(harness: Built, key: str, root: Path) -> Path | None:
-    """Where this worker keeps a harness: written once per key (its runs share it), or the
-    shared cache's copy."""
+def _harness_path(harness: Built, job: Job, root: Path) -> Path | None:
+    """Where this worker keeps a harness (``job``): written once per cache key (its runs
+    share it), or the shared cache's copy."""
     if harness.binary is None:
         return harness.result.binary
-    path = root / "harness" / key / BINARY_NAME
+    path = root / "harness" / job.cache_key / job.output
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{BINARY_NAME}.tmp-{os.getpid()}-{threading.get_ident()}")
+        tmp = path.with_name(f"{job.output}.tmp-{os.getpid()}-{threading.get_ident()}")
         _write_executable(tmp, harness.binary)
         os.replace(tmp, path)
     return path
@@ -195,14 +195,14 @@ def run_task(job: Job, built: Built, start_gap: float = 0.0, harness: Built | No
         if built.binary is not None:
             root.mkdir(parents=True, exist_ok=True)
             workdir = Path(tempfile.mkdtemp(prefix="bin-", dir=root))
-            path = workdir / BINARY_NAME
+            path = workdir / job.output
             _write_executable(path, built.binary)
             build = replace(build, binary=path)
         harness_path = None
         if harness is not None:
             if harness.result.status is not Status.OK:
                 return RunOutcome(Status.RUN_ERROR, f"the harness did not build: {harness.result.message}", gpu=gpu)
-            harness_path = _harness_path(harness, job.harness.cache_key, root)
+            harness_path = _harness_path(harness, job.harness, root)
         pin = worker_pin(os.environ)
         if pin is not None:  # the worker's own device id, not an nvidia-smi index CUDA may number differently
             job = replace(job, run_env={**job.run_env, "CUDA_VISIBLE_DEVICES": pin})
@@ -314,10 +314,10 @@ class DaskExecutor:
 
     # -- the executor interface -----------------------------------------------------------
     def submit_build(self, job: Job) -> Future:
-        built = self._submit_build_task(job)
-        if job.is_harness:  # its future goes to every run of its configs
-            with self._lock:
-                self._harnesses[job.cache_key] = built
+        if job.is_harness:  # built once per sweep (another shape may share it); its future goes to the runs
+            built = self._harness_build(job)
+        else:
+            built = self._submit_build_task(job)
         meta = self.client.submit(build_metadata, built, pure=False, priority=META_PRIORITY)
 
         def keep(result: BuildResult) -> BuildResult:
@@ -335,17 +335,22 @@ class DaskExecutor:
         return self.client.submit(build_task, job, self.rules, self.shared_cache, pure=False,
                                   retries=self.retries, **self._build_placement())
 
-    def _harness(self, job: Job):
-        """The build future of a job's harness (submitted here if the driver has not yet)."""
-        if job.harness is None:
-            return None
+    def _harness_build(self, harness: Job):
+        """The build future of a harness: one task per cache key for the executor's lifetime."""
         with self._lock:
-            known = self._harnesses.get(job.harness.cache_key)
+            known = self._harnesses.get(harness.cache_key)
         if known is None:
-            known = self._submit_build_task(job.harness)
+            known = self._submit_build_task(harness)
             with self._lock:
-                known = self._harnesses.setdefault(job.harness.cache_key, known)
+                known = self._harnesses.setdefault(harness.cache_key, known)
         return known
+
+    def _harness(self, job: Job):
+        """What a run task needs of its harness: the build future, if the run command names it
+        (a harness linked into each config is only needed by the builds, which make their own)."""
+        if job.harness is None or not any("{harness}" in a for a in job.run_argv):
+            return None
+        return self._harness_build(job.harness)
 
     def submit_run(self, job: Job, build: BuildResult) -> Future:
         with self._lock:

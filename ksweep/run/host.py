@@ -11,14 +11,16 @@ names; a program that exits, crashes or hangs takes only the host down (the clie
 classifies the run as a process's, and starts a new host); after every run the host
 synchronises the context, and a context left broken by the program's kernels ends the
 host too. Libraries the programs load stay loaded (pinned), so the next config does not
-load them again.
+load them again. A program that dlclose cannot unload (g++ makes inline statics unique
+symbols, which pin their library) is reported "sticky", and the next run gets a new host:
+runs of the same file (a harness) must not see the previous run's statics.
 
 Protocol: JSON lines on the stdin and stdout the host was started with, both moved to
 private descriptors (a program sees /dev/null as stdin, as in program mode).
     hello   {"ok": true, "hello": "<GPU name or 'no CUDA driver'>", "pid": N}
     request {"op": "run", "lib": path, "argv": [...], "cwd": dir, "env": {...},
              "stdout": path, "stderr": path}
-    answer  {"ok": true, "rc": exit code, "seconds": s, "fatal": bool, "message": str}
+    answer  {"ok": true, "rc": exit code, "seconds": s, "fatal": bool, "message": str, "sticky": bool}
     request {"op": "exit"}
 """
 
@@ -89,6 +91,17 @@ def _pin_loaded_libraries(pinned: set[str], skip: str) -> None:
             except OSError:
                 pass
         pinned.add(path)
+
+
+def _still_loaded(path: str) -> bool:
+    """Whether dlclose left the program loaded (e.g. g++'s STB_GNU_UNIQUE symbols of inline
+    statics): its statics would carry over to the next run of the same file (a harness)."""
+    try:
+        lib = ctypes.CDLL(path, mode=RTLD_NOLOAD | os.RTLD_LAZY)
+    except OSError:
+        return False
+    _ctypes.dlclose(lib._handle)  # the reference RTLD_NOLOAD took
+    return True
 
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -183,16 +196,18 @@ class Host:
             seconds = time.monotonic() - start
         _kill_leftovers()  # what the program started dies with its run, as a process group would
         broken = self.context.broken()
+        sticky = False
         if lib is not None and broken is None:  # a broken host exits instead of unloading
             _pin_loaded_libraries(self.pinned, req["lib"])
             _ctypes.dlclose(lib._handle)  # destructors and atexit handlers may still print
             self.libc.fflush(None)
+            sticky = _still_loaded(req["lib"])
         os.dup2(self.devnull, 1)
         os.dup2(self.stderr, 2)
         os.environ.clear()
         os.environ.update(saved_env)
         return {"ok": True, "rc": rc & 0xFF, "seconds": seconds, "fatal": broken is not None,
-                "message": broken or ""}
+                "message": broken or "", "sticky": sticky}
 
 
 def main() -> int:

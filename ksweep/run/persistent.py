@@ -101,6 +101,8 @@ class PersistentHost:
                 return code, False, elapsed, None, None
             if answer.get("fatal"):
                 h.kill()
+            elif answer.get("sticky"):  # the program stayed loaded: the next run needs fresh statics
+                self._runs = self.runs_per_host
             return answer["rc"], False, answer.get("seconds", elapsed), answer.get("message") or None, None
 
     def close(self, kill: bool = False) -> None:

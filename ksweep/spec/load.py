@@ -18,6 +18,7 @@ from .model import (
 )
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
 _SCALARS = (bool, int, float, str)
 DEFAULT_ARCH = "sm_90"
 
@@ -369,7 +370,7 @@ def _sources(ctx: _Ctx, value: Any, root: Path, where: str) -> tuple[str, ...]:
 def _harness(ctx: _Ctx, spec: Any, root: Path) -> Harness:
     if not isinstance(spec, dict):
         raise ctx.error("build.harness", "expected a table: [build.harness] with command = [...]")
-    ctx.keys(spec, {"command", "sources"}, "build.harness")
+    ctx.keys(spec, {"command", "sources", "output"}, "build.harness")
     if "command" not in spec:
         raise ctx.error("build.harness", "missing command = [...] (the build of the harness, writing {harness})")
     command = ctx.str_list(spec["command"], "build.harness.command")
@@ -377,7 +378,10 @@ def _harness(ctx: _Ctx, spec: Any, root: Path) -> Harness:
         raise ctx.error("build.harness.command", "the command must write the harness to {harness}, "
                         "e.g. [\"nvcc\", ..., \"-o\", \"{harness}\", \"harness.cu\"]")
     sources = _sources(ctx, spec["sources"], root, "build.harness.sources") if "sources" in spec else None
-    return Harness(command=command, sources=sources)
+    output = spec.get("output", "harness")
+    if not isinstance(output, str) or not _FILE_NAME.match(output) or output == "meta.json":
+        raise ctx.error("build.harness.output", f"expected a file name such as \"harness.o\", got {output!r}")
+    return Harness(command=command, sources=sources, output=output)
 
 
 def _run(ctx: _Ctx, spec: Any) -> Run:

@@ -152,7 +152,8 @@ class Harness:
     config links. ``{harness}`` names it in the build and run commands."""
 
     command: tuple[str, ...]
-    sources: tuple[str, ...] | None = None  # None: build.sources
+    sources: tuple[str, ...] | None = None  # None: the configs' sources
+    output: str = "harness"  # its file name, e.g. "harness.o" for an object nvcc links
 
     def __post_init__(self):
         object.__setattr__(self, "command", tuple(self.command))

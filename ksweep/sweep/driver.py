@@ -134,7 +134,7 @@ class Sweep:
             return
         strategy = self._make_strategy(self.options.strategy, space, self.options.seed, budget.max_evals)
         # the harness builds alongside the first configs; runs start once it is there
-        harness = _Harness(self.executor.submit_build(factory.harness), self) if factory.harness else None
+        harness = _Harness(factory.harness, self) if factory.harness else None
         reference = self._reference(space, factory, variant.name, shape.name, strategy, budget, harness)
         self._loop(space, factory, strategy, budget, reference, harness)
 
@@ -164,6 +164,8 @@ class Sweep:
                     job = factory.make(config, phase=_phase(strategy, config))
                     if self._resume(job, strategy, budget) is not None:
                         continue
+                    if harness is not None:
+                        harness.start()
                     self.observer.build_started(job)
                     builds[self.executor.submit_build(job)] = job
                 in_flight = len(builds) + len(ready) + len(runs)
@@ -178,7 +180,7 @@ class Sweep:
                 if exhausted or budget.exhausted() or strategy.exhausted:
                     return
                 continue  # the strategy may propose more now that results are in
-            waiting = [*builds, *runs] + ([harness.future] if harness is not None and not harness.future.done() else [])
+            waiting = [*builds, *runs] + ([harness.future] if harness is not None and harness.pending else [])
             done, _ = wait(waiting, timeout=0.25, return_when=FIRST_COMPLETED)
             for fut in done:
                 if harness is not None and fut is harness.future:
@@ -189,6 +191,8 @@ class Sweep:
                     self.summary.build_cpu_seconds += build.cpu_seconds
                     if build.stopped:
                         continue
+                    if build.harness_failed and harness is not None:
+                        harness.failed(build, cancel=builds)
                     if build.status is Status.OK:
                         ready.append((job, build))
                     else:
@@ -293,9 +297,13 @@ class Sweep:
         old = self._resume(job, strategy, budget)
         if old is not None:
             return dict(old.metrics) if old.status is Status.OK else None
+        if harness is not None:
+            harness.start()
         self.observer.build_started(job)
         build = self.executor.submit_build(job).result()
         self.summary.build_cpu_seconds += build.cpu_seconds
+        if build.harness_failed and harness is not None:
+            harness.failed(build)
         if build.status is not Status.OK:
             self._finish(job, build, None, strategy, budget)
             return None
@@ -331,15 +339,26 @@ class Sweep:
 
 
 class _Harness:
-    """The build of a shape × variant's harness: no run starts before it is there, and a
-    harness that does not build stops the sweep (every config would fail the same way)."""
+    """The build of a shape × variant's harness, started with the first config that needs
+    building: no run starts before it is there, and a harness that does not build stops
+    the sweep (every config would fail the same way)."""
 
-    def __init__(self, future: Future, sweep: Sweep):
-        self.future, self._sweep, self._checked = future, sweep, False
+    def __init__(self, job: Job, sweep: Sweep):
+        self.job, self._sweep = job, sweep
+        self.future: Future | None = None
+        self._checked = False
+
+    def start(self) -> None:
+        if self.future is None:
+            self.future = self._sweep.executor.submit_build(self.job)
+
+    @property
+    def pending(self) -> bool:
+        return self.future is not None and not self.future.done()
 
     def ready(self, cancel_on_failure=()) -> bool:
         """Built and fine; raises when it failed, after cancelling the builds not yet started."""
-        if not self.future.done():
+        if self.future is None or not self.future.done():
             return False
         if not self._checked:
             try:
@@ -351,8 +370,16 @@ class _Harness:
         return True
 
     def wait(self) -> None:
+        self.start()
         self.future.result()
         self.ready()
+
+    def failed(self, build: BuildResult, cancel=()) -> None:
+        """A config's build found its harness broken (one it links): stop the sweep."""
+        for fut in cancel:
+            fut.cancel()
+        self.wait()  # raises with the compiler's words
+        raise KsweepError(f"{self._sweep.spec.label}: {build.message}")  # a build worker's own copy failed
 
     def _check(self, build: BuildResult) -> None:
         self._checked = True

@@ -34,7 +34,10 @@ class JobFactory:
         self.params = space.params
         self.kernel = spec.kernel
         self.persistent = spec.run.persistent
+        self.rel_sources = rel_sources
         self.harness_template = spec.build.harness.command if spec.build.harness is not None else None
+        if self.harness_template is not None and not _uses_harness(*self.build_template, *self.run_template):
+            self.harness_template = None  # e.g. a variant with commands of its own: nothing to build once
         if self.persistent and self.kernel is not None:
             raise SpecError("a [kernel] spec already runs every config in one worker per GPU: drop run.persistent "
                             "(or --persistent)", path=spec.label, key="run.persistent")
@@ -57,16 +60,19 @@ class JobFactory:
         elif first == "{binary}":
             where = f"variants.{self.variant.name}" if self.variant.build_command is not None else "build"
             self.build_template = self._as_library(self.build_template, f"{where}.command")
+            if self.harness_template is not None and _uses_harness(*self.build_template):
+                # linked into each config's library: position independent, its main renamed
+                self.harness_template = self._as_library(self.harness_template, "build.harness.command", shared=False)
         else:
             raise SpecError("a persistent host runs the built program itself: the command must start with {binary}"
                             + (" or {harness}" if self.harness_template is not None else ""),
                             path=self.spec.label, key=run_key)
 
-    def _as_library(self, template: tuple[str, ...], key: str) -> tuple[str, ...]:
+    def _as_library(self, template: tuple[str, ...], key: str, shared: bool = True) -> tuple[str, ...]:
         if not template:
             raise SpecError("a persistent host needs a build command that makes the program",
                             path=self.spec.label, key=key)
-        flags = library_flags(template[0])
+        flags = library_flags(template[0], shared)
         if flags is None:
             raise SpecError(f"a persistent host builds with nvcc, gcc or clang (it adds -shared, -fPIC and "
                             f"-Dmain=ksweep_main), not {template[0]!r}", path=self.spec.label, key=key)
@@ -75,11 +81,11 @@ class JobFactory:
     def _harness_job(self) -> Job:
         """The harness of this shape × variant: its command sees the shape's and variant's
         defines and names, never a parameter (it is built once for all configs)."""
-        spec = self.spec
-        rel = spec.build.harness.sources if spec.build.harness.sources is not None else spec.build.sources
+        spec, harness = self.spec, self.spec.build.harness
+        rel = harness.sources if harness.sources is not None else self.rel_sources
         sources = tuple((spec.root / s).resolve() for s in rel)
         absolute = {s: str(p) for s, p in zip(rel, sources)}
-        values = {**self.fixed, "harness": "{binary}", "spec_dir": str(spec.root),
+        values = {**self.fixed, "harness": "{binary}", "workdir": "{workdir}", "spec_dir": str(spec.root),
                   "shape": self.shape.name, "variant": self.variant.name}
         lists = {"defines": define_flags((), {}, (), {}, self.fixed_defines)}
         argv = [absolute.get(a, a) for a in
@@ -87,7 +93,7 @@ class JobFactory:
         env = dict(spec.build.env)
         return Job(variant=self.variant.name, shape=self.shape.name, params={}, derived={}, build_argv=tuple(argv),
                    run_argv=(), sources=sources, cache_key=cache_key(argv, sources, env, extra="harness"),
-                   build_timeout=spec.build.timeout, build_env=env, is_harness=True)
+                   build_timeout=spec.build.timeout, build_env=env, is_harness=True, output=harness.output)
 
     def _init_kernel_mode(self) -> None:
         """Kernel mode: a cubin per config from a generated wrapper of the user's source."""
@@ -128,18 +134,24 @@ class JobFactory:
         run_argv = [self._absolute.get(a, a) for a in
                     expand(self.run_template, lists=lists, values=values, where="run.command")]
         env = dict(self.spec.build.env)
-        harness = self.harness.cache_key if self.harness is not None else ""  # its results depend on it too
+        build_key = None
         if build_argv:
-            key = cache_key(build_argv, sources, env, extra=harness)
+            key = cache_key(build_argv, sources, env, extra=self._linked_harness_key(build_argv))
         else:  # nothing to build: the key still tracks the sources for resuming
-            key = cache_key(run_argv, sources, env, extra="run-only" + harness)
+            key = cache_key(run_argv, sources, env, extra="run-only")
+        if self.harness is not None:  # a result depends on its harness; a build only if it links it
+            build_key, key = key, hashlib.sha256(f"{key}\0{self.harness.cache_key}".encode()).hexdigest()[:32]
         return Job(
             variant=self.variant.name, shape=self.shape.name, params=config, derived=derived,
             build_argv=tuple(build_argv), run_argv=tuple(run_argv), sources=self.sources, cache_key=key,
             build_timeout=self.spec.build.timeout, run_timeout=self.spec.run.timeout, build_env=env,
             run_env=dict(self.spec.run.env), output_limit=self.spec.run.output_limit, phase=phase,
             is_reference=is_reference, launch=launch, persistent=self.persistent, harness=self.harness,
+            build_key=build_key,
         )
+
+    def _linked_harness_key(self, build_argv) -> str:
+        return self.harness.cache_key if self.harness is not None and _uses_harness(*build_argv) else ""
 
     def _wrapper(self, values: Mapping[str, Any]) -> Path:
         text = wrapper_source(self.kernel, values)
@@ -150,3 +162,7 @@ class JobFactory:
             tmp.write_text(text)
             os.replace(tmp, path)
         return path
+
+
+def _uses_harness(*args: str) -> bool:
+    return any("{harness}" in a for a in args)
