@@ -228,19 +228,29 @@ def untrack(pgid: int) -> None:
         _live.discard(pgid)
 
 
-def read_capped(path: str | Path, limit: int) -> tuple[str, bool]:
-    """A file's text as run_process would have captured it from a pipe: the first ``limit``
-    bytes and the last TAIL_BYTES; and whether anything was cut."""
-    try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size <= limit + TAIL_BYTES:
-                return f.read().decode("utf-8", errors="replace"), size > limit
-            head = f.read(limit)
-            f.seek(size - TAIL_BYTES)
-            tail = f.read(TAIL_BYTES)
-    except OSError:
-        return "", False
-    dropped = size - limit - TAIL_BYTES
-    text = head + f"\n[... {dropped} bytes dropped ...]\n".encode() + tail
-    return text.decode("utf-8", errors="replace"), True
+class FifoCapture(_Capture):
+    """``_Capture`` of a named pipe another process writes (a persistent host's run): the
+    output is capped as it arrives, never stored whole. The thread opens the pipe, which
+    blocks until the writer opens it too; ``finish`` waits for the end of the output."""
+
+    def __init__(self, path: str | Path, limit: int):
+        super().__init__(None, limit)
+        self.path = str(path)
+
+    def run(self) -> None:
+        try:
+            self.pipe = open(self.path, "rb", buffering=0)
+        except OSError:
+            return
+        super().run()
+
+    def finish(self, timeout: float = 5.0) -> None:
+        """Wait for the writer's end of file; a writer that never opened the pipe (its
+        process died first) is stood in for, so the thread ends either way."""
+        deadline = time.monotonic() + timeout
+        while self.is_alive() and time.monotonic() < deadline:
+            try:  # succeeds only while the thread is still waiting in open(): it then sees EOF
+                os.close(os.open(self.path, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass
+            self.join(0.05)

@@ -2,7 +2,9 @@
 config's build as a shared library and calls its main. The gcc-built test programs must
 give the same statuses and messages as one process per run, while sharing one process."""
 
+import os
 import shutil
+import stat
 
 import pytest
 
@@ -10,6 +12,7 @@ from ksweep import SpecError, Status, load_spec
 from ksweep.build.argv import library_flags
 from ksweep.run.executor import LocalExecutor
 from ksweep.run.gpus import NO_GPU
+from ksweep.process import TAIL_BYTES, FifoCapture
 from ksweep.run.persistent import PersistentHost
 from ksweep.sweep.jobs import JobFactory
 from ksweep.sweep.local import make_builder, workspace
@@ -105,6 +108,46 @@ def test_library_flags():
     for compiler in ("gcc", "/usr/bin/g++", "gcc-12", "clang++", "cc", "clang-17"):
         assert library_flags(compiler) == ("-shared", "-fPIC", "-Dmain=ksweep_main"), compiler
     assert library_flags("make") is None and library_flags("bash") is None
+    assert library_flags("nvcc", shared=False) == ("-Xcompiler", "-fPIC", "-Dmain=ksweep_main")
+
+
+def test_a_hang_that_floods_its_output_keeps_only_head_and_tail(program_dir, monkeypatch):
+    """A program printing without end: a HANG, as with a process per run, and its output is
+    capped as it arrives (it goes through a pipe, not into a file that would fill the disk)."""
+    written = []
+    real = FifoCapture.run
+
+    def spy(self):
+        written.append(os.stat(self.path).st_mode)
+        real(self)
+
+    monkeypatch.setattr(FifoCapture, "run", spy)
+    body = ALL_MODES.replace("MODE = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]", "MODE = [11]").replace(
+        "timeout = 3", "timeout = 2\npersistent = true")
+    _, hosted, _ = sweep(program_dir(body))
+    assert hosted[11].status is Status.HANG and "2 s" in hosted[11].message
+    assert written and all(stat.S_ISFIFO(mode) for mode in written)
+
+
+def test_fifo_capture_caps_what_it_reads_and_ends_without_a_writer(tmp_path):
+    path = tmp_path / "out"
+    os.mkfifo(path)
+    capture = FifoCapture(path, limit=1000)
+    capture.start()
+    with open(path, "wb") as f:
+        for _ in range(100):
+            f.write(b"z" * 10_000 + b"\n")
+        f.write(b"the end\n")
+    capture.finish()
+    text = capture.text()
+    assert capture.truncated and text.startswith("z" * 1000) and text.endswith("the end\n")
+    assert len(text) < 1000 + TAIL_BYTES + 100
+    idle = tmp_path / "idle"
+    os.mkfifo(idle)
+    lonely = FifoCapture(idle, limit=1000)
+    lonely.start()
+    lonely.finish()  # nobody ever opens it for writing: the thread must still end
+    assert not lonely.is_alive() and lonely.text() == ""
 
 
 @pytest.mark.parametrize("change, key", [

@@ -6,8 +6,8 @@ unloads it. The process start, ``cuInit``, the CUDA context and libraries such a
 are paid once per GPU instead of once per config; the host holds the GPU's primary
 context itself, so it outlives each config's CUDA runtime.
 
-What isolation remains: the program's stdout and stderr go to the files each request
-names; a program that exits, crashes or hangs takes only the host down (the client
+What isolation remains: the program's stdout and stderr go to the paths each request
+names (named pipes the client drains and caps, as it would a process's pipes); a program that exits, crashes or hangs takes only the host down (the client
 classifies the run as a process's, and starts a new host); after every run the host
 synchronises the context, and a context left broken by the program's kernels ends the
 host too. Libraries the programs load stay loaded (pinned), so the next config does not

@@ -8,6 +8,7 @@ the host, a timeout, and its stdout/stderr, captured to files and capped the sam
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -17,7 +18,7 @@ from typing import Mapping
 
 from ..build.builder import BuildResult
 from ..job import Job
-from ..process import ProcessOutcome, read_capped, stopping, track, untrack
+from ..process import FifoCapture, ProcessOutcome, stopping, track, untrack
 from ..status import Status
 from .classify import classify
 from .gpus import Gpu
@@ -51,17 +52,27 @@ class PersistentHost:
                                   "[run] command must start with {binary} (or {harness})", gpu=gpu)
             if stopping():
                 return RunOutcome(Status.RUN_ERROR, "stopped", stopped=True, gpu=gpu)
+            # the program's stdout and stderr are pipes drained here, capped as in a process per run
+            captures = []
+            for name in ("stdout", "stderr"):
+                os.mkfifo(logs / name)
+                captures.append(FifoCapture(logs / name, job.output_limit))
+                captures[-1].start()
             request = {"op": "run", "lib": argv[0], "argv": argv, "cwd": str(workdir), "env": dict(job.run_env),
                        "stdout": str(logs / "stdout"), "stderr": str(logs / "stderr")}
-            # [run] env is the host's environment too: what is read at start-up (LD_PRELOAD,
-            # CUDA_* settings of the driver) must be there before the host starts
-            returncode, timed_out, seconds, fatal, failure = self._ask(request, job.run_timeout,
-                                                                       {**self.base_env, **job.run_env})
+            try:
+                # [run] env is the host's environment too: what is read at start-up (LD_PRELOAD,
+                # CUDA_* settings of the driver) must be there before the host starts
+                returncode, timed_out, seconds, fatal, failure = self._ask(request, job.run_timeout,
+                                                                           {**self.base_env, **job.run_env})
+            finally:
+                for capture in captures:
+                    capture.finish()
             if failure is not None:
                 return RunOutcome(Status.RUN_ERROR, failure, gpu=gpu)
-            stdout, cut_out = read_capped(logs / "stdout", job.output_limit)
-            stderr, cut_err = read_capped(logs / "stderr", job.output_limit)
-            outcome = ProcessOutcome(returncode, timed_out, stdout, stderr, cut_out or cut_err, seconds)
+            out, err = captures
+            outcome = ProcessOutcome(returncode, timed_out, out.text(), err.text(), out.truncated or err.truncated,
+                                     seconds)
             status, message, metrics = classify(outcome, job.run_timeout, job.shape)
             if fatal:  # the program ended, but its kernels broke the context
                 status = Status.CUDA_ERROR if status is Status.OK else status

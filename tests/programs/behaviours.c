@@ -1,7 +1,8 @@
 /* A program whose behaviour is chosen at compile time, to exercise every status:
  * MODE 0 ok, 1 hang (with a child), 2 segfault, 3 abort, 4 exit 3, 5 CUDA error text,
  * 6 no result, 7 wrong checksum, 8 prints 200 MB then a result, 9 compile error,
- * 10 slow ok (sleeps SLEEP_MS). X is the reported time. With KSWEEP_TEST_LOG set, every
+ * 10 slow ok (sleeps SLEEP_MS), 11 prints without end (a hang that floods its output).
+ * X is the reported time. With KSWEEP_TEST_LOG set, every
  * execution that gets to its end appends a line to that file. */
 #include <signal.h>
 #include <stdio.h>
@@ -51,6 +52,12 @@ int main(void) {
         log_run();
         printf("@@RESULT ms=%d checksum=1.0\n", X);
         return 0;
+    }
+    case 11: {
+        static char line[1024];
+        memset(line, 'y', sizeof line - 1);
+        line[sizeof line - 1] = '\n';
+        for (;;) fwrite(line, 1, sizeof line, stdout);
     }
     default:
         log_run();
