@@ -217,3 +217,15 @@ def test_output_of_atexit_handlers_is_kept(tmp_path):
     spec = hosted_spec(tmp_path, HOSTED.replace("EXIT_CODE = [0]", "EXIT_CODE = [0]\nATEXIT = [1]"))
     _, results = local_sweep(spec, tmp_path / "r.db")
     assert [(r.status, r.metrics.get("late")) for r in results] == [(Status.OK, 1.0)] * 4
+
+
+def test_cxx_streams_untied_from_stdio_are_flushed_after_each_run(tmp_path):
+    """sync_with_stdio(false): std::cout buffers on its own; a process flushes it at exit, and
+    so must the host after each run (else the result shows up in a later run, or never)."""
+    shutil.copy(PROGRAMS / "unsynced.cpp", tmp_path / "unsynced.cpp")
+    path = tmp_path / "unsynced.toml"
+    path.write_text(HOSTED.replace('"hosted.c"', '"unsynced.cpp"').replace('"gcc"', '"g++"').replace(
+        "EXIT_CODE = [0]\n", "").replace('command = ["{binary}", "7"]', 'command = ["{binary}"]'))
+    spec = load_spec(path)
+    _, results = local_sweep(spec, tmp_path / "r.db")
+    assert [(r.status, r.metrics.get("ms")) for r in results] == [(Status.OK, float(x)) for x in (1, 2, 3, 4)]

@@ -93,6 +93,34 @@ def _pin_loaded_libraries(pinned: set[str], skip: str) -> None:
         pinned.add(path)
 
 
+class _CxxStreams:
+    """libstdc++'s std::cout and std::clog, if loaded. A program that called
+    sync_with_stdio(false) makes them buffer on their own, flushed only at the host's exit:
+    the host flushes them after every run instead, as a process's exit would."""
+
+    def __init__(self):
+        self.flush = None
+        self.streams: list[int] = []
+
+    def _find(self) -> bool:
+        try:
+            lib = ctypes.CDLL("libstdc++.so.6", mode=RTLD_NOLOAD | os.RTLD_LAZY)
+            flush = lib._ZNSo5flushEv  # std::ostream::flush()
+            streams = [ctypes.addressof(ctypes.c_char.in_dll(lib, name)) for name in ("_ZSt4cout", "_ZSt4clog")]
+        except (OSError, AttributeError, ValueError):
+            return False
+        flush.argtypes, flush.restype = [ctypes.c_void_p], ctypes.c_void_p
+        self.flush, self.streams = flush, streams
+        return True
+
+    def flush_all(self) -> None:
+        if self.flush is None and not self._find():
+            return
+        for stream in self.streams:
+            if ctypes.c_void_p.from_address(stream).value:  # constructed (its vtable is set)
+                self.flush(stream)
+
+
 def _still_loaded(path: str) -> bool:
     """Whether dlclose left the program loaded (e.g. g++'s STB_GNU_UNIQUE symbols of inline
     statics): its statics would carry over to the next run of the same file (a harness)."""
@@ -157,6 +185,7 @@ class Host:
         if sys.platform.startswith("linux"):  # orphans of a program's children become ours to find
             self.libc.prctl(PR_SET_CHILD_SUBREAPER, 1)
         self.context = Context()
+        self.cxx = _CxxStreams()
         self.pinned: set[str] = set()
         self.devnull = os.open(os.devnull, os.O_WRONLY)
         self.stderr = os.dup(2)
@@ -192,6 +221,7 @@ class Host:
             os.write(2, f"ksweep: cannot load {req['lib']}: {exc}\n".encode())
             rc = 127
         finally:
+            self.cxx.flush_all()
             self.libc.fflush(None)
             seconds = time.monotonic() - start
         _kill_leftovers()  # what the program started dies with its run, as a process group would
