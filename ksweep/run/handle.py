@@ -40,10 +40,12 @@ class WorkerHandle:
         self._lines: queue.Queue = queue.Queue()
         self._stderr: collections.deque = collections.deque(maxlen=40)
         self.device = ""
-        self._busy = threading.Lock()  # one request at a time (a warm-up thread may start it)
+        self.lock = threading.Lock()  # one request at a time (a warm-up thread may start it); held by request()
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def _start(self) -> dict | None:
+    def start(self) -> dict | None:
+        """Start the worker (and send its setup); a RUN_ERROR outcome if it did not come up.
+        The caller holds ``lock``."""
         env = dict(os.environ)
         env.update(self.env)
         self.proc = subprocess.Popen(
@@ -60,7 +62,7 @@ class WorkerHandle:
             return self._failed(hello, "the worker did not start")
         self.device = hello.get("hello", "")
         if self.setup_request is not None:
-            resp = self._ask(self.setup_request, self.start_timeout)
+            resp = self.ask(self.setup_request, self.start_timeout)
             if not resp.get("ok"):
                 return self._failed(resp, "the worker's setup failed")
         return None
@@ -121,7 +123,9 @@ class WorkerHandle:
                 continue
             return None if line is None else json.loads(line)
 
-    def _ask(self, req: dict, timeout: float) -> dict:
+    def ask(self, req: dict, timeout: float) -> dict:
+        """One exchange with a started worker: its answer, or {"_timeout"} / {"_dead"} (raw:
+        ``request`` turns these into outcomes). The caller holds ``lock``."""
         try:
             self.proc.stdin.write(json.dumps(req) + "\n")
             self.proc.stdin.flush()
@@ -134,15 +138,15 @@ class WorkerHandle:
 
     def request(self, req: dict, timeout: float) -> dict:
         """The worker's answer, or a HANG / CRASH / RUN_ERROR outcome of our own."""
-        with self._busy:
+        with self.lock:
             return self._request(req, timeout)
 
     def _request(self, req: dict, timeout: float) -> dict:
         if not self.alive():
-            failure = self._start()
+            failure = self.start()
             if failure is not None:
                 return failure
-        resp = self._ask(req, timeout)
+        resp = self.ask(req, timeout)
         if resp.get("_timeout"):
             self.kill()
             return {"status": "HANG", "message": f"no answer within {timeout:g} s: worker killed and restarted",

@@ -85,13 +85,13 @@ class PersistentHost:
     def _ask(self, request: dict, timeout: float, env: dict[str, str]):
         """(returncode, timed out, seconds, fatal message, failure to start) of one request."""
         h = self.handle
-        with h._busy:
+        with h.lock:
             if h.alive() and (self._runs >= self.runs_per_host or h.env != env):
                 h.close()
             h.env = env
             if not h.alive():
                 self._runs = 0
-                failure = h._start()
+                failure = h.start()
                 if failure is not None:
                     return None, False, 0.0, None, f"the persistent host did not start: {failure['message']}"
             self._runs += 1
@@ -99,7 +99,7 @@ class PersistentHost:
             track(pgid)
             start = time.monotonic()
             try:
-                answer = h._ask(request, timeout)
+                answer = h.ask(request, timeout)
             finally:
                 untrack(pgid)
             elapsed = time.monotonic() - start
