@@ -228,4 +228,5 @@ def test_cxx_streams_untied_from_stdio_are_flushed_after_each_run(tmp_path):
         "EXIT_CODE = [0]\n", "").replace('command = ["{binary}", "7"]', 'command = ["{binary}"]'))
     spec = load_spec(path)
     _, results = local_sweep(spec, tmp_path / "r.db")
-    assert [(r.status, r.metrics.get("ms")) for r in results] == [(Status.OK, float(x)) for x in (1, 2, 3, 4)]
+    assert {r.params["X"]: (r.status, r.metrics.get("ms")) for r in results} == {
+        x: (Status.OK, float(x)) for x in (1, 2, 3, 4)}  # each run its own output, none a neighbour's
