@@ -21,6 +21,24 @@ def program_dir(tmp_path):
     return write
 
 
+KERNELS = Path(__file__).parent / "kernels"
+
+
+def vadd_kernel_spec(folder: Path, params: str, n: int, extra: str = "", *, name: str = "vadd",
+                     grid: str = "cdiv(N, BLOCK * ELEMS)", block: str = "BLOCK",
+                     reference: str = '"vadd_args.py:reference"') -> Path:
+    """A kernel-mode spec of tests/kernels/vadd.cu, written with its files into ``folder``:
+    ``params`` is the [params] table's body, ``n`` the shape's N, ``extra`` more [kernel] keys."""
+    for f in ("vadd.cu", "vadd_args.py"):
+        shutil.copy(KERNELS / f, folder / f)
+    path = folder / "k.toml"
+    path.write_text("\n".join([
+        "[sweep]", 'arch = "sm_90a"', "[params]", params, "[shapes.s]", f"defines = {{ N = {n} }}", "[kernel]",
+        'source = "vadd.cu"', f'name = "{name}"', f'grid = "{grid}"', f'block = "{block}"',
+        'args = "vadd_args.py:make_args"', "outputs = [0]", f"reference = {reference}", extra, ""]))
+    return path
+
+
 GCC_BUILD = """
 [build]
 sources = ["behaviours.c"]

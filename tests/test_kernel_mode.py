@@ -2,8 +2,6 @@
 stand-in backend (start, load, launch, fault, hang, restart)."""
 
 import shutil
-import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,12 +12,12 @@ from ksweep.kernel.args import compare, make_args, normalise, summarise
 from ksweep.run.handle import WorkerHandle
 from ksweep.kernel.launch import entry_name, launch_dims, wrapper_source
 from ksweep.kernel.spec import kernel_spec_from_dict
-from ksweep.spec.expr import parse
 from ksweep.store.sqlite import Store
 from ksweep.sweep.driver import SweepOptions
 from ksweep.sweep.local import run_sweep
 
-HERE = Path(__file__).parent / "kernels"
+from conftest import KERNELS as HERE, vadd_kernel_spec
+
 nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 
 
@@ -117,33 +115,11 @@ def test_worker_that_cannot_start_is_reported():
     assert resp["status"] == "RUN_ERROR"
 
 
-SPEC = """
-[sweep]
-arch = "sm_90a"
-[params]
-BLOCK = [32, 64, 128, 256, 512]
-ELEMS = [1, 2]
-[shapes.n4096]
-defines = { N = 4096 }
-[kernel]
-source = "vadd.cu"
-name = "vadd"
-grid = "cdiv(N, BLOCK * ELEMS)"
-block = "BLOCK"
-args = "vadd_args.py:make_args"
-outputs = [0]
-reference = "vadd_args.py:reference"
-timeout = 2.0
-timing = { warmup_ms = 1, budget_ms = 3, min_reps = 3, max_reps = 10 }
-"""
-
-
 @nvcc
 def test_kernel_sweep_with_real_cubins_and_stand_in_worker(tmp_path):
-    for f in ("vadd.cu", "vadd_args.py"):
-        shutil.copy(HERE / f, tmp_path / f)
-    (tmp_path / "k.toml").write_text(SPEC)
-    spec = load_spec(tmp_path / "k.toml")
+    spec = load_spec(vadd_kernel_spec(tmp_path, "BLOCK = [32, 64, 128, 256, 512]\nELEMS = [1, 2]", 4096,
+                                      "timeout = 2.0\n"
+                                      "timing = { warmup_ms = 1, budget_ms = 3, min_reps = 3, max_reps = 10 }"))
     summary, db = run_sweep(spec, options=SweepOptions(strategy="grid"), jobs=2,
                             kernel_backend=f"fake:{HERE / 'fake_vadd.py'}")
     with Store(db) as store:
@@ -162,24 +138,8 @@ def test_kernel_sweep_with_real_cubins_and_stand_in_worker(tmp_path):
 
 @nvcc
 def test_templated_kernel_cubin_builds(tmp_path):
-    shutil.copy(HERE / "vadd.cu", tmp_path / "vadd.cu")
-    shutil.copy(HERE / "vadd_args.py", tmp_path / "vadd_args.py")
-    (tmp_path / "k.toml").write_text(textwrap.dedent("""
-        [sweep]
-        arch = "sm_90a"
-        [params]
-        TILE = [64, 128]
-        [shapes.s]
-        defines = { N = 1024 }
-        [kernel]
-        source = "vadd.cu"
-        name = "vscale<{TILE}>"
-        grid = "cdiv(N, TILE)"
-        block = "TILE"
-        args = "vadd_args.py:make_args"
-        outputs = [0]
-        reference = "defaults"
-    """))
+    vadd_kernel_spec(tmp_path, "TILE = [64, 128]", 1024, name="vscale<{TILE}>", grid="cdiv(N, TILE)", block="TILE",
+                     reference='"defaults"')
     spec = load_spec(tmp_path / "k.toml")
     from ksweep.sweep.local import make_builder
     from ksweep.sweep.jobs import JobFactory

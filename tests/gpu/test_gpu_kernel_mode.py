@@ -1,40 +1,16 @@
 """Kernel mode on a real GPU: correct configs time, a faulting config and a hanging config
 are classified and the worker is restarted, the sweep goes on."""
 
-import shutil
-import textwrap
-from pathlib import Path
-
 from ksweep import Status, load_spec
 from ksweep.store.sqlite import Store
 from ksweep.sweep.driver import SweepOptions
 from ksweep.sweep.local import run_sweep
 
-KERNELS = Path(__file__).parent.parent / "kernels"
+from conftest import vadd_kernel_spec
 
 
 def test_vadd_sweep_on_gpu(tmp_path):
-    for f in ("vadd.cu", "vadd_args.py"):
-        shutil.copy(KERNELS / f, tmp_path / f)
-    (tmp_path / "k.toml").write_text(textwrap.dedent("""
-        [sweep]
-        arch = "sm_90a"
-        [params]
-        BLOCK = [128, 256]
-        ELEMS = [1, 4]
-        BAD = [0, 1, 2]
-        [shapes.big]
-        defines = { N = 16777216 }
-        [kernel]
-        source = "vadd.cu"
-        name = "vadd"
-        grid = "cdiv(N, BLOCK * ELEMS)"
-        block = "BLOCK"
-        args = "vadd_args.py:make_args"
-        outputs = [0]
-        reference = "vadd_args.py:reference"
-        timeout = 5.0
-    """))
+    vadd_kernel_spec(tmp_path, "BLOCK = [128, 256]\nELEMS = [1, 4]\nBAD = [0, 1, 2]", 16777216, "timeout = 5.0")
     summary, db = run_sweep(load_spec(tmp_path / "k.toml"), options=SweepOptions(strategy="grid"))
     with Store(db) as store:
         rows = store.results()
