@@ -37,6 +37,18 @@ class SpecError(KsweepError):
         super().__init__(prefix + message)
 
 
+class TemplateError(KsweepError):
+    """A command template names a placeholder that does not exist there."""
+
+
+class UnknownStrategy(KsweepError, ValueError):
+    """A search strategy name that is not registered."""
+
+
+class DatasetError(KsweepError):
+    """A recorded-results file cannot be read or is in no known format."""
+
+
 class StoreError(KsweepError):
     """The results database cannot be opened or is not a ksweep database."""
 

@@ -12,15 +12,11 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping, Sequence
 
-from ..errors import KsweepError
+from ..errors import TemplateError
 from ..spec.model import define_value
 
 _WHOLE = re.compile(r"^\{(\w+)\}$")
 _FIELD = re.compile(r"\{\{|\}\}|\{(\w+)\}")
-
-
-class TemplateError(KsweepError):
-    pass
 
 
 def expand(

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from ..errors import KsweepError
+from ..errors import DatasetError
 from ..spec.model import Param
 from ..status import Status
 from .dataset import Dataset
@@ -43,10 +43,6 @@ T4_INVALIDITY = {
     "correctness": Status.CHECKSUM_MISMATCH,
 }
 T4_PRUNED = "constraints"
-
-
-class DatasetError(KsweepError):
-    """A recorded-results file cannot be read or is in no known format."""
 
 
 def load_dataset(path: str | Path) -> Dataset:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..errors import KsweepError
+from ..errors import UnknownStrategy
 from .base import Budget, SearchSpace, Strategy, config_key
 
 # name -> (module, class); imported on use, so that optuna loads only for "bayes".
@@ -22,10 +22,6 @@ _REGISTRY: dict[str, tuple[str, str]] = {
 }
 STRATEGIES: tuple[str, ...] = tuple(_REGISTRY)
 DEFAULT = "auto"
-
-
-class UnknownStrategy(KsweepError, ValueError):
-    pass
 
 
 def _class(name: str) -> Callable[..., Strategy]:
