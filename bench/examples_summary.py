@@ -53,9 +53,13 @@ def table(title: str, columns: list[str], lines: list[str]) -> None:
         print(line)
 
 
-def default_run(out: Path, name: str):
+def default_and_best(out: Path, name: str, rows, shape: str, metric: str, best_of):
+    """The default config's metrics (its run's output file) and the tuned best value of
+    ``metric`` at ``shape``; (None, None) when either is missing."""
     path = out / name
-    return parse_results(path.read_text())[0] if path.exists() else None
+    m = parse_results(path.read_text())[0] if path.exists() else None
+    ok = [r.metrics[metric] for r in rows if r.shape == shape and r.status is Status.OK]
+    return (m, best_of(ok)) if m and ok else (None, None)
 
 
 def print_walls(wall: dict, example: str) -> None:
@@ -78,10 +82,8 @@ def sgemm(out: Path, wall: dict) -> None:
                      f"{cb:.0f} | {100 * best.metrics['gflops'] / cb:.1f}% |")
     table("SGEMM (FP32) vs cuBLAS (TF32 off)", ["shape", "evaluated", "statuses", "best config", "best GFLOP/s",
                                                "cuBLAS GFLOP/s", "% of cuBLAS"], lines)
-    m = default_run(out, "sgemm_default.txt")
-    ok4 = [r for r in rows if r.shape == "sq4096" and r.status is Status.OK]
-    if m and ok4:
-        best = max(r.metrics["gflops"] for r in ok4)
+    m, best = default_and_best(out, "sgemm_default.txt", rows, "sq4096", "gflops", max)
+    if m:
         print(f"\ndefault config at 4096^3: {m['gflops']:.0f} GFLOP/s ({100 * m['gflops'] / m['cublas_gflops']:.1f}% "
               f"of cuBLAS); tuned best is {best / m['gflops']:.2f}x the default")
     print_walls(wall, "sgemm")
@@ -110,10 +112,8 @@ def fa(out: Path, wall: dict) -> None:
                      f"{worst_diff:.1e} | {base if base else '-'} | {ratio} |")
     table("Flash attention (FP16) vs PyTorch SDPA", ["shape", "evaluated", "statuses", "best config", "best ms",
                                                     "max_diff", "SDPA ms", "speed vs SDPA"], lines)
-    m = default_run(out, "fa_default.txt")
-    ok = [r for r in rows if r.shape == "b2_s2048_d64" and r.status is Status.OK]
-    if m and ok:
-        best = min(r.metrics["ms"] for r in ok)
+    m, best = default_and_best(out, "fa_default.txt", rows, "b2_s2048_d64", "ms", min)
+    if m:
         print(f"\ndefault config at (2,8,2048,64): {m['ms']:.4f} ms (max_diff {m['max_diff']:.1e}); "
               f"tuned best is {m['ms'] / best:.2f}x faster")
     print_walls(wall, "fa")
