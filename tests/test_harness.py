@@ -261,3 +261,12 @@ def test_output_must_be_a_file_name(tmp_path):
     body = SPEC.replace("[build.harness]\n", '[build.harness]\noutput = "../x"\n')
     with pytest.raises(SpecError, match="build.harness.output"):
         harness_spec(tmp_path, body)
+
+
+def test_the_harness_may_have_a_timeout_of_its_own(tmp_path):
+    spec = harness_spec(tmp_path, SPEC.replace("[build.harness]\n", "[build.harness]\ntimeout = 7\n")
+                        .replace("[build]\n", "[build]\ntimeout = 100\n"))
+    job = JobFactory(spec, spec.shape("small"), spec.variant(None), spec.space("small")).make({"X": 1})
+    assert (job.harness.build_timeout, job.build_timeout) == (7, 100)
+    with pytest.raises(SpecError, match="build.harness.timeout"):
+        harness_spec(tmp_path, SPEC.replace("[build.harness]\n", "[build.harness]\ntimeout = -1\n"))

@@ -370,7 +370,7 @@ def _sources(ctx: _Ctx, value: Any, root: Path, where: str) -> tuple[str, ...]:
 def _harness(ctx: _Ctx, spec: Any, root: Path) -> Harness:
     if not isinstance(spec, dict):
         raise ctx.error("build.harness", "expected a table: [build.harness] with command = [...]")
-    ctx.keys(spec, {"command", "sources", "output"}, "build.harness")
+    ctx.keys(spec, {"command", "sources", "output", "timeout"}, "build.harness")
     if "command" not in spec:
         raise ctx.error("build.harness", "missing command = [...] (the build of the harness, writing {harness})")
     command = ctx.str_list(spec["command"], "build.harness.command")
@@ -381,7 +381,8 @@ def _harness(ctx: _Ctx, spec: Any, root: Path) -> Harness:
     output = spec.get("output", "harness")
     if not isinstance(output, str) or not _FILE_NAME.match(output) or output == "meta.json":
         raise ctx.error("build.harness.output", f"expected a file name such as \"harness.o\", got {output!r}")
-    return Harness(command=command, sources=sources, output=output)
+    timeout = ctx.number(spec["timeout"], "build.harness.timeout") if "timeout" in spec else None
+    return Harness(command=command, sources=sources, output=output, timeout=timeout)
 
 
 def _run(ctx: _Ctx, spec: Any) -> Run:

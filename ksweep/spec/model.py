@@ -154,6 +154,7 @@ class Harness:
     command: tuple[str, ...]
     sources: tuple[str, ...] | None = None  # None: the configs' sources
     output: str = "harness"  # its file name, e.g. "harness.o" for an object nvcc links
+    timeout: float | None = None  # seconds; None: [build] timeout
 
     def __post_init__(self):
         object.__setattr__(self, "command", tuple(self.command))

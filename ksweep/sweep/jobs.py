@@ -93,7 +93,8 @@ class JobFactory:
         env = dict(spec.build.env)
         return Job(variant=self.variant.name, shape=self.shape.name, params={}, derived={}, build_argv=tuple(argv),
                    run_argv=(), sources=sources, cache_key=cache_key(argv, sources, env, extra="harness"),
-                   build_timeout=spec.build.timeout, build_env=env, is_harness=True, output=harness.output)
+                   build_timeout=harness.timeout or spec.build.timeout, build_env=env, is_harness=True,
+                   output=harness.output)
 
     def _init_kernel_mode(self) -> None:
         """Kernel mode: a cubin per config from a generated wrapper of the user's source."""
