@@ -270,3 +270,18 @@ def test_the_harness_may_have_a_timeout_of_its_own(tmp_path):
     assert (job.harness.build_timeout, job.build_timeout) == (7, 100)
     with pytest.raises(SpecError, match="build.harness.timeout"):
         harness_spec(tmp_path, SPEC.replace("[build.harness]\n", "[build.harness]\ntimeout = -1\n"))
+
+
+def test_a_harness_no_command_names_is_a_spec_error(tmp_path):
+    with pytest.raises(SpecError, match=r"build.harness: no command names \{harness\}"):
+        harness_spec(tmp_path, SPEC.replace('command = ["{harness}", "{binary}"]', 'command = ["{binary}"]'))
+
+
+def test_kernel_mode_refuses_a_harness(tmp_path):
+    from conftest import vadd_kernel_spec
+
+    path = vadd_kernel_spec(tmp_path, "BLOCK = [128]\nELEMS = [1]", 1024)
+    path.write_text(path.read_text() + '[build.harness]\ncommand = ["nvcc", "-o", "{harness}", "h.cu"]\n')
+    spec = load_spec(path)
+    with pytest.raises(SpecError, match="drop \\[build.harness\\]"):
+        JobFactory(spec, spec.shape("s"), spec.variant(None), spec.space("s"))

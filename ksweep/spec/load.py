@@ -162,6 +162,11 @@ def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
             raise ctx.error("kernel", "expected a table")
         kernel = kernel_spec_from_dict(kernel, root, ctx.label)
 
+    if build.harness is not None and kernel is None and not any(
+            "{harness}" in a for cmd in (build.command, run.command, *(v.build_command or () for v in variants),
+                                          *(v.run_command or () for v in variants)) for a in cmd):
+        raise ctx.error("build.harness", "no command names {harness}: add it to [build] command or [run] command "
+                        "(e.g. command = [\"{harness}\", \"{binary}\"])")
     spec = Spec(
         name=str(sweep.get("name", path.stem if path else "sweep")),
         params=tuple(params), derived=tuple(derived), constants=constants,

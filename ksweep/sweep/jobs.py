@@ -36,14 +36,14 @@ class JobFactory:
         self.persistent = spec.run.persistent
         self.rel_sources = rel_sources
         self.harness_template = spec.build.harness.command if spec.build.harness is not None else None
-        if self.harness_template is not None and not _uses_harness(*self.build_template, *self.run_template):
-            self.harness_template = None  # e.g. a variant with commands of its own: nothing to build once
         if self.persistent and self.kernel is not None:
             raise SpecError("a [kernel] spec already runs every config in one worker per GPU: drop run.persistent "
                             "(or --persistent)", path=spec.label, key="run.persistent")
         if self.harness_template is not None and self.kernel is not None:
             raise SpecError("a [kernel] spec runs its cubins in ksweep's own worker: drop [build.harness]",
                             path=spec.label, key="build.harness")
+        if self.harness_template is not None and not _uses_harness(*self.build_template, *self.run_template):
+            self.harness_template = None  # e.g. a variant with commands of its own: nothing to build once
         if self.kernel is not None:
             self._init_kernel_mode()
         elif self.persistent:
