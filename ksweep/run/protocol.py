@@ -4,6 +4,10 @@ A program prints one or more result lines; values are numbers. A line may name i
 shape with ``shape=NAME`` (the one non-numeric value allowed), so that one program
 can report several shapes. For a run of one shape, the lines tagged with that shape
 are used, else the untagged ones; later lines override earlier keys.
+
+A value must be a finite number (``nan`` and ``inf`` parse as floats but rank as
+nothing), and a time-like metric (``ms``, ``us``, ``time_ms``, ...) must not be
+negative: ``parse_results`` names the first such problem.
 """
 
 from __future__ import annotations
@@ -58,7 +62,27 @@ def parse_results(stdout: str, shape: str | None = None) -> tuple[dict[str, floa
     metrics = tagged or untagged
     if not metrics:
         return None, f"no {PREFIX} line for shape {shape}"
-    bad = [k for k, v in metrics.items() if math.isnan(v)]
-    if bad:
-        return metrics, f"NaN in {', '.join(bad)}"
+    problems = [p for p in (value_problem(k, v) for k, v in metrics.items()) if p]
+    if problems:
+        return metrics, "; ".join(problems)
     return metrics, None
+
+
+_TIME_NAMES = {"ms", "us", "ns", "s", "sec", "secs", "seconds", "time"}
+_TIME_SUFFIXES = ("_ms", "_us", "_ns", "_s", "_sec", "_secs", "_seconds")
+
+
+def is_time_metric(key: str) -> bool:
+    """A metric that measures a duration: ms, us, ns, s, sec, seconds, time, *_ms, *_us,
+    *_ns, *_s, time_* (whatever the case)."""
+    k = key.lower()
+    return k in _TIME_NAMES or k.endswith(_TIME_SUFFIXES) or k.startswith("time_")
+
+
+def value_problem(key: str, value: float) -> str | None:
+    """Why a metric's value cannot be trusted, or None: not finite, or a negative time."""
+    if not math.isfinite(value):
+        return f"{key}={value:g} is not a finite number"
+    if value < 0 and is_time_metric(key):
+        return f"{key}={value:g}: a negative time"
+    return None
