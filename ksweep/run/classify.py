@@ -1,4 +1,13 @@
-"""Judge a finished run (pure): status, message and metrics from its outcome."""
+"""Judge a finished run (pure): status, message and metrics from its outcome.
+
+A CUDA error is recognised by its real forms: an error name (``cudaErrorIllegalAddress``,
+``CUDA_ERROR_LAUNCH_FAILED``, ``CUBLAS_STATUS_EXECUTION_FAILED``), "CUDA error" followed
+by a code or a message, or the runtime's own message (cudaGetErrorString's wording:
+"an illegal memory access was encountered", "out of memory", ...). Such text counts
+only when the run failed: it exited non-zero, was killed by a signal, or printed no
+valid ``@@RESULT`` line. A run that exits 0 with a valid result is OK whatever its log
+says ("retrying after out of memory", "no illegal memory access found").
+"""
 
 from __future__ import annotations
 
@@ -6,29 +15,44 @@ import re
 
 from ..process import ProcessOutcome
 from ..status import Status
-from .protocol import parse_results
+from .protocol import PREFIX, parse_results
 
-# CUDA runtime/driver error strings (cudaGetErrorString / cuGetErrorString wording) and
-# the error names that harnesses print.
+# Error names of the runtime, the driver and the CUDA libraries; never their SUCCESS.
+_ERROR_NAMES = (
+    r"\bcudaError[A-Z]\w*"
+    r"|\bCUDA_ERROR_[A-Z0-9_]+"
+    r"|\b(?:CUBLAS|CUSPARSE|CUSOLVER|CUDNN|CURAND|CUFFT|NVRTC)_(?!(?:STATUS_)?SUCCESS\b)[A-Z][A-Z0-9_]+"
+)
+# "CUDA error" with something that says which: "CUDA error: ...", "CUDA error 700",
+# "CUDA error (2)", "CUDA error at x.cu:42 code=700", "CUDA error #700".
+_CUDA_ERROR_PHRASE = r"\bcuda[ _-]?error\b\s*(?:[:=(#\[]|\d|code\b|at\b)"
+# cudaGetErrorString / cuGetErrorString wording (and PyTorch's device-side assert).
+_ERROR_MESSAGES = (
+    "an illegal memory access was encountered", "illegal memory access", "illegal address",
+    "misaligned address", "too many resources requested for launch", "out of memory",
+    "the launch timed out and was terminated", "launch timeout", "unspecified launch failure",
+    "an illegal instruction was encountered", "illegal instruction", "invalid program counter",
+    "hardware stack error", "invalid device function", "invalid device ordinal",
+    "no kernel image is available for execution on the device", "invalid configuration argument",
+    "operation not supported on global/shared address space", "uncorrectable ecc error",
+    "device-side assert triggered", "no cuda-capable device is detected",
+    "all cuda-capable devices are busy or unavailable",
+    "cuda driver version is insufficient for cuda runtime version",
+)
 _CUDA_ERRORS = re.compile(
-    r"(an illegal memory access was encountered|illegal memory access|misaligned address|"
-    r"too many resources requested for launch|out of memory|the launch timed out and was terminated|"
-    r"launch timeout|unspecified launch failure|an illegal instruction was encountered|"
-    r"invalid device function|no kernel image is available for execution on the device|"
-    r"invalid configuration argument|operation not supported on global/shared address space|"
-    r"uncorrectable ECC error|device-side assert triggered|"
-    r"CUDA_ERROR_[A-Z_]+|cuda(?:Error)[A-Za-z]+|CUBLAS_STATUS_(?!SUCCESS)[A-Z_]+)",
-    re.IGNORECASE,
+    "|".join([_ERROR_NAMES, "(?i:" + _CUDA_ERROR_PHRASE + ")",
+              "(?i:" + "|".join(re.escape(m) for m in _ERROR_MESSAGES) + ")"])
 )
 
 
 def find_cuda_error(text: str) -> str | None:
-    """The line of ``text`` that reports a CUDA error, if any."""
+    """The first line of ``text`` that reads like a CUDA error report, if any.
+
+    Pure text matching: whether the line means the run failed is ``classify``'s call."""
     for line in text.splitlines():
-        if line.startswith("@@RESULT"):
+        if line.lstrip().startswith(PREFIX):
             continue
-        m = _CUDA_ERRORS.search(line)
-        if m:
+        if _CUDA_ERRORS.search(line):
             return line.strip()[:500]
     return None
 
@@ -44,15 +68,18 @@ def classify(outcome: ProcessOutcome, timeout: float, shape: str | None = None):
         return Status.RUN_ERROR, outcome.error, {}
     if outcome.timed_out:
         return Status.HANG, f"no exit after {timeout:g} s: process group killed", {}
-    cuda = find_cuda_error(outcome.stderr) or find_cuda_error(outcome.stdout)
-    if cuda:
-        return Status.CUDA_ERROR, cuda, {}
+    metrics, problem = parse_results(outcome.stdout, shape)
+    failed = outcome.signal is not None or outcome.returncode != 0
+    valid_result = metrics is not None and not problem
+    if failed or not valid_result:
+        cuda = find_cuda_error(outcome.stderr) or find_cuda_error(outcome.stdout)
+        if cuda:
+            return Status.CUDA_ERROR, cuda, {}
     if outcome.signal is not None:
         return Status.CRASH, f"killed by {outcome.signal_name}" + (
             f": {last_lines(outcome.stderr, 3)}" if outcome.stderr.strip() else ""), {}
     if outcome.returncode != 0:
         return Status.RUN_ERROR, f"exit code {outcome.returncode}: {last_lines(outcome.stderr) or last_lines(outcome.stdout)}", {}
-    metrics, problem = parse_results(outcome.stdout, shape)
     if metrics is None:
         return Status.NO_RESULT, problem or "no @@RESULT line in the output" + (
             " (output truncated)" if outcome.truncated else ""), {}
