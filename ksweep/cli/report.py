@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import json
 
 from ..report.export import to_csv, to_json
@@ -16,8 +15,18 @@ def add_parser(sub) -> None:
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
     p.add_argument("--shape", help="only this shape")
     p.add_argument("--variant", help="only this variant")
-    p.add_argument("--top", type=int, help="valid configs to show per shape/variant")
+    p.add_argument("--top", type=count, metavar="N",
+                   help="table: the N best valid configs and at most N failed ones per shape/variant, "
+                        "with a line counting the rest (0: all)")
+    p.add_argument("--all", action="store_true", help="table: every row (the same as --top 0)")
     p.set_defaults(handler=run)
+
+
+def count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError(text)
+    return value
 
 
 def load_results(db: str, shape=None, variant=None):
@@ -36,5 +45,6 @@ def run(args) -> int:
     elif args.format == "json":
         print(to_json(results))
     else:
-        render(results, objective["metric"], objective["direction"], wide_console(), param_order=order, top=args.top)
+        render(results, objective["metric"], objective["direction"], wide_console(), param_order=order,
+               top=None if args.all else args.top)
     return 0

@@ -1,10 +1,17 @@
-"""CSV (every column) and JSON exports of results."""
+"""CSV (every column) and JSON exports of results.
+
+JSON is strict: a value that is not a finite number (a NaN or infinite metric stored
+by an older ksweep) is written as null, so that every JSON parser reads the output.
+CSV writes such values as ``nan``, ``inf`` and ``-inf``, which spreadsheets and
+pandas read as numbers.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import math
 from typing import Iterable, Sequence
 
 from ..result import Result
@@ -27,8 +34,19 @@ def to_records(results: Iterable[Result]) -> list[dict]:
     ]
 
 
+def finite_or_none(value):
+    """``value`` with every float that is not finite, at any depth, replaced by None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_or_none(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_none(v) for v in value]
+    return value
+
+
 def to_json(results: Iterable[Result]) -> str:
-    return json.dumps(to_records(results), indent=2, default=str)
+    return json.dumps(finite_or_none(to_records(results)), indent=2, default=str, allow_nan=False)
 
 
 def to_csv(results: Sequence[Result]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Iterable
 
@@ -10,7 +11,7 @@ from ..result import Result
 
 
 def heatmap_grid(results: Iterable[Result], x: str, y: str, metric: str, direction: str):
-    """(xs, ys, cells): for each (x, y) the best metric over all other parameters (pure)."""
+    """(xs, ys, cells): for each (x, y) the best finite metric over all other parameters (pure)."""
     cells: dict[tuple, float] = {}
     xs: set = set()
     ys: set = set()
@@ -22,8 +23,8 @@ def heatmap_grid(results: Iterable[Result], x: str, y: str, metric: str, directi
         xs.add(r.params[x])
         ys.add(r.params[y])
         v = r.metrics.get(metric) if r.status.ok else None
-        if v is None:
-            continue
+        if not isinstance(v, (int, float)) or not math.isfinite(v):
+            continue  # no value, or NaN/inf stored by an older ksweep: never a best
         key = (r.params[x], r.params[y])
         if key not in cells or better(v, cells[key]):
             cells[key] = v

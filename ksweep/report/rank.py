@@ -1,7 +1,13 @@
-"""Ranking of results (pure): the best valid first, then failures, then pruned configs."""
+"""Ranking of results (pure): the best valid first, then failures, then pruned configs.
+
+Only a finite objective ranks: an OK row whose value is NaN or infinite (stored by an
+older ksweep, which let ``ms=nan`` or ``gflops=inf`` pass) comes after every ranked
+row and before the failures; it is never the best.
+"""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from typing import Iterable
 
@@ -27,18 +33,39 @@ def group_results(results: Iterable[Result]) -> dict[tuple[str, str, str | None,
     return dict(groups)
 
 
+def finite_value(r: Result, metric: str) -> float | None:
+    """The objective's value of a config that passed everything, if it is a finite number."""
+    try:
+        v = r.value(metric)
+    except (TypeError, ValueError):  # not a number at all
+        return None
+    return v if v is not None and math.isfinite(v) else None
+
+
+def unranked_reason(r: Result, metric: str) -> str:
+    """Why an OK row has no rank: its objective is missing or not a finite number."""
+    v = r.metrics.get(metric)
+    if v is None:
+        return f"no {metric}"
+    if isinstance(v, float) and not math.isfinite(v):
+        return f"{metric}={v:g} is not a finite number"
+    return f"{metric}={v!r} is not a number"
+
+
 def rank(results: Iterable[Result], metric: str, direction: str = "min") -> list[Result]:
     sign = 1.0 if direction == "min" else -1.0
 
     def key(r: Result):
-        v = r.value(metric)
+        v = finite_value(r, metric)
         if v is not None:
             return (0, sign * v, "")
-        return (1 + _FAIL_RANK.get(r.status, 0), 0.0, r.message)
+        if r.status is Status.OK:
+            return (1, 0.0, "")
+        return (2 + _FAIL_RANK.get(r.status, 0), 0.0, r.message)
 
     return sorted(results, key=key)
 
 
 def best(results: Iterable[Result], metric: str, direction: str = "min") -> Result | None:
     ranked = rank(results, metric, direction)
-    return ranked[0] if ranked and ranked[0].value(metric) is not None else None
+    return ranked[0] if ranked and finite_value(ranked[0], metric) is not None else None

@@ -1,0 +1,184 @@
+"""Reports of awkward databases: NaN and infinite metrics stored by older versions, many
+failures under --top, markup-like messages, a closed pipe (issue 12, items 7 and 11)."""
+
+import csv
+import io
+import json
+import math
+import subprocess
+import sys
+from importlib.metadata import version
+
+import pytest
+
+from ksweep.cli.main import main
+from ksweep.report.export import to_json
+from ksweep.report.plot import heatmap_grid
+from ksweep.report.rank import best, rank
+from ksweep.result import Result
+from ksweep.status import Status
+from ksweep.store.sqlite import Store
+
+NAN, INF = float("nan"), float("inf")
+
+
+def strict_json(text: str):
+    """json.loads that refuses NaN, Infinity and -Infinity, as strict parsers do."""
+    def refuse(name):
+        raise ValueError(f"not JSON: {name}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def make_db(path, results, objective=("ms", "min")):
+    with Store(path) as store:
+        store.set_meta("objective", {"metric": objective[0], "direction": objective[1]})
+        store.put_many(results)
+    return str(path)
+
+
+def ok(a, b, **metrics):
+    return Result("v", "s", {"A": a, "B": b}, Status.OK, metrics=metrics)
+
+
+@pytest.fixture
+def old_db(tmp_path):
+    """Rows as an older ksweep stored them: OK with NaN or infinite metrics, and failures."""
+    return make_db(tmp_path / "old.db", [
+        ok(1, 1, ms=NAN, gflops=INF),
+        ok(1, 2, ms=2.0, gflops=-INF),
+        ok(2, 1, ms=INF),
+        ok(2, 2, ms=-INF),
+        ok(4, 1, ms=1.5, gflops=NAN, checksum=NAN),
+        Result("v", "s", {"A": 4, "B": 2}, Status.NO_RESULT, "NaN in ms", metrics={"ms": NAN}),
+        Result("v", "s", {"A": 8, "B": 1}, Status.CHECKSUM_MISMATCH, "checksum=inf", metrics={"ms": 0.5, "checksum": INF}),
+        Result("v", "s", {"A": 8, "B": 2}, Status.PRUNED, "A * B <= 8"),
+    ])
+
+
+def report(capsys, *argv):
+    code = main(["report", *argv])
+    out, err = capsys.readouterr()
+    assert code == 0 and "Traceback" not in err
+    return out
+
+
+def test_table_of_nan_and_inf_rows(old_db, capsys):
+    out = report(capsys, old_db)
+    lines = out.splitlines()
+    assert "2 ok, 3 failed or pruned, 3 unranked" in lines[0]
+    best_line = next(ln for ln in lines if "BEST" in ln)
+    assert best_line.split()[:2] == ["4", "1"]  # ms=1.5, the least finite value
+    for text in ("nan", "inf", "-inf"):
+        assert text in out
+    assert "OK ms=nan is not a finite number: not ranked" in out
+    assert "OK ms=-inf is not a finite number: not ranked" in out
+    assert "NO_RESULT NaN in ms" in out and "CHECKSUM_MISMATCH checksum=inf" in out
+
+
+def test_json_of_nan_and_inf_rows_is_strict_json(old_db, capsys):
+    records = strict_json(report(capsys, old_db, "--format", "json"))
+    metrics = {(r["params"]["A"], r["params"]["B"]): r["metrics"] for r in records}
+    assert metrics[(1, 1)] == {"ms": None, "gflops": None}
+    assert metrics[(1, 2)] == {"ms": 2.0, "gflops": None}
+    assert metrics[(8, 1)] == {"ms": 0.5, "checksum": None}
+    assert strict_json(to_json([ok(1, 1, ms=NAN)]))[0]["metrics"] == {"ms": None}
+
+
+def test_csv_of_nan_and_inf_rows(old_db, capsys):
+    rows = list(csv.DictReader(io.StringIO(report(capsys, old_db, "--format", "csv"))))
+    by = {(r["A"], r["B"]): r for r in rows}
+    assert len(rows) == 8
+    assert math.isnan(float(by[("1", "1")]["metric.ms"])) and float(by[("1", "1")]["metric.gflops"]) == INF
+    assert float(by[("2", "2")]["metric.ms"]) == -INF and by[("8", "2")]["metric.ms"] == ""
+
+
+@pytest.mark.parametrize("direction, expected", [("min", (4, 1)), ("max", (1, 2))])
+def test_rank_and_best_skip_values_that_are_not_finite(old_db, direction, expected):
+    with Store(old_db, create=False) as store:
+        results = store.results()
+    ranked = rank(results, "ms", direction)
+    assert (ranked[0].params["A"], ranked[0].params["B"]) == expected
+    assert [r.status for r in ranked[2:5]] == [Status.OK] * 3  # unranked OK rows, before the failures
+    assert ranked[-1].status is Status.PRUNED
+    chosen = best(results, "ms", direction)
+    assert (chosen.params["A"], chosen.params["B"]) == expected
+    assert best([ok(1, 1, ms=NAN), ok(1, 2, ms=INF)], "ms", "max") is None
+    assert best([ok(1, 1, gflops=INF), ok(1, 2, gflops=3.0)], "gflops", "max").params["B"] == 2
+
+
+def test_heatmap_skips_values_that_are_not_finite(old_db):
+    with Store(old_db, create=False) as store:
+        results = store.results()
+    xs, ys, cells = heatmap_grid(results, "A", "B", "ms", "min")
+    assert xs == [1, 2, 4, 8] and ys == [1, 2]
+    assert cells == {(1, 2): 2.0, (4, 1): 1.5}
+    _, _, cells = heatmap_grid(results, "A", "B", "gflops", "max")
+    assert cells == {}
+
+
+def test_heatmap_plot_of_nan_and_inf_rows(old_db, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "h.png"
+    assert main(["plot", "heatmap", old_db, "--x", "A", "--y", "B", "--out", str(out)]) == 0
+    assert out.stat().st_size > 0
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_markup_like_text_is_printed_as_it_is(tmp_path, capsys):
+    db = make_db(tmp_path / "m.db", [
+        Result("v", "s", {"A": "[bold]", "B": 1}, Status.OK, metrics={"ms": 1.0}),
+        Result("v", "s", {"A": "x", "B": 2}, Status.RUN_ERROR, "exit code 1: [/red] unbalanced [x]"),
+    ])
+    out = report(capsys, db)
+    assert "[bold]" in out and "RUN_ERROR exit code 1: [/red] unbalanced [x]" in out
+
+
+@pytest.fixture
+def many_db(tmp_path):
+    rows = [Result("v", "s", {"A": i}, Status.OK, metrics={"ms": 100.0 - i}) for i in range(30)]
+    rows += [Result("v", "s", {"A": 100 + i}, Status.RUN_ERROR, f"exit code {i}") for i in range(25)]
+    rows += [Result("v", "s", {"A": 200 + i}, Status.PRUNED, "A < 200") for i in range(5)]
+    return make_db(tmp_path / "many.db", rows)
+
+
+def _statuses(out):
+    rows = [ln.split() for ln in out.splitlines()[2:] if ln.strip() and not ln.startswith("  …")]
+    return [r[5] for r in rows]
+
+
+def test_top_limits_failed_rows_too(many_db, capsys):
+    out = report(capsys, many_db, "--top", "3")
+    assert _statuses(out) == ["BEST", "ok", "ok", "RUN_ERROR", "RUN_ERROR", "RUN_ERROR"]
+    assert "  … and 27 more ok, 27 more failed or pruned (ksweep report --top 0 / --all)" in out.splitlines()
+    out = report(capsys, many_db, "--top", "40")
+    assert len(_statuses(out)) == 30 + 30 and "…" not in out
+
+
+@pytest.mark.parametrize("argv", [[], ["--top", "0"], ["--all"], ["--top", "3", "--all"]])
+def test_every_row_without_a_limit(many_db, capsys, argv):
+    out = report(capsys, many_db, *argv)
+    assert len(_statuses(out)) == 60 and "…" not in out
+
+
+def test_negative_top_is_a_usage_error(many_db, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["report", many_db, "--top", "-1"])
+    assert exc.value.code == 2 and "--top" in capsys.readouterr().err
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"ksweep {version('ksweep')}"
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json"])
+def test_a_closed_pipe_is_no_traceback(tmp_path, fmt):
+    rows = [Result("v", "s", {"A": i, "B": "x" * 40}, Status.OK if i % 3 else Status.RUN_ERROR, "exit code 1",
+                   metrics={"ms": 1.0 + i}) for i in range(4000)]
+    db = make_db(tmp_path / "big.db", rows)
+    cmd = f"'{sys.executable}' -m ksweep report '{db}' --format {fmt} | head -1"
+    proc = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.count("\n") == 1
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
