@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from ..errors import KsweepError
@@ -12,10 +13,23 @@ from ..errors import KsweepError
 COMMANDS = ("plan", "run", "report", "plot", "replay", "bench_strategies", "tune_kernel")
 
 
+def version() -> str:
+    """The installed distribution's version; the package's own when it is not installed."""
+    try:
+        from importlib.metadata import PackageNotFoundError, version as dist_version
+
+        return dist_version("ksweep")
+    except PackageNotFoundError:
+        from .. import __version__
+
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ksweep", description="Autotune the compile-time parameters of CUDA kernels."
     )
+    parser.add_argument("--version", action="version", version=f"ksweep {version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         try:
@@ -32,13 +46,36 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.handler(args) or 0)
+        code = int(args.handler(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
     except KsweepError as exc:
         print(f"ksweep: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("ksweep: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise  # some other pipe: a bug, not the reader of our output going away
+        # `ksweep report DB | head`: the reader has gone. Point stdout at devnull so that
+        # the flush at exit cannot fail again, and exit quietly (as the Python docs advise).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 1
+
+
+def _stdout_closed() -> bool:
+    """True when nothing reads our standard output any more (its pipe's reader is gone)."""
+    try:
+        import select
+
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll() here, or stdout is no file
+        return True
 
 
 if __name__ == "__main__":
