@@ -1,16 +1,21 @@
 """Reports of awkward databases: NaN and infinite metrics stored by older versions, many
-failures under --top, markup-like messages, a closed pipe (issue 12, items 7 and 11)."""
+failures under --top, markup-like messages, a closed pipe (issue 12, items 7 and 11); the
+plan-only megakernel example (item 12)."""
 
 import csv
 import io
 import json
 import math
+import re
+import shutil
 import subprocess
 import sys
 from importlib.metadata import version
+from pathlib import Path
 
 import pytest
 
+import ksweep
 from ksweep.cli.main import main
 from ksweep.report.export import to_json
 from ksweep.report.plot import heatmap_grid
@@ -182,3 +187,31 @@ def test_a_closed_pipe_is_no_traceback(tmp_path, fmt):
     proc = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.count("\n") == 1
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+
+
+MEGAKERNEL = Path(__file__).parent.parent / "examples" / "megakernel" / "megakernel.toml"
+
+
+def test_megakernel_is_plan_only_and_says_so(tmp_path):
+    header = MEGAKERNEL.read_text().split("\n[sweep]")[0]
+    assert "PLAN ONLY" in header and "`ksweep run megakernel.toml` does not" in header
+    plan = ksweep.load_spec(MEGAKERNEL).plan()
+    counts = re.search(r"In all, .*: ([0-9,]+) configs, ([0-9,]+) valid, ([0-9,]+) pruned", header).groups()
+    total, valid, pruned = (int(n.replace(",", "")) for n in counts)
+    assert (plan.total, plan.valid, sum(plan.pruned.values())) == (total, valid, pruned)
+    assert "3,456 raw, 2,208" in header and "10,368 raw, 6,624 valid" in header
+    by = {(e.shape, e.variant): e for e in plan.entries}
+    assert (by[("fc1", "cta1")].total, by[("fc1", "cta1")].valid) == (3456, 2208)
+    assert by[("fc1", "cta1")].pruned["smem"] == 384 and by[("fc1", "cta1")].pruned["split_cols_per_thread"] == 864
+    assert (by[("fc2", "cta2")].total, by[("fc2", "cta2")].valid) == (10368, 6624)
+
+    # no source: `ksweep run` stops with one line and exit 2 (on a copy: nothing is left in examples/)
+    spec = tmp_path / "megakernel.toml"
+    shutil.copy(MEGAKERNEL, spec)
+    proc = subprocess.run([sys.executable, "-m", "ksweep", "run", str(spec), "-q"], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ksweep: error:") and "Traceback" not in proc.stderr
+    # a host without a GPU may be told so first; elsewhere the missing source is the error
+    assert "source 'megakernel.cu' does not exist" in lines[0] or "no NVIDIA GPU" in lines[0]
