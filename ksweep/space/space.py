@@ -89,9 +89,11 @@ class Space:
             if not p.values:
                 raise SpecError(f"parameter '{p.name}' has no values", path=label)
         self._values = [_as_array(p.values) for p in self.params]
+        self._value_bounds = [_int_bound(v) for v in self._values]
         self._param_index = {n: i for i, n in enumerate(self.names)}
         self._derived_by_name = {d.name: d for d in self.derived}
         self._deps = self._resolve_dependencies()
+        self._derived_chain = _derived_chains(self.derived)
         self._groups = self._make_groups()
         self._rows: list[np.ndarray | None] = []
         self._counts: list[int] = []
@@ -347,14 +349,21 @@ class _RowEnv(Mapping):
         self.cols = cols
         self.n = n
         self.cache: dict[str, Any] = {}
+        self.int_bounds: dict[str, int | None] = {}  # the evaluator's bounds of |value| per name
 
     def __getitem__(self, name):
         if name in self.cache:
             return self.cache[name]
         sp = self.space
         if name in self.cols:
-            value = sp._values[sp._param_index[name]][self.cols[name]]
+            i = sp._param_index[name]
+            value = sp._values[i][self.cols[name]]
+            self.int_bounds[name] = sp._value_bounds[i]  # the value list's bound holds for its rows
         elif name in sp._derived_by_name:
+            # the derived values it reads first, in spec order: no recursion through a long chain
+            for earlier in sp._derived_chain[name][:-1]:
+                if earlier not in self.cache:
+                    self.cache[earlier] = sp._derived_by_name[earlier].expr.evaluate_vec(self, self.n)
             value = sp._derived_by_name[name].expr.evaluate_vec(self, self.n)
         elif name in sp.fixed:
             value = sp.fixed[name]
@@ -492,12 +501,38 @@ def _parse(source: str, where: str):
         raise SpecError(str(exc), key=where) from None
 
 
+def _derived_chains(derived: Sequence[Derived]) -> dict[str, list[str]]:
+    """For each derived value, the derived values it reads, directly or not, and itself: in spec order."""
+    names = {d.name for d in derived}
+    chains: dict[str, list[str]] = {}
+    order = {d.name: i for i, d in enumerate(derived)}
+    for d in derived:
+        needed: set[str] = {d.name}
+        for name in d.expr.names:
+            if name in names and name in chains:
+                needed.update(chains[name])
+        chains[d.name] = sorted(needed, key=order.__getitem__)
+    return chains
+
+
+def _int_bound(values: np.ndarray) -> int | None:
+    """An upper bound of |v| over an integer value list (None for others): what the
+    vectorised evaluator needs to know that int64 arithmetic cannot wrap."""
+    if values.dtype.kind == "b":
+        return 1
+    if values.dtype.kind in "iu" and values.size:
+        return max(int(values.max()), -int(values.min()))
+    return None
+
+
 def _as_array(values: tuple) -> np.ndarray:
     kinds = {type(v) for v in values}
     if kinds <= {bool}:
         return np.array(values, dtype=bool)
     if kinds <= {int}:
-        return np.array(values, dtype=np.int64)
+        if all(-(2**63) <= v < 2**63 for v in values):
+            return np.array(values, dtype=np.int64)
+        return np.array(values, dtype=object)  # beyond int64: Python integers, exact
     if kinds <= {int, float}:
         return np.array(values, dtype=np.float64)
     if kinds <= {str}:
