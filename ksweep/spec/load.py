@@ -74,15 +74,28 @@ def load_spec(path: str | Path) -> Spec:
     path = Path(path)
     label = path.name
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise SpecError("no such file", path=str(path)) from None
+    except IsADirectoryError:
+        raise SpecError("is a folder, not a spec file: give the path of the .toml file", path=str(path)) from None
     except OSError as exc:
         raise SpecError(f"cannot read: {exc.strerror}", path=str(path)) from None
     try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SpecError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line}): "
+                        "save the spec as UTF-8", path=label) from None
+    if not text.strip():
+        raise SpecError("the file is empty: a spec needs at least a [params] table (docs/spec.md)", path=label)
+    try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"invalid TOML: {exc}", path=label) from None
+        raise SpecError(f"invalid TOML: {' '.join(str(exc).split())}", path=label) from None
+    if not data:
+        raise SpecError("the file has no tables, only comments: a spec needs at least a [params] table "
+                        "(docs/spec.md)", path=label)
     return spec_from_dict(data, path=path.resolve())
 
 
