@@ -61,3 +61,32 @@ def test_an_empty_spec(tmp_path, capsys, text):
 def test_a_folder_instead_of_a_spec(tmp_path, capsys):
     code, _, err, _ = cli(capsys, "plan", str(tmp_path))
     assert code == 2 and len(err.strip().splitlines()) == 1 and "is a folder" in err
+
+
+# -- 4. reason templates ----------------------------------------------------------------
+
+REASON_SPEC = '[params]\nA = [1, 2]\n[derived]\nSMEM_BYTES = "A * 1024"\n' \
+              '[[constraints]]\nname = "smem"\nexpr = "SMEM_BYTES <= 1024"\nreason = {reason}\n'
+
+
+@pytest.mark.parametrize("reason, fragment", [
+    ("'{A.__class__}'", "reads an attribute"),
+    ("'{A.__class__.__init__.__globals__}'", "reads an attribute"),
+    ("'{A[0]}'", "indexes"),
+    ("'{A:>100000000}'", "has a format spec"),
+    ("'{A!r}'", "has a conversion"),
+    ("'{}'", "names nothing"),
+    ("'{0}'", "is not a name"),
+    ("'SMEM {SMEM_BYTES > 1024'", "unmatched '{'"),
+    ("'SMEM } 1024'", "unmatched '}'"),
+    ("'SMEM {SMEM_BYTE} > 1024'", "unknown name '{SMEM_BYTE}' (did you mean '{SMEM_BYTES}'?)"),
+])
+def test_reason_templates_name_plain_values_only(tmp_path, capsys, reason, fragment):
+    line = refused(capsys, write(tmp_path, REASON_SPEC.format(reason=reason)), fragment)
+    assert "constraint 'smem'.reason: " in line
+
+
+def test_plain_reason_templates_still_work(tmp_path):
+    path = write(tmp_path, REASON_SPEC.format(reason="'SMEM {SMEM_BYTES} > {{1024}} for A={A}'"))
+    verdict = load_spec(path).space().explain({"A": 2})
+    assert verdict.reason == "SMEM 2048 > {1024} for A=2"

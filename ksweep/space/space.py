@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import ExprError, SpecError
 from ..spec.expr import FUNCTIONS, parse
 from ..spec.model import Constraint, Derived, Param, PyFunction
+from ..spec.templates import render_reason
 
 CHUNK_ROWS = 1 << 21  # rows of one intermediate product processed at once
 
@@ -481,17 +482,11 @@ def _call_python(c: Constraint, space: Space, env: Mapping[str, Any]) -> tuple[b
 
 
 def format_reason(c: Constraint, env: Mapping[str, Any]) -> str:
-    """Fill a constraint's reason template ("SMEM {SMEM_TOTAL} > 228 KB") for one config."""
+    """Fill a constraint's reason template ("SMEM {SMEM_TOTAL} > 228 KB") for one config:
+    plain {NAME} placeholders only (spec/templates.py), never str.format's attribute
+    access, indexing or format specs."""
     template = c.reason or (c.expr.source if c.expr is not None else c.name)
-    try:
-        return template.format_map(_Unquoted(env))
-    except (KeyError, ValueError, IndexError, AttributeError):
-        return template
-
-
-class _Unquoted(dict):
-    def __missing__(self, key):
-        return "{" + key + "}"
+    return render_reason(template, env)
 
 
 def _parse(source: str, where: str):

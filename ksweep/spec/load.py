@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping
 from ..errors import ExprError, SpecError
 from .expr import parse
 from .limits import KNOWN_ARCHS, LIMIT_KEYS, builtin_limits
+from .templates import reason_names, unknown
 from .model import (
     Build, Check, Constraint, Derived, Harness, Objective, Param, PyFunction, Run, Shape, Spec, Variant,
 )
@@ -207,6 +208,11 @@ def validate_names(spec: Spec) -> None:
                 )
             parts = spec.space_parts(shape, variant)
             resolve_names([p.name for p in params], parts["derived"], parts["constraints"], fixed, spec.label)
+            visible = [*(p.name for p in params), *(d.name for d in parts["derived"]), *fixed]
+            for c in parts["constraints"]:
+                for name in reason_names(c.reason or ""):
+                    if name not in visible:
+                        raise unknown("name", name, visible, spec.label, f"constraint '{c.name}'.reason")
 
 
 def _table(ctx: _Ctx, data: Mapping, key: str) -> dict:
@@ -284,6 +290,11 @@ def _constraints(ctx: _Ctx, items: Any, root: Path) -> list[Constraint]:
         reason = item.get("reason")
         if reason is not None and not isinstance(reason, str):
             raise ctx.error(f"{where}.reason", "expected a string")
+        if reason is not None:
+            try:
+                reason_names(reason)
+            except ValueError as exc:
+                raise ctx.error(f"{where}.reason", str(exc)) from None
         uses = _opt_set(ctx, item, "uses", where)
         out.append(Constraint(
             name=name, expr=expr, function=function, reason=reason, uses=uses,
