@@ -90,3 +90,116 @@ def test_plain_reason_templates_still_work(tmp_path):
     path = write(tmp_path, REASON_SPEC.format(reason="'SMEM {SMEM_BYTES} > {{1024}} for A={A}'"))
     verdict = load_spec(path).space().explain({"A": 2})
     assert verdict.reason == "SMEM 2048 > {1024} for A=2"
+
+
+# -- 5. Python constraints that exit or never return ------------------------------------
+
+PY_SPEC = '[params]\nA = [1, 2, 3]\n[[constraints]]\nname = "py"\npython = "rules.py:{function}"\n'
+RULES = '''
+import sys, time
+
+def leaves(a):
+    sys.exit(3)
+
+def spins(a):
+    while True:
+        pass
+
+def sleeps(a):
+    time.sleep(1000)
+
+def stubborn(a):
+    while True:
+        try:
+            time.sleep(1000)
+        except Exception:
+            pass
+
+def array_result(a):
+    import numpy
+    return numpy.array([True, False])
+
+def fine(a):
+    return a != 2
+'''
+
+
+@pytest.fixture
+def short_limit(monkeypatch):
+    monkeypatch.setattr("ksweep.spec.pycall.PYTHON_TIME_LIMIT", 0.5)
+
+
+def py_spec(tmp_path, function, rules=RULES):
+    (tmp_path / "rules.py").write_text(rules)
+    return write(tmp_path, PY_SPEC.format(function=function))
+
+
+def test_a_constraint_that_calls_sys_exit(tmp_path, capsys):
+    line = refused(capsys, py_spec(tmp_path, "leaves"), "rules.py:leaves called sys.exit(3) for A=1")
+    assert "constraint 'py': " in line and "never exit" in line
+
+
+@pytest.mark.parametrize("function", ["spins", "sleeps", "stubborn"])
+def test_a_constraint_that_never_returns(tmp_path, capsys, short_limit, function):
+    import signal
+
+    before = signal.getsignal(signal.SIGALRM)
+    line = refused(capsys, py_spec(tmp_path, function), f"rules.py:{function} did not return within 0.5 s for A=1")
+    assert "constraint 'py': " in line
+    assert signal.getsignal(signal.SIGALRM) == before
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_a_constraint_that_never_returns_outside_the_main_thread(tmp_path, short_limit):
+    import threading
+
+    path = py_spec(tmp_path, "spins")
+    caught = []
+    worker = threading.Thread(target=lambda: caught.append(_plan_error(path)))
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive()
+    assert "did not return within 0.5 s" in caught[0]
+
+
+def _plan_error(path) -> str:
+    try:
+        load_spec(path).plan()
+    except SpecError as exc:
+        return str(exc)
+    return "no error"
+
+
+def test_a_constraint_whose_result_has_no_truth_value(tmp_path, capsys):
+    refused(capsys, py_spec(tmp_path, "array_result"), "rules.py:array_result raised ValueError: The truth value")
+
+
+def test_a_quick_constraint_is_left_alone(tmp_path, short_limit):
+    import signal
+
+    assert load_spec(py_spec(tmp_path, "fine")).plan().valid == 2
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_someone_elses_timer_is_put_back(tmp_path, short_limit):
+    import signal
+
+    fired = []
+    old = signal.signal(signal.SIGALRM, lambda *a: fired.append(1))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 30)
+        assert load_spec(py_spec(tmp_path, "fine")).plan().valid == 2
+        left = signal.getitimer(signal.ITIMER_REAL)[0]
+        assert 25 < left <= 30
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert fired == []
+
+
+@pytest.mark.parametrize("body, fragment", [
+    ("import sys\nsys.exit('bye')\n", "importing 'rules.py' called sys.exit('bye')"),
+    ("while True:\n    pass\n", "importing 'rules.py' did not finish within 0.5 s"),
+])
+def test_a_constraint_file_that_exits_or_hangs_on_import(tmp_path, capsys, short_limit, body, fragment):
+    refused(capsys, py_spec(tmp_path, "f", rules=body), fragment)

@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import ExprError, SpecError
 from ..spec.expr import FUNCTIONS, parse
 from ..spec.model import Constraint, Derived, Param, PyFunction
+from ..spec.pycall import CallClock, PythonTimeout
 from ..spec.templates import render_reason
 
 CHUNK_ROWS = 1 << 21  # rows of one intermediate product processed at once
@@ -229,8 +230,9 @@ class Space:
                 return out.astype(bool) if out.dtype != bool else out
             ok = np.zeros(m, dtype=bool)
             rows = range(m) if mask is None else np.flatnonzero(mask)
-            for r in rows:
-                ok[r] = _call_python(c, self, env.row(int(r)))[0]
+            with CallClock() as clock:  # armed once; each call gets the limit
+                for r in rows:
+                    ok[r] = _call_python(c, self, env.row(int(r)), clock)[0]
             return ok
         except ExprError as exc:
             raise SpecError(str(exc), path=self.label, key=where) from None
@@ -465,20 +467,49 @@ def match_arg(arg: str, candidates: Sequence[str], c: Constraint, label: str) ->
     )
 
 
-def _call_python(c: Constraint, space: Space, env: Mapping[str, Any]) -> tuple[bool, str | None]:
+def _call_python(c: Constraint, space: Space, env: Mapping[str, Any],
+                 clock: CallClock | None = None) -> tuple[bool, str | None]:
+    """Call a Python constraint on one config, under the per-call time limit of ``clock``
+    (spec/pycall.py); whatever it does wrong is one ExprError line naming it."""
+    if clock is None:
+        with CallClock() as clock:
+            return _call_python(c, space, env, clock)
     fn = c.function
+    who = f"{fn.path.name}:{fn.function}"
     try:
         if fn.takes_config():
-            result = fn.fn(dict(env)) if fn.arg_names() == ("config",) else fn.fn(**dict(env))
+            args, kwargs = ((dict(env),), {}) if fn.arg_names() == ("config",) else ((), dict(env))
         else:
-            result = fn.fn(*[env[space._match_arg(a, c)] for a in fn.arg_names()])
+            args, kwargs = tuple(env[space._match_arg(a, c)] for a in fn.arg_names()), {}
+        clock.start()
+        try:
+            result = fn.fn(*args, **kwargs)
+            if isinstance(result, tuple):
+                ok, reason = bool(result[0]), (str(result[1]) if len(result) > 1 else None)
+            else:
+                ok, reason = bool(result), None
+        finally:
+            clock.stop()
+    except PythonTimeout:
+        raise ExprError(f"{who} did not return within {clock.limit:g} s for {_config_text(space, env)}: "
+                        "a Python constraint must return quickly (docs/spec.md, \"Limits\")") from None
+    except SystemExit as exc:
+        raise ExprError(f"{who} called sys.exit({_one_line(repr(exc.code))}) for {_config_text(space, env)}: "
+                        "a constraint must return True or False (or (False, reason)), never exit") from None
     except Exception as exc:  # noqa: BLE001 - user code; reported as a spec error
-        raise ExprError(f"{fn.path.name}:{fn.function} raised {type(exc).__name__}: {exc}") from None
-    if isinstance(result, tuple):
-        ok, reason = bool(result[0]), (str(result[1]) if len(result) > 1 else None)
-    else:
-        ok, reason = bool(result), None
+        raise ExprError(f"{who} raised {type(exc).__name__}: {_one_line(str(exc))}") from None
     return ok, (None if ok else reason)
+
+
+def _config_text(space: Space, env: Mapping[str, Any]) -> str:
+    parts = [f"{n}={env[n]!r}" for n in space.names if n in env]
+    text = ", ".join(parts[:12]) + (", …" if len(parts) > 12 else "")
+    return _one_line(text) or "this configuration"
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def format_reason(c: Constraint, env: Mapping[str, Any]) -> str:

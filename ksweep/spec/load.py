@@ -13,10 +13,11 @@ from typing import Any, Callable, Mapping
 from ..errors import ExprError, SpecError
 from .expr import parse
 from .limits import KNOWN_ARCHS, LIMIT_KEYS, builtin_limits
-from .templates import reason_names, unknown
 from .model import (
     Build, Check, Constraint, Derived, Harness, Objective, Param, PyFunction, Run, Shape, Spec, Variant,
 )
+from .pycall import CallClock, PythonTimeout
+from .templates import reason_names, unknown
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
@@ -316,9 +317,18 @@ def _python_function(ctx: _Ctx, ref: Any, root: Path, where: str) -> PyFunction:
         spec = importlib.util.spec_from_file_location(module_name, path)
         module = importlib.util.module_from_spec(spec)
         try:
-            spec.loader.exec_module(module)
+            with CallClock() as clock:
+                clock.start()
+                spec.loader.exec_module(module)
+        except PythonTimeout:
+            raise ctx.error(f"{where}.python", f"importing '{file}' did not finish within {clock.limit:g} s: "
+                            "a constraint file must only define functions") from None
+        except SystemExit as exc:
+            raise ctx.error(f"{where}.python", f"importing '{file}' called sys.exit({exc.code!r}): "
+                            "a constraint file must only define functions") from None
         except Exception as exc:  # noqa: BLE001 - user code
-            raise ctx.error(f"{where}.python", f"importing '{file}' failed: {type(exc).__name__}: {exc}") from None
+            raise ctx.error(f"{where}.python", f"importing '{file}' failed: {type(exc).__name__}: "
+                            f"{' '.join(str(exc).split())[:300]}") from None
         sys.modules[module_name] = module
     fn: Callable | None = getattr(module, func, None)
     if not callable(fn):
