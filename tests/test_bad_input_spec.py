@@ -203,3 +203,84 @@ def test_someone_elses_timer_is_put_back(tmp_path, short_limit):
 ])
 def test_a_constraint_file_that_exits_or_hangs_on_import(tmp_path, capsys, short_limit, body, fragment):
     refused(capsys, py_spec(tmp_path, "f", rules=body), fragment)
+
+
+# -- 6. placeholders in commands that nothing fills ---------------------------------------
+
+CMD_SPEC = """
+[params]
+TILE = [1, 2]
+[derived]
+HALF = "TILE * 2"
+[constants]
+PAD = 8
+[build]
+command = {build}
+[run]
+command = {run}
+{extra}
+"""
+GOOD_BUILD = '["cc", "{defines}", "-o", "{binary}", "k.c"]'
+
+
+def cmd_spec(tmp_path, build=GOOD_BUILD, run='["{binary}"]', extra=""):
+    (tmp_path / "k.c").write_text("int main(void) { return 0; }\n")
+    return write(tmp_path, CMD_SPEC.format(build=build, run=run, extra=extra))
+
+
+@pytest.mark.parametrize("build, run, extra, fragment", [
+    ('["cc", "-DT={TILEE}", "{defines}", "-o", "{binary}", "k.c"]', None, "",
+     "build.command: unknown placeholder '{TILEE}' (did you mean '{TILE}'?)"),
+    (None, '["{binry}"]', "", "run.command: unknown placeholder '{binry}' (did you mean '{binary}'?)"),
+    (None, '["{binary}", "{HALF}", "{PADD}"]', "", "run.command: unknown placeholder '{PADD}' (did you mean '{PAD}'?)"),
+    (None, '["sh", "-c", "echo ${HOME}", "{binary}"]', "",
+     "run.command: unknown placeholder '{HOME}' (for a literal brace in 'echo ${HOME}' write '{{' and '}}')"),
+    ('["cc", "-I{defines}", "-o", "{binary}", "k.c"]', None, "",
+     "build.command: '{defines}' expands to several arguments and must be an element of its own"),
+    (None, '["{harness}", "{binary}"]', "", "run.command: '{harness}' names no harness: add a [build.harness]"),
+    ('["cc", "{defines}", "-o", "{binary}", "{kernel_wrapper}"]', None, "",
+     "'{kernel_wrapper}' is only filled in a [kernel] spec"),
+    (None, '["{binary}", "{shape_args}"]', '[shapes.s]\nargs = ["{TILE}", "{NN}"]\ndefines = { N = 4 }',
+     "shapes.s.args: unknown placeholder '{NN}' (did you mean '{N}'?)"),
+    (None, None, '[shapes.s]\nargs = ["{defines}"]', "shapes.s.args: '{defines}' is not filled here"),
+    (None, None, '[shapes.a]\n[shapes.b]\nparams = { SPLIT_K = [1, 2] }\n',
+     "'{SPLIT_K}' is not defined for shape 'a': only some shapes or variants have it"),
+    (None, None, '[variants.v]\nbuild_command = ["cc", "{defines}", "-o", "{binary}", "{TILES}"]',
+     "variants.v.build_command: unknown placeholder '{TILES}' (did you mean '{TILE}'?)"),
+])
+def test_unknown_placeholders_fail_plan(tmp_path, capsys, build, run, extra, fragment):
+    if "SPLIT_K" in extra:
+        build = '["cc", "-DS={SPLIT_K}", "{defines}", "-o", "{binary}", "k.c"]'
+    path = cmd_spec(tmp_path, build or GOOD_BUILD, run or '["{binary}"]', extra)
+    refused(capsys, path, fragment)
+
+
+def test_unknown_placeholders_fail_run_before_anything_runs(tmp_path, capsys):
+    path = cmd_spec(tmp_path, build='["cc", "-DT={TILEE}", "{defines}", "-o", "{binary}", "k.c"]')
+    code, _, err, elapsed = cli(capsys, "run", str(path), "--db", str(tmp_path / "r.db"))
+    assert code == 2 and elapsed < 2.0
+    assert err.strip() == ("ksweep: error: spec.toml: build.command: unknown placeholder '{TILEE}' "
+                           "(did you mean '{TILE}'?)")
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_the_harness_command_sees_no_parameter(tmp_path, capsys):
+    extra = '[build.harness]\ncommand = ["cc", "-DT={TILE}", "-o", "{harness}", "k.c"]'
+    path = cmd_spec(tmp_path, run='["{harness}", "{binary}"]', extra=extra)
+    refused(capsys, path, "build.harness.command: '{TILE}' is not filled here: the harness is built once")
+
+
+def test_placeholders_that_are_filled_pass(tmp_path):
+    extra = ('[build.harness]\ncommand = ["cc", "{defines}", "-DP={PAD}", "-o", "{harness}", "{spec_dir}/k.c"]\n'
+             '[shapes.s]\nargs = ["{TILE}", "{HALF}", "{MAX_SMEM_PER_BLOCK}", "{shape}", "{N}"]\n'
+             'defines = { N = 4 }\n')
+    build = '["cc", "{defines}", "-DT={TILE}", "-DH={HALF}", "-o", "{binary}", "{workdir}/k.c", "{variant}"]'
+    run = '["sh", "-c", "echo ${{HOME}} {{}} { x }", "{harness}", "{binary}", "{shape_args}"]'
+    assert load_spec(cmd_spec(tmp_path, build, run, extra)).plan().valid == 2
+
+
+def test_placeholder_errors_are_template_errors_too(tmp_path):
+    from ksweep.errors import TemplateError
+
+    with pytest.raises(TemplateError):
+        load_spec(cmd_spec(tmp_path, run='["{binry}"]'))

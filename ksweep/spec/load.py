@@ -17,7 +17,7 @@ from .model import (
     Build, Check, Constraint, Derived, Harness, Objective, Param, PyFunction, Run, Shape, Spec, Variant,
 )
 from .pycall import CallClock, PythonTimeout
-from .templates import reason_names, unknown
+from .templates import check_placeholders, reason_names, unknown
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
@@ -189,6 +189,7 @@ def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
         arch=arch, build=build, run=run, check=check, objective=objective, path=path, kernel=kernel,
     )
     validate_names(spec)
+    check_placeholders(spec)
     return spec
 
 

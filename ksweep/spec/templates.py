@@ -17,7 +17,9 @@ import difflib
 import re
 from typing import Any, Iterable, Mapping
 
-from ..errors import SpecError
+# the patterns of ksweep.build.argv.expand, so that what is checked here is what it fills
+from ..build.argv import _FIELD, _WHOLE
+from ..errors import SpecError, TemplateError
 
 # -- reasons ----------------------------------------------------------------------------
 
@@ -78,11 +80,101 @@ def _short(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def unknown(kind: str, name: str, visible: Iterable[str], label: str, key: str, braces: bool = True) -> SpecError:
-    """'unknown placeholder '{TILEE}' (did you mean '{TILE}'?)' as a SpecError of file and key."""
+def unknown(kind: str, name: str, visible: Iterable[str], label: str, key: str,
+            error: type[SpecError] = SpecError) -> SpecError:
+    """"unknown placeholder '{TILEE}' (did you mean '{TILE}'?)" as a SpecError of file and key."""
     close = difflib.get_close_matches(name, sorted(set(visible)), n=1)
-    shown = f"{{{name}}}" if braces else name
-    hint = ""
-    if close:
-        hint = f" (did you mean '{{{close[0]}}}'?)" if braces else f" (did you mean '{close[0]}'?)"
-    return SpecError(f"unknown {kind} '{shown}'{hint}", path=label, key=key)
+    hint = f" (did you mean '{{{close[0]}}}'?)" if close else ""
+    return error(f"unknown {kind} '{{{name}}}'{hint}", path=label, key=key)
+
+
+# -- argv templates -----------------------------------------------------------------------
+
+_BUILTINS = ("binary", "workdir", "spec_dir", "shape", "variant")
+_LISTS = ("defines", "shape_args")
+
+
+class PlaceholderError(SpecError, TemplateError):
+    """A command template names a placeholder that nothing fills there (found at load time)."""
+
+
+def check_placeholders(spec) -> None:
+    """Every ``{NAME}`` of every argv template the sweep expands, for every shape ×
+    variant, names something that is filled there (as ksweep.sweep.jobs fills it)."""
+    combos = [(s, v) for s in spec.shape_list() for v in spec.variant_list()]
+    everywhere: set[str] = set()  # names defined for some shape × variant: for a better message
+    for shape, variant in combos:
+        parts = spec.space_parts(shape, variant)
+        everywhere.update(p.name for p in parts["params"])
+        everywhere.update(d.name for d in parts["derived"])
+        everywhere.update(parts["fixed"])
+    kernel = spec.kernel is not None
+    for shape, variant in combos:
+        parts = spec.space_parts(shape, variant)
+        params = {p.name for p in parts["params"]}
+        derived = {d.name for d in parts["derived"]}
+        fixed = set(parts["fixed"])
+        build_key = f"variants.{variant.name}.build_command" if variant.build_command is not None else "build.command"
+        run_key = f"variants.{variant.name}.run_command" if variant.run_command is not None else "run.command"
+        build = variant.build_command if variant.build_command is not None else spec.build.command
+        run = () if kernel else (variant.run_command if variant.run_command is not None else spec.run.command)
+        harness = spec.build.harness is not None and not kernel and any("{harness}" in a for a in (*build, *run))
+        names = {*params, *derived, *fixed, *_BUILTINS} | ({"harness"} if harness else set())
+        ctx = _Where(spec, shape, variant, everywhere, params | derived)
+        ctx.check(build, build_key, names | ({"kernel_wrapper"} if kernel else set()), _LISTS)
+        ctx.check(run, run_key, names, _LISTS)
+        ctx.check(shape.args, f"shapes.{shape.name}.args", names, ())
+        if harness:
+            ctx.check(spec.build.harness.command, "build.harness.command",
+                      {*fixed, "harness", "workdir", "spec_dir", "shape", "variant"}, ("defines",))
+
+
+class _Where:
+    def __init__(self, spec, shape, variant, everywhere: set[str], config_names: set[str]):
+        self.spec, self.shape, self.variant = spec, shape, variant
+        self.everywhere = everywhere
+        self.config_names = config_names
+
+    def check(self, template, key: str, values: set[str], lists: tuple[str, ...]) -> None:
+        for arg in template:
+            m = _WHOLE.match(arg)
+            if m and m.group(1) in lists:
+                continue
+            for field in _FIELD.finditer(arg):
+                name = field.group(1)
+                if name is None or name in values:
+                    continue
+                raise self._error(name, arg, key, values, lists)
+
+    def _error(self, name: str, arg: str, key: str, values: set[str], lists: tuple[str, ...]) -> SpecError:
+        label = self.spec.label
+
+        def error(problem: str) -> SpecError:
+            return PlaceholderError(problem, path=label, key=key)
+
+        if name in lists:
+            return error(f"'{{{name}}}' expands to several arguments and must be an element of its own, "
+                         f"not part of {_short(arg)!r}")
+        if name in _LISTS:
+            return error(f"'{{{name}}}' is not filled here: it is for [build] and [run] commands")
+        if key == "build.harness.command" and (name in self.config_names or name in ("binary", "shape_args")):
+            return error(f"'{{{name}}}' is not filled here: the harness is built once for all configs, so its "
+                         "command sees only constants, limits, shape and variant defines, {defines}, {harness}, "
+                         "{workdir}, {spec_dir}, {shape} and {variant}")
+        if name == "harness" and self.spec.build.harness is None:
+            return error("'{harness}' names no harness: add a [build.harness] table that builds it")
+        if name == "kernel_wrapper":
+            return error("'{kernel_wrapper}' is only filled in a [kernel] spec's build command")
+        if name in self.everywhere:
+            where = []
+            if self.spec.shapes:
+                where.append(f"shape '{self.shape.name}'")
+            if self.spec.variants:
+                where.append(f"variant '{self.variant.name}'")
+            return error(f"'{{{name}}}' is not defined for {' × '.join(where) or 'this sweep'}: only some shapes "
+                         "or variants have it")
+        error = unknown("placeholder", name, [*values, *lists], label, key, PlaceholderError)
+        if "did you mean" in error.problem:
+            return error
+        return PlaceholderError(f"{error.problem} (for a literal brace in {_short(arg)!r} write '{{{{' and '}}}}')",
+                                path=label, key=key)
