@@ -284,3 +284,48 @@ def test_placeholder_errors_are_template_errors_too(tmp_path):
 
     with pytest.raises(TemplateError):
         load_spec(cmd_spec(tmp_path, run='["{binry}"]'))
+
+
+# -- 7. a build command without {defines} ---------------------------------------------------
+
+
+def test_a_build_command_without_defines_warns(tmp_path, capsys):
+    path = cmd_spec(tmp_path, build='["cc", "-o", "{binary}", "k.c"]',
+                    extra='[switches]\nFAST = "flag"\n[shapes.s]\ndefines = { N = 4 }\n')
+    spec = load_spec(path)
+    assert spec.warnings == (
+        'spec.toml: build.command: has no "{defines}" element, so TILE, FAST, N (-D flags) never reach the '
+        'compiler: add "{defines}" to the command, or name each as {NAME}',)
+    code, out, err, _ = cli(capsys, "plan", str(path), "--json")
+    assert code == 0 and '"valid": 4' in out
+    assert err.strip().splitlines() == [f"ksweep: warning: {spec.warnings[0]}"]
+
+
+@pytest.mark.parametrize("build, extra", [
+    (GOOD_BUILD, ""),
+    ('["cc", "-DTILE={TILE}", "-o", "{binary}", "k.c"]', ""),  # each named
+    ('["cc", "-o", "{binary}", "k.c"]', "[params.TILE]\nvalues = [1, 2]\ndefine = false\n"),
+    ("[]", ""),  # nothing to build
+])
+def test_no_warning_where_the_values_reach_the_compiler(tmp_path, capsys, build, extra):
+    text = cmd_spec(tmp_path, build=build).read_text()
+    if extra:
+        text = text.replace("[params]\nTILE = [1, 2]\n", extra)
+    path = write(tmp_path, text)
+    assert load_spec(path).warnings == ()
+    code, _, err, _ = cli(capsys, "plan", str(path))
+    assert code == 0 and err == ""
+
+
+def test_a_variant_build_command_without_defines_warns(tmp_path):
+    path = cmd_spec(tmp_path, extra='[variants.v]\nbuild_command = ["cc", "-o", "{binary}", "k.c"]\n'
+                                    'defines = { V = 1 }\n[variants.w]\n')
+    (warning,) = load_spec(path).warnings
+    assert warning.startswith('spec.toml: variants.v.build_command: has no "{defines}" element, so TILE, V ')
+
+
+def test_kernel_mode_has_no_build_command_to_warn_about(tmp_path):
+    from conftest import vadd_kernel_spec
+
+    path = vadd_kernel_spec(tmp_path, "BLOCK = [128, 256]\nELEMS = [1, 2]", 1024)
+    assert load_spec(path).warnings == ()

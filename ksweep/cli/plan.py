@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from ..report.plan_view import print_plan
 from ..spec.load import load_spec
@@ -18,6 +19,8 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     spec = load_spec(args.spec)
+    for warning in spec.warnings:
+        print(f"ksweep: warning: {warning}", file=sys.stderr)
     plan = spec.plan(show=args.show)
     if args.json:
         print(json.dumps(plan.to_json(), indent=2, default=str))

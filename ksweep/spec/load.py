@@ -7,6 +7,7 @@ import importlib.util
 import re
 import sys
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -17,7 +18,7 @@ from .model import (
     Build, Check, Constraint, Derived, Harness, Objective, Param, PyFunction, Run, Shape, Spec, Variant,
 )
 from .pycall import CallClock, PythonTimeout
-from .templates import check_placeholders, reason_names, unknown
+from .templates import check_placeholders, define_warnings, reason_names, unknown
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
@@ -190,7 +191,8 @@ def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
     )
     validate_names(spec)
     check_placeholders(spec)
-    return spec
+    warnings = define_warnings(spec)
+    return replace(spec, warnings=warnings) if warnings else spec
 
 
 def validate_names(spec: Spec) -> None:

@@ -246,9 +246,12 @@ class Spec:
     objective: Objective = field(default_factory=Objective)
     path: Path | None = None  # the spec file, when loaded from one
     kernel: Any = None  # kernel mode: a ksweep.kernel.spec.KernelSpec ([kernel])
+    # one-line problems that do not stop a sweep ("spec.toml: build.command: ..."); the CLI
+    # prints each as "ksweep: warning: ..." on stderr
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self):
-        for name in ("params", "derived", "constraints", "shapes", "variants"):
+        for name in ("params", "derived", "constraints", "shapes", "variants", "warnings"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "constants", _frozen_map(self.constants))
         object.__setattr__(self, "limits", _frozen_map(self.limits))

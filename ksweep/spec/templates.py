@@ -178,3 +178,36 @@ class _Where:
             return error
         return PlaceholderError(f"{error.problem} (for a literal brace in {_short(arg)!r} write '{{{{' and '}}}}')",
                                 path=label, key=key)
+
+
+def define_warnings(spec) -> tuple[str, ...]:
+    """A build command without a ``{defines}`` element while values are meant to reach the
+    compiler as -D flags (params, switches, derived values with define = true, shape and
+    variant defines) that it does not name as ``{NAME}`` either: those never reach it.
+    Kernel mode builds its own command: nothing to warn about there."""
+    if spec.kernel is not None:
+        return ()
+    missing: dict[str, list[str]] = {}  # build key -> names, in spec order
+    for shape in spec.shape_list():
+        for variant in spec.variant_list():
+            key = f"variants.{variant.name}.build_command" if variant.build_command is not None else "build.command"
+            build = variant.build_command if variant.build_command is not None else spec.build.command
+            if not build or any(_WHOLE.match(a) and _WHOLE.match(a).group(1) == "defines" for a in build):
+                continue
+            named = {m.group(1) for a in build for m in _FIELD.finditer(a) if m.group(1)}
+            parts = spec.space_parts(shape, variant)
+            wanted = [p.name for p in parts["params"] if p.define]
+            wanted += [d.name for d in parts["derived"] if d.define]
+            wanted += [*variant.defines, *shape.defines]
+            names = missing.setdefault(key, [])
+            for name in wanted:
+                if name not in named and name not in names:
+                    names.append(name)
+    out = []
+    for key, names in missing.items():
+        if not names:
+            continue
+        shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+        out.append(f"{spec.label}: {key}: has no \"{{defines}}\" element, so {shown} (-D flags) never reach "
+                   "the compiler: add \"{defines}\" to the command, or name each as {NAME}")
+    return tuple(out)
