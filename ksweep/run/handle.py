@@ -5,13 +5,17 @@ A request that gets no answer within its timeout is a hang: the worker's process
 is killed and the next request starts a fresh worker. A worker that dies while
 answering (a segfault in the driver, an abort) is a crash. After a fatal CUDA error the
 worker exits by itself, and is restarted the same way.
+
+The worker is started as every child of ksweep is (process.start_worker): without
+``preexec_fn`` (safe from threads), in its own session, carrying the session token (the
+reaper kills it if ksweep dies) and a token of its own: killing it kills everything it
+started too, wherever that went.
 """
 
 from __future__ import annotations
 
 import collections
 import json
-import os
 import queue
 import signal
 import subprocess
@@ -20,7 +24,7 @@ import threading
 import time
 from typing import Mapping
 
-from ..process import _die_with_parent
+from ..process import kill_worker, start_worker
 
 POLL_SECONDS = 0.05  # how often a wait for an answer checks that the worker is alive
 
@@ -36,6 +40,7 @@ class WorkerHandle:
         self.setup_request = setup
         self.start_timeout = start_timeout
         self.proc: subprocess.Popen | None = None
+        self._token = ""  # the run token of the current worker: what it started carries it too
         self.restarts = -1
         self._lines: queue.Queue = queue.Queue()
         self._stderr: collections.deque = collections.deque(maxlen=40)
@@ -46,12 +51,9 @@ class WorkerHandle:
     def start(self) -> dict | None:
         """Start the worker (and send its setup); a RUN_ERROR outcome if it did not come up.
         The caller holds ``lock``."""
-        env = dict(os.environ)
-        env.update(self.env)
-        self.proc = subprocess.Popen(
-            self.argv,
+        self.proc, self._token = start_worker(
+            self.argv, self.env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
-            env=env, start_new_session=True, preexec_fn=_die_with_parent,
         )
         self.restarts += 1
         self._lines = queue.Queue()
@@ -89,11 +91,9 @@ class WorkerHandle:
         return self.proc is not None and self.proc.poll() is None
 
     def kill(self) -> None:
+        """Kill the worker (if still there) and whatever it started, and wait for it."""
         if self.proc is not None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            kill_worker(self.proc, self._token)
             self.proc.wait()
             self.proc = None
 
@@ -153,12 +153,12 @@ class WorkerHandle:
                     "metrics": {}}
         if resp.get("_dead"):
             code = self.proc.wait() if self.proc else None
-            self.proc = None
+            self.kill()  # what it left running
             sig = f"killed by {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
             return {"status": "CRASH", "message": f"the worker died ({sig}): {self.stderr_tail()}", "metrics": {}}
         if resp.get("fatal"):
             if self.proc is not None:
                 self.proc.wait()
-                self.proc = None
+                self.kill()
             resp["message"] = resp.get("message", "") + " (context poisoned: worker restarted)"
         return resp

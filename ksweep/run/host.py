@@ -136,28 +136,27 @@ PR_SET_CHILD_SUBREAPER = 36
 
 
 def _kill_leftovers() -> None:
-    """Kill every other process of this host's process group (children a program started
-    and left running) and reap them. The host is a subreaper, so without children of its
-    own it has no descendants at all, and the common case costs one waitpid."""
+    """Kill every other process of this host's process group and every descendant of the
+    host (children a program started and left running, daemons that left the group with
+    setsid included), and reap them. The host is a subreaper, so orphans stay its
+    descendants, and without children of its own it has no descendants at all: the
+    common case costs one waitpid."""
     try:
         os.waitpid(-1, os.WNOHANG)  # raises when the host has no child at all
     except ChildProcessError:
         return
     me, group = os.getpid(), os.getpgrp()
-    try:
-        pids = [int(d) for d in os.listdir("/proc") if d.isdigit()]
-    except OSError:
-        return
-    for pid in pids:
-        if pid == me:
-            continue
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            if int(fields[2]) == group:  # field 5 of stat: the process group
+    killed: set[int] = set()
+    for _ in range(50):  # again while a scan finds new ones: one may fork while another is killed
+        victims = [pid for pid in _leftovers(me, group) if pid not in killed]
+        if not victims:
+            break
+        for pid in victims:
+            try:
                 os.kill(pid, 9)
-        except (OSError, ValueError, IndexError):
-            pass
+            except OSError:
+                pass
+            killed.add(pid)
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -165,6 +164,43 @@ def _kill_leftovers() -> None:
             return
         if pid == 0:
             return
+
+
+def _leftovers(me: int, group: int) -> list[int]:
+    """The live processes of ``group`` and the descendants of ``me`` (but me), from /proc."""
+    try:
+        pids = [int(d) for d in os.listdir("/proc") if d.isdigit()]
+    except OSError:
+        return []
+    parents, chosen = {}, set()
+    for pid in pids:
+        if pid == me:
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        try:
+            state, ppid, pgrp = fields[0], int(fields[1]), int(fields[2])  # fields 3-5 of stat
+        except (ValueError, IndexError):
+            continue
+        if state in ("Z", "X"):  # dead already, waiting to be reaped
+            continue
+        parents[pid] = ppid
+        if pgrp == group:
+            chosen.add(pid)
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parents.items():
+        children.setdefault(ppid, []).append(pid)
+    below: set[int] = set()
+    stack = [me]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in below:
+                below.add(child)
+                stack.append(child)
+    return sorted(chosen | below)
 
 
 def _entry(lib: ctypes.CDLL):
