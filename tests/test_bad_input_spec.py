@@ -329,3 +329,38 @@ def test_kernel_mode_has_no_build_command_to_warn_about(tmp_path):
 
     path = vadd_kernel_spec(tmp_path, "BLOCK = [128, 256]\nELEMS = [1, 2]", 1024)
     assert load_spec(path).warnings == ()
+
+
+# -- 8. spaces beyond 2**63 configs --------------------------------------------------------
+
+BIG = "[params]\n" + "\n".join(f"P{i} = [1, 2, 3]" for i in range(64)) + \
+      '\n[[constraints]]\nname = "c"\nexpr = "P0 + P1 <= 5"\n'
+
+
+def test_plan_counts_a_space_beyond_2_63_exactly(tmp_path, capsys):
+    import json
+
+    path = write(tmp_path, BIG)
+    code, out, err, elapsed = cli(capsys, "plan", str(path), "--json", "--show", "2")
+    assert code == 0 and err == "" and elapsed < 2.0
+    data = json.loads(out)
+    assert data["total"] == 3**64 and data["valid"] == 8 * 3**62 and data["pruned"] == {"c": 3**64 - 8 * 3**62}
+    assert [e["params"]["P63"] for e in data["entries"][0]["examples"]] == [1, 2]
+    code, out, _, _ = cli(capsys, "plan", str(path))
+    assert code == 0 and f"{3**64:,} raw" in out and f"{3**64 - 8 * 3**62:,}" in out
+
+
+def test_sampling_and_indexing_a_space_beyond_2_63(tmp_path):
+    space = load_spec(write(tmp_path, BIG)).space()
+    assert space.size == 8 * 3**62 and space.raw_size == 3**64
+    sample = space.sample(20, seed=5)
+    assert sample == space.sample(20, seed=5) and len({str(c) for c in sample}) == 20
+    for config in sample:
+        assert config["P0"] + config["P1"] <= 5 and config in space
+        assert space[space.index(config)] == config
+    last = space[space.size - 1]
+    assert last == space[-1] and space.index(last) == space.size - 1
+    with pytest.raises(IndexError):
+        space[space.size]
+    with pytest.raises(OverflowError, match="use space.size"):
+        len(space)

@@ -16,7 +16,9 @@ def print_plan(spec, plan, console: Console | None = None) -> None:
                       f"{e.total:,} raw → {e.valid:,} valid", soft_wrap=True)
         table = Table(show_edge=False, box=None, padding=(0, 2))
         table.add_column("pruned by (first failed constraint)")
-        table.add_column("configs", justify="right")
+        # counts are exact, however long (a raw space may pass 2**63): never cut short
+        widest = max((len(f"{n:,}") for n in e.pruned.values()), default=0)
+        table.add_column("configs", justify="right", no_wrap=True, min_width=max(widest, 7))
         for name, n in e.pruned.items():
             table.add_row(name, f"{n:,}")
         console.print(table)

@@ -70,7 +70,7 @@ def count_pruned(space_parts: dict, show: int = 0) -> tuple[int, int, dict[str, 
     examples: tuple = ()
     if show > 0 and counts[-1] > 0:
         space = Space.from_parts(**space_parts)
-        examples = tuple((space[i], space.derive(space[i])) for i in range(min(show, len(space))))
+        examples = tuple((space[i], space.derive(space[i])) for i in range(min(show, space.size)))
     return counts[0], counts[-1], pruned, examples
 
 

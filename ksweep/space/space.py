@@ -16,18 +16,23 @@ import difflib
 import itertools
 import math
 import random
+import sys
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ExprError, SpecError
+from ..errors import ExprError, KsweepError, SpecError
 from ..spec.expr import FUNCTIONS, parse
 from ..spec.model import Constraint, Derived, Param, PyFunction
 from ..spec.pycall import CallClock, PythonTimeout
 from ..spec.templates import render_reason
 
 CHUNK_ROWS = 1 << 21  # rows of one intermediate product processed at once
+
+
+class SpaceTooLarge(KsweepError, OverflowError):
+    """len() of a space with more valid configs than an index-sized integer holds."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +48,8 @@ class Space:
     """The valid configs of a set of parameters under constraints.
 
     ``Space({"A": [1, 2, 4], "B": [1, 2]}, ["A * B <= 4"])`` from Python, or
-    ``spec.space(shape, variant)`` from a spec. ``len(space)`` counts valid configs,
+    ``spec.space(shape, variant)`` from a spec. ``space.size`` counts valid configs (an
+    exact Python integer, even beyond 2**63, where ``len(space)`` cannot answer),
     iteration yields dicts, ``space[i]`` is the i-th, ``space.sample(n, seed=...)`` draws
     distinct configs.
     """
@@ -240,6 +246,9 @@ class Space:
     # -- the public face ----------------------------------------------------------
 
     def __len__(self) -> int:
+        if self._size > sys.maxsize:  # len() cannot return it: a clear error instead of Python's
+            raise SpaceTooLarge(f"{self.label}: the space has {self._size:.3e} valid configs, more than len() can "
+                                f"count (2**63 - 1): use space.size")
         return self._size
 
     @property
@@ -308,7 +317,13 @@ class Space:
         """``n`` distinct valid configs drawn uniformly (all of them when n >= len)."""
         rng = random.Random(seed)
         k = min(n, self._size)
-        return [self[i] for i in rng.sample(range(self._size), k)]
+        if self._size <= sys.maxsize:
+            return [self[i] for i in rng.sample(range(self._size), k)]
+        # beyond what range() can sample: draws of exact Python integers, repeats skipped
+        drawn: dict[int, None] = {}
+        while len(drawn) < k:
+            drawn.setdefault(rng.randrange(self._size))
+        return [self[i] for i in drawn]
 
     def derive(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """The derived values of one config, in spec order."""
