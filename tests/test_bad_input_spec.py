@@ -364,3 +364,42 @@ def test_sampling_and_indexing_a_space_beyond_2_63(tmp_path):
         space[space.size]
     with pytest.raises(OverflowError, match="use space.size"):
         len(space)
+
+
+# -- 2. expressions that would hang or exhaust memory ---------------------------------------
+
+N = 100_000
+
+
+@pytest.mark.parametrize("expr, key, fragment", [
+    ("9**9**9 > A", "constraint 'e'", "9 ** 387420489 has more than 4096 bits"),
+    ("(1 << 10**12) > A", "constraint 'e'", "shifts by more than 4096 bits"),
+    ("'x' * 10**10 != A", "constraint 'e'", "makes a string longer than 10000 characters"),
+    ("A ** B > 0", "constraint 'e'", "has more than 4096 bits"),
+    ("(" * N + "A" + ")" * N, "constraint 'e'", "more than the limit of 10000"),
+    ("-" * N + "A", "constraint 'e'", "more than the limit of 10000"),
+    ("1+(" * N + "A" + ")" * N, "constraint 'e'", "more than the limit of 10000"),
+    ("+".join(["A"] * N), "constraint 'e'", "more than the limit of 10000"),
+    ("-" * 5000 + "A", "constraint 'e'", "nested more than 100 levels"),
+    ("+".join(["A"] * 2000), "constraint 'e'", "nested more than 100 levels"),
+])
+def test_expressions_beyond_the_limits(tmp_path, capsys, expr, key, fragment):
+    text = f'[params]\nA = [1, 2]\nB = [10000000]\n[[constraints]]\nname = "e"\nexpr = "{expr}"\n'
+    line = refused(capsys, write(tmp_path, text), fragment)
+    assert f"spec.toml: {key}: " in line and len(line) < 500
+
+
+def test_a_derived_value_beyond_the_limits(tmp_path, capsys):
+    text = '[params]\nA = [1, 2]\n[derived]\nBIG = "A << 100000"\n[[constraints]]\nname = "e"\nexpr = "BIG > 0"\n'
+    refused(capsys, write(tmp_path, text), "shifts by more than 4096 bits")
+
+
+def test_a_constraint_where_int64_would_wrap_keeps_the_valid_config(tmp_path, capsys):
+    import json
+
+    text = ('[params]\nA = [4294967296, 2]\nB = [4294967296, 3]\nC = [4, 5]\n'
+            '[[constraints]]\nname = "fits"\nexpr = "A * B * C < 2**62"\n')
+    code, out, _, _ = cli(capsys, "plan", str(write(tmp_path, text)), "--json")
+    data = json.loads(out)
+    # 2**32 * 2**32 * C wraps to 0 in int64: it would pass; 2 * 2**32 * 4 etc. are valid
+    assert code == 0 and data["valid"] == 6 and data["pruned"] == {"fits": 2}
