@@ -9,6 +9,7 @@ from pathlib import Path
 from ..job import Job
 from ..process import run_process
 from ..status import Status
+from . import deps as depfiles
 from .cache import BuildCache
 from .ptxas import PtxasReport, parse_ptxas
 
@@ -27,6 +28,7 @@ class BuildResult:
     cpu_seconds: float = 0.0
     stopped: bool = False  # Ctrl-C came first: not a result, never stored
     harness_failed: bool = False  # the config's harness did not build: not the config's fault
+    deps: tuple[tuple[str, str], ...] = ()  # (path, digest) of the files the compiler read (build/deps.py)
 
 
 @dataclass(frozen=True)
@@ -89,13 +91,17 @@ class Builder:
             return BuildResult(Status.OK, cached=True)
         key = job.build_cache_key
         meta = self.cache.lookup(key)
-        if meta is not None:
+        if meta is not None and depfiles.unchanged(meta.get("deps", ())):
             return self._result(meta, self.cache.entry(key), job, cached=True)
         scratch = self.cache.scratch(key)
         binary = scratch / job.output
         argv = [a.replace("{binary}", str(binary)).replace("{workdir}", str(scratch)) for a in job.build_argv]
         if harness is not None:
             argv = [a.replace("{harness}", harness) for a in argv]
+        depfile = scratch / depfiles.DEPFILE
+        dep_flags = depfiles.dependency_flags(argv, str(depfile))
+        if dep_flags:
+            argv = [argv[0], *dep_flags, *argv[1:]]
         out = run_process(argv, cwd=scratch, timeout=job.build_timeout, env=job.build_env, nice=BUILD_NICE)
         log = (out.stdout + "\n" + out.stderr).strip()
         if out.stopped:
@@ -109,12 +115,26 @@ class Builder:
         if out.returncode == 0 and not binary.exists():
             log += "\n(the build command exited 0 but did not write {binary})"
         meta = {"ok": ok, "log": log[-200_000:], "seconds": out.seconds, "cpu_seconds": out.cpu_seconds,
-                "argv": argv}
+                "argv": argv, "deps": self._deps(job, argv, depfile, scratch)}
         if job.is_harness and not ok:  # not cached: it stops the sweep, and the next try must build again
             self.cache.discard(scratch)
             return self._result(meta, scratch, job, cached=False)
-        entry = self.cache.commit(key, scratch, meta)
+        entry = self.cache.commit(key, scratch, meta, replace_stale=True)
         return self._result(meta, entry, job, cached=False)
+
+    @staticmethod
+    def _deps(job: Job, argv: list[str], depfile: Path, scratch: Path) -> list[tuple[str, str]]:
+        """The listed sources and every other file the compiler says it read (not those it
+        wrote into the scratch folder), each with its digest at build time."""
+        try:
+            listed = depfiles.parse_depfile(depfile.read_text(errors="replace"))
+            depfile.unlink()
+        except OSError:
+            listed = []
+        inside = str(scratch.resolve()) + "/"
+        found = [p for p in depfiles.user_dependencies(listed, argv[0], scratch) if not str(p).startswith(inside)]
+        known = {Path(s).resolve() for s in job.sources}
+        return [list(d) for d in depfiles.digests([p for p in found if p not in known])]
 
     def _result(self, meta: dict, entry: Path, job: Job, cached: bool) -> BuildResult:
         report = parse_ptxas(meta["log"])
@@ -122,7 +142,12 @@ class Builder:
         cpu = 0.0 if cached else meta.get("cpu_seconds", 0.0)
         if not meta["ok"]:
             return BuildResult(Status.COMPILE_ERROR, first_error_lines(meta["log"]), report=report,
-                               log=meta["log"], seconds=seconds, cached=cached, cpu_seconds=cpu)
+                               log=meta["log"], seconds=seconds, cached=cached, cpu_seconds=cpu,
+                               deps=_deps_of(meta))
         status, message = (Status.OK, "") if job.is_harness else self.rules.judge(report)
         return BuildResult(status, message, binary=entry / job.output, report=report, log=meta["log"],
-                           seconds=seconds, cached=cached, cpu_seconds=cpu)
+                           seconds=seconds, cached=cached, cpu_seconds=cpu, deps=_deps_of(meta))
+
+
+def _deps_of(meta: dict) -> tuple[tuple[str, str], ...]:
+    return tuple((str(p), str(d)) for p, d in meta.get("deps", ()))

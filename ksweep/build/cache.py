@@ -58,6 +58,18 @@ def cache_key(argv: Sequence[str], sources: Sequence[Path], env: Mapping[str, st
     return h.hexdigest()[:32]
 
 
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class BuildCache:
     def __init__(self, root: Path):
         self.root = Path(root)
@@ -78,14 +90,47 @@ class BuildCache:
         path.mkdir(parents=True)
         return path
 
-    def commit(self, key: str, scratch: Path, meta: dict) -> Path:
+    def commit(self, key: str, scratch: Path, meta: dict, replace_stale: bool = False) -> Path:
+        """Move a finished build into place. ``replace_stale``: an entry already there whose
+        dependencies changed since (build/deps.py) is replaced; else the first one stays."""
         (scratch / "meta.json").write_text(json.dumps(meta))
         final = self.entry(key)
         try:
             os.rename(scratch, final)
-        except OSError:  # another build of the same key won the race
-            shutil.rmtree(scratch, ignore_errors=True)
+        except OSError:  # an entry is there: another build of the same key, or a stale one
+            from .deps import unchanged
+
+            old = self.lookup(key)
+            if replace_stale and (old is None or not unchanged(old.get("deps", ()))):
+                trash = self.root / f"{key}.old-{os.getpid()}-{os.urandom(4).hex()}"
+                try:
+                    os.rename(final, trash)
+                    os.rename(scratch, final)
+                except OSError:
+                    shutil.rmtree(scratch, ignore_errors=True)
+                shutil.rmtree(trash, ignore_errors=True)
+            else:
+                shutil.rmtree(scratch, ignore_errors=True)
         return final
+
+    def clean_leftovers(self) -> int:
+        """Remove the scratch folders of builds whose process is gone (a ``kill -9`` mid-build
+        leaves them); returns how many were removed."""
+        removed = 0
+        try:
+            names = os.listdir(self.root)
+        except OSError:
+            return 0
+        for name in names:
+            _, sep, rest = name.partition(".tmp-")
+            if not sep:
+                _, sep, rest = name.partition(".old-")
+            pid = rest.split("-", 1)[0]
+            if not sep or not pid.isdigit() or _alive(int(pid)):
+                continue
+            shutil.rmtree(self.root / name, ignore_errors=True)
+            removed += 1
+        return removed
 
     def discard(self, scratch: Path) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
