@@ -53,6 +53,23 @@ class StoreError(KsweepError):
     """The results database cannot be opened or is not a ksweep database."""
 
 
+class StoreInUse(StoreError):
+    """Another sweep is writing this results database."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) stopped a sweep; ``summary`` says what it had evaluated by then."""
+
+    def __init__(self, summary=None):
+        super().__init__()
+        self.summary = summary
+
+
+class EnvironmentProblem(KsweepError):
+    """Every config would fail the same way for a reason outside the config: no GPU, a
+    missing program or module. The sweep stops, and nothing is stored as evaluated."""
+
+
 class MissingDependency(KsweepError):
     """An optional dependency is not installed."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -33,10 +34,16 @@ class Result:
     run_seconds: float | None = None
     started: float | None = None
     finished: float | None = None
+    deps: tuple = ()  # (path, digest) of every file its build read beyond the listed sources
 
     def value(self, metric: str) -> float | None:
-        """The objective's value, only for a config that passed everything."""
+        """The objective's value, only for a config that passed everything (and a finite number:
+        a database written before non-finite values were refused may hold NaN)."""
         if self.status is not Status.OK:
             return None
         v = self.metrics.get(metric)
-        return float(v) if v is not None else None
+        try:
+            v = float(v) if v is not None else None
+        except (TypeError, ValueError):
+            return None
+        return v if v is not None and math.isfinite(v) else None

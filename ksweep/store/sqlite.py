@@ -2,23 +2,32 @@
 
 WAL mode and one transaction per result: a ``kill -9`` at any moment loses at most
 the result being written, and the file stays readable. One row per
-(variant, shape, config); a config re-evaluated because its build key changed
-replaces its row.
+(variant, shape, config); a config re-evaluated because its result key changed
+replaces its row. The files a result's build read (``deps``) are kept once per distinct
+set in ``depsets``.
+
+One sweep writes a database at a time: ``lock()`` takes an exclusive ``flock`` on
+``<db>.lock`` (released by the kernel when the process dies, even on ``kill -9``) and
+writes the holder's PID into it, so a second sweep is refused with that PID. Readers
+(reports) take no lock.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
+import os
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..errors import StoreError
+from ..errors import StoreError, StoreInUse
 from ..result import Result
 from ..status import Status
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: results.deps and the depsets table
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -35,15 +44,16 @@ CREATE TABLE IF NOT EXISTS results (
     regs INTEGER, spills INTEGER, smem INTEGER, kernels TEXT,
     build_argv TEXT, cache_key TEXT, cached INTEGER, phase TEXT,
     gpu_index INTEGER, gpu_name TEXT, gpu_uuid TEXT, driver TEXT,
-    build_seconds REAL, run_seconds REAL, started REAL, finished REAL,
+    build_seconds REAL, run_seconds REAL, started REAL, finished REAL, deps TEXT,
     UNIQUE (variant, shape, config)
 );
+CREATE TABLE IF NOT EXISTS depsets (id TEXT PRIMARY KEY, files TEXT NOT NULL);
 """
 
 _COLUMNS = (
     "variant", "shape", "config", "params", "derived", "status", "message", "metrics", "regs", "spills",
     "smem", "kernels", "build_argv", "cache_key", "cached", "phase", "gpu_index", "gpu_name", "gpu_uuid",
-    "driver", "build_seconds", "run_seconds", "started", "finished",
+    "driver", "build_seconds", "run_seconds", "started", "finished", "deps",
 )
 
 
@@ -54,20 +64,81 @@ def _dumps(v: Any) -> str:
 class Store:
     def __init__(self, path: str | Path, create: bool = True):
         self.path = Path(path)
+        self._lock_fd: int | None = None
+        self._depsets: set[str] = set()
+        if self.path.is_dir():
+            raise StoreError(f"{self.path} is a directory: give --db a file name, e.g. {self.path / 'results.db'}")
         if not create and not self.path.exists():
             raise StoreError(f"{self.path}: no such results database")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"{self.path}: cannot create its folder ({exc.strerror or exc}): "
+                             f"choose another --db") from None
+        if create and not os.access(self.path.parent, os.W_OK):
+            raise StoreError(f"{self.path}: the folder {self.path.parent} is not writable: choose another --db")
+        if create and self.path.exists() and not os.access(self.path, os.W_OK):
+            raise StoreError(f"{self.path}: the file is not writable: choose another --db")
         try:
             self.db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
+            fresh = not self._has_table("results")
             self.db.executescript(_SCHEMA)
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"{self.path}: cannot open it ({exc}): check that it is a writable file, "
+                             f"or choose another --db") from None
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: not a ksweep results database ({exc})") from None
-        if self.get_meta("schema") is None:
+        self._check_schema(fresh)
+
+    def _has_table(self, name: str) -> bool:
+        return self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                               (name,)).fetchone() is not None
+
+    def _check_schema(self, fresh: bool) -> None:
+        version = self.get_meta("schema")
+        if fresh or version is None:
             self.set_meta("schema", SCHEMA_VERSION)
+            return
+        if str(version) == SCHEMA_VERSION:
+            return
+        if str(version) == "1":  # results of schema 1 lack deps; their keys no longer match, so they rerun
+            columns = {row[1] for row in self.db.execute("PRAGMA table_info(results)")}
+            if "deps" not in columns:
+                self.db.execute("ALTER TABLE results ADD COLUMN deps TEXT")
+            self.set_meta("schema", SCHEMA_VERSION)
+            return
+        raise StoreError(f"{self.path}: written by a newer ksweep (schema {version}, this one reads "
+                         f"{SCHEMA_VERSION}): upgrade ksweep, or choose another --db")
+
+    def lock(self) -> None:
+        """Become the only sweep writing this database; raises StoreInUse naming the holder."""
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            finally:
+                os.close(fd)
+            raise StoreInUse(f"{self.path} is in use by another ksweep run (pid {holder}): wait for it to "
+                             f"finish, or give this run another --db") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock_fd = fd
+
+    def unlock(self) -> None:
+        if self._lock_fd is not None:
+            try:
+                os.ftruncate(self._lock_fd, 0)
+            finally:
+                os.close(self._lock_fd)  # closing the descriptor releases the flock
+                self._lock_fd = None
 
     def close(self) -> None:
+        self.unlock()
         self.db.close()
 
     def __enter__(self):
@@ -93,10 +164,26 @@ class Store:
             r.status.value, r.message, _dumps(dict(r.metrics)), r.regs, r.spills, r.smem,
             _dumps(list(r.kernels)), _dumps(list(r.build_argv)), r.cache_key, int(r.cached), r.phase,
             r.gpu_index, r.gpu_name, r.gpu_uuid, r.driver, r.build_seconds, r.run_seconds,
-            r.started, r.finished if r.finished is not None else time.time(),
+            r.started, r.finished if r.finished is not None else time.time(), self._depset(r.deps),
         )
         marks = ", ".join("?" * len(_COLUMNS))
         self.db.execute(f"INSERT OR REPLACE INTO results ({', '.join(_COLUMNS)}) VALUES ({marks})", row)
+
+    def _depset(self, deps) -> str | None:
+        if not deps:
+            return None
+        files = json.dumps([list(d) for d in deps])
+        key = hashlib.sha256(files.encode()).hexdigest()[:24]
+        if key not in self._depsets:
+            self.db.execute("INSERT OR IGNORE INTO depsets (id, files) VALUES (?, ?)", (key, files))
+            self._depsets.add(key)
+        return key
+
+    def _deps(self, key: str | None) -> tuple:
+        if not key:
+            return ()
+        row = self.db.execute("SELECT files FROM depsets WHERE id = ?", (key,)).fetchone()
+        return tuple(tuple(d) for d in json.loads(row[0])) if row else ()
 
     def get(self, variant: str, shape: str, config: str) -> Result | None:
         cur = self.db.execute(
@@ -104,7 +191,19 @@ class Store:
             (variant, shape, config),
         )
         row = cur.fetchone()
-        return _to_result(row) if row else None
+        return self._to_result(row) if row else None
+
+    def evaluated(self, variant: str, shape: str) -> list[Result]:
+        """Every stored result of one shape × variant that is not a pruned config."""
+        cur = self.db.execute(f"SELECT {', '.join(_COLUMNS)} FROM results WHERE variant = ? AND shape = ? "
+                              f"AND status != ? ORDER BY id", (variant, shape, Status.PRUNED.value))
+        return [self._to_result(row) for row in cur]
+
+    def meta_items(self, prefix: str = "") -> dict[str, Any]:
+        """Every meta entry whose key starts with ``prefix``."""
+        rows = self.db.execute("SELECT key, value FROM meta WHERE key LIKE ? ESCAPE '\\'",
+                               (prefix.replace("%", "\\%").replace("_", "\\_") + "%",)).fetchall()
+        return {k: json.loads(v) for k, v in rows}
 
     def results(self, variant: str | None = None, shape: str | None = None) -> list[Result]:
         where, args = [], []
@@ -118,7 +217,7 @@ class Store:
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY id"
-        return [_to_result(row) for row in self.db.execute(sql, args)]
+        return [self._to_result(row) for row in self.db.execute(sql, args)]
 
     def count(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
@@ -134,7 +233,11 @@ class Store:
             raise
 
 
-def _to_result(row) -> Result:
+    def _to_result(self, row) -> Result:
+        return _to_result(row, self._deps)
+
+
+def _to_result(row, deps=lambda key: ()) -> Result:
     d = dict(zip(_COLUMNS, row))
     return Result(
         variant=d["variant"], shape=d["shape"], params=json.loads(d["params"]),
@@ -144,5 +247,5 @@ def _to_result(row) -> Result:
         cache_key=d["cache_key"], cached=bool(d["cached"]), phase=d["phase"], gpu_index=d["gpu_index"],
         gpu_name=d["gpu_name"], gpu_uuid=d["gpu_uuid"], driver=d["driver"],
         build_seconds=d["build_seconds"], run_seconds=d["run_seconds"], started=d["started"],
-        finished=d["finished"],
+        finished=d["finished"], deps=deps(d["deps"]),
     )
