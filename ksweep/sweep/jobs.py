@@ -3,14 +3,16 @@ but for hashing the source files)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..build.argv import define_flags, expand, library_flags
-from ..build.cache import cache_key
+from ..build.cache import cache_key, file_digest
 from ..errors import SpecError
 from ..job import Job
 from ..kernel.launch import launch_dims, wrapper_source
@@ -49,6 +51,28 @@ class JobFactory:
         elif self.persistent:
             self._init_persistent()
         self.harness = self._harness_job() if self.harness_template is not None else None
+        self._experiment = self._experiment_key()
+
+    def _experiment_key(self) -> str:
+        """What, beyond the build and the run command, can change a result: the run's
+        timeout, environment and output cap, the check, the objective, and kernel mode's
+        settings with the files they name (docs/spec.md: "What a result's key covers")."""
+        spec = self.spec
+        parts: dict[str, Any] = {
+            "timeout": spec.run.timeout, "env": sorted(spec.run.env.items()),
+            "output_limit": spec.run.output_limit, "persistent": self.persistent,
+            "check": _plain(spec.check), "objective": _plain(spec.objective),
+        }
+        if self.kernel is not None:
+            parts["kernel"] = _plain(self.kernel)
+            files = []
+            for ref in (self.kernel.args, self.kernel.reference):
+                if isinstance(ref, str) and ":" in ref:
+                    path = (spec.root / ref.rsplit(":", 1)[0]).resolve()
+                    if path.is_file():
+                        files.append((str(path), file_digest(path)))
+            parts["kernel_files"] = files
+        return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
     def _init_persistent(self) -> None:
         """A persistent host loads the program as a shared library and calls its main: the
@@ -135,13 +159,17 @@ class JobFactory:
         run_argv = [self._absolute.get(a, a) for a in
                     expand(self.run_template, lists=lists, values=values, where="run.command")]
         env = dict(self.spec.build.env)
-        build_key = None
         if build_argv:
-            key = cache_key(build_argv, sources, env, extra=self._linked_harness_key(build_argv))
+            build_key = cache_key(build_argv, sources, env, extra=self._linked_harness_key(build_argv))
         else:  # nothing to build: the key still tracks the sources for resuming
-            key = cache_key(run_argv, sources, env, extra="run-only")
-        if self.harness is not None:  # a result depends on its harness; a build only if it links it
-            build_key, key = key, hashlib.sha256(f"{key}\0{self.harness.cache_key}".encode()).hexdigest()[:32]
+            build_key = cache_key(run_argv, sources, env, extra="run-only")
+        # a result's key: its build, its harness (whether linked or loaded), the run command as
+        # written (placeholders unfilled: they are paths of this run), kernel mode's launch and
+        # the experiment's settings. The build's key covers only what changes the binary.
+        key = hashlib.sha256(json.dumps([
+            build_key, self.harness.cache_key if self.harness is not None else None, run_argv,
+            dict(launch) if launch is not None else None, self._experiment,
+        ], sort_keys=True, default=str).encode()).hexdigest()[:32]
         return Job(
             variant=self.variant.name, shape=self.shape.name, params=config, derived=derived,
             build_argv=tuple(build_argv), run_argv=tuple(run_argv), sources=self.sources, cache_key=key,
@@ -167,3 +195,18 @@ class JobFactory:
 
 def _uses_harness(*args: str) -> bool:
     return any("{harness}" in a for a in args)
+
+
+def _plain(record) -> Any:
+    """A frozen spec record as plain data for a key (expressions by their source text)."""
+    if dataclasses.is_dataclass(record):
+        return {f.name: _plain(getattr(record, f.name)) for f in dataclasses.fields(record)}
+    if isinstance(record, Mapping):
+        return {str(k): _plain(v) for k, v in sorted(record.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(record, (list, tuple)):
+        return [_plain(v) for v in record]
+    if hasattr(record, "source") and isinstance(getattr(record, "source"), str):
+        return record.source
+    if isinstance(record, (str, int, float, bool)) or record is None:
+        return record
+    return str(record)
