@@ -45,6 +45,11 @@ class LocalExecutor:
     def run_slots(self) -> int:
         return len(self.gpus)
 
+    @property
+    def gpu_models(self) -> tuple[str, ...]:
+        """The model of each GPU this executor runs on ("none" for a slot without a GPU)."""
+        return tuple(g.name for g in self.gpus)
+
     def submit_build(self, job: Job) -> Future:
         return self._builds.submit(self.builder.build, job)
 

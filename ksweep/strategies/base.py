@@ -62,8 +62,12 @@ class Strategy(abc.ABC):
         return out
 
     def tell(self, config: Mapping[str, Any], value: float | None) -> None:
-        """Report a result: the value to minimise, or None for a failed config."""
+        """Report a result: the value to minimise, or None for a failed config. A config told
+        without having been proposed (the driver's reference config) is never proposed."""
         self.history.append((dict(config), value))
+        self.proposed.add(config_key(config, self.space.names))
+        if len(self.proposed) >= len(self.space):
+            self.exhausted = True
 
     @abc.abstractmethod
     def _propose(self, n: int) -> list[dict[str, Any]]:
@@ -87,8 +91,11 @@ class Budget:
     since_improvement: int = 0
     best: float | None = None
 
-    def record(self, value: float | None) -> None:
-        self.evals += 1
+    def record(self, value: float | None, counted: bool = True) -> None:
+        """A result told to the search; ``counted=False``: already in ``evals`` (a stored result
+        that the budget counted when the sweep started)."""
+        if counted:
+            self.evals += 1
         if value is not None and (self.best is None or value < self.best):
             self.best = value
             self.since_improvement = 0
@@ -101,6 +108,9 @@ class Budget:
     def exhausted(self) -> bool:
         if self.max_evals is not None and self.evals >= self.max_evals:
             return True
+        return self.exhausted_by_time_or_patience()
+
+    def exhausted_by_time_or_patience(self) -> bool:
         if self.time_limit is not None and time.monotonic() - self.started >= self.time_limit:
             return True
         return self.patience is not None and self.since_improvement >= self.patience

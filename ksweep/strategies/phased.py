@@ -58,13 +58,15 @@ class PhasedStrategy(Strategy):
     def _propose(self, n: int) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         if not self._phase1_done:
-            for config in itertools.islice(self._phase1, n):
+            for config in self._phase1:
                 key = config_key(config, self.space.names)
+                if key in self.proposed:  # told already (the driver's reference config): not awaited
+                    continue
                 self._phase[key] = "tier1"
                 self._waiting.add(key)
                 out.append(config)
-            if len(out) == n:
-                return out
+                if len(out) == n:
+                    return out
             self._phase1_done = True
         if self._phase2 is None:
             if self._waiting:

@@ -1,13 +1,23 @@
 """The sweep loop: strategy → build → run → verify → store, for every shape × variant.
 
-Builds run ahead of runs through a bounded queue fed by the strategy, so the GPU does
-not wait on the compiler. Each result is committed to the store as it finishes; a
-config already in the store with the same build key is not built or run again (it is
-told to the strategy from the store), so running the same spec again resumes.
+Builds run ahead of runs through a bounded window fed by the strategy, so the GPU does
+not wait on the compiler. Each result is committed to the store as it finishes.
+
+Determinism and resume. The strategy sees one fixed sequence of events whatever the
+timing: results are *told* in the order the configs were *asked*, one at a time, and
+after each tell the strategy is asked until ``window`` configs are asked but not told
+(the window is fixed for a shape × variant and kept in the store). A seeded search
+therefore proposes the same configs in every run, interrupted or not. A config already
+in the store with the same result key (and unchanged dependencies, and a result from
+the same GPU model) is not built or run again: when the strategy asks for it, its
+stored result is told. ``--max-evals N`` means N evaluated configs of that shape ×
+variant in the store, so re-running a finished sweep evaluates nothing and raising N
+continues where it stopped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -15,11 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
 
+from ..build import deps as depfiles
 from ..build.builder import BuildResult
-from ..errors import KsweepError, SpecError
+from ..errors import EnvironmentProblem, Interrupted, KsweepError, SpecError, StoreError
 from ..job import Job, config_id
 from ..result import Result
 from ..run.gpus import Gpu
+from ..run.environment import build_problem, run_problem
 from ..run.program import RunOutcome
 from ..spec.model import Spec
 from ..status import Status
@@ -30,20 +42,22 @@ from .jobs import JobFactory
 
 PRUNED_RECORD_LIMIT = 20_000  # raw configs up to which every pruned config is stored with its reason
 RUN_QUEUE_PER_SLOT = 2  # runs handed to the executor per GPU slot: the one running and the next
+WAIT_STEP = 0.25  # the main thread never blocks longer than this (Ctrl-C is handled between waits)
+RERUN = ("failed", "all")
 
 
 class Observer(Protocol):
-    def target_started(self, variant: str, shape: str, valid: int, total: int) -> None: ...
+    def target_started(self, variant: str, shape: str, valid: int, total: int, planned: int | None = None) -> None: ...
     def build_started(self, job: Job) -> None: ...
-    def result(self, result: Result, best: Result | None) -> None: ...
+    def result(self, result: Result, best: Result | None, resumed: bool = False) -> None: ...
     def finished(self, summary: "Summary") -> None: ...
 
 
 class NullObserver:
-    def target_started(self, *a) -> None: ...
-    def build_started(self, *a) -> None: ...
-    def result(self, *a) -> None: ...
-    def finished(self, *a) -> None: ...
+    def target_started(self, *a, **k) -> None: ...
+    def build_started(self, *a, **k) -> None: ...
+    def result(self, *a, **k) -> None: ...
+    def finished(self, *a, **k) -> None: ...
 
 
 @dataclass
@@ -57,6 +71,7 @@ class Summary:
     build_cpu_seconds: float = 0.0
     gpu_seconds: float = 0.0
     gpu_slots: int = 1
+    has_gpu: bool = True  # False: runs went to no GPU (a CPU sweep): no GPU figures to report
     interrupted: bool = False
     best: dict[tuple[str, str, str | None], Result] = field(default_factory=dict)
 
@@ -79,8 +94,23 @@ class SweepOptions:
     patience: int | None = None
     shapes: tuple[str, ...] | None = None
     variants: tuple[str, ...] | None = None
-    lookahead: int | None = None  # builds queued ahead of the runs (default: 2 × build jobs)
+    lookahead: int | None = None  # configs asked ahead of the results (default: 2 × build jobs + GPU slots)
     record_pruned: bool = True
+    rerun: str | None = None  # "failed": evaluate stored failures again; "all": ignore stored results
+    gpu_check: bool = True  # refuse, before building, a CUDA program sweep on a host without a GPU
+
+    def __post_init__(self):
+        if self.rerun is not None and self.rerun not in RERUN:
+            raise KsweepError(f"--rerun {self.rerun}: choose failed or all")
+
+
+@dataclass
+class _Entry:
+    """One asked config: its job, and its result once stored (or found in the store)."""
+
+    job: Job
+    result: Result | None = None
+    resumed: bool = False
 
 
 class Sweep:
@@ -91,126 +121,132 @@ class Sweep:
         self.executor = executor
         self.options = options
         self.observer = observer or NullObserver()
-        self.summary = Summary(gpu_slots=executor.run_slots)
-        self._make_strategy = strategy_factory or _default_strategy_factory
-        self._references: dict[tuple[str, str], Mapping[str, float] | None] = {}
+        models = executor_gpu_models(executor)
+        self.summary = Summary(gpu_slots=executor.run_slots, has_gpu=models is None or models != {"none"})
+        self._gpu_models = models
+        self._make_strategy = strategy_factory or self._default_strategy
+
+    def _default_strategy(self, name: str, space, seed: int, max_evals: int | None):
+        o = self.options
+        return _strategy(name, space, seed, max_evals, o.time_limit is None and o.patience is None)
 
     # -- top level ---------------------------------------------------------------------
     def run(self) -> Summary:
         start = time.monotonic()
-        self.store.set_meta("spec", str(self.spec.path) if self.spec.path else None)
-        self.store.set_meta("objective", {"metric": self.spec.objective.metric,
-                                          "direction": self.spec.objective.direction})
+        self.store.lock()
         try:
-            for variant in self.spec.variant_list():
-                if self.options.variants and variant.name not in self.options.variants:
-                    continue
-                for shape in self.spec.shape_list():
-                    if self.options.shapes and shape.name not in self.options.shapes:
-                        continue
-                    # --max-evals and --patience count per shape × variant; --time-limit is for the run
-                    budget = Budget(self.options.max_evals, self.options.time_limit, self.options.patience,
-                                    started=start)
-                    if budget.exhausted():
-                        break
-                    self._sweep_target(shape, variant, budget)
+            self._check_store()
+            self._preflight()
+            self.store.set_meta("spec", str(self.spec.path) if self.spec.path else None)
+            self.store.set_meta("spec_name", self.spec.name)
+            self.store.set_meta("objective", {"metric": self.spec.objective.metric,
+                                              "direction": self.spec.objective.direction})
+            with _one_blas_thread():
+                self._run_targets(start)
         except KeyboardInterrupt:
             self.summary.interrupted = True
             self.executor.shutdown(cancel=True)
-            raise
+            raise Interrupted(self.summary) from None
         finally:
             self.summary.wall_seconds = time.monotonic() - start
+            self.store.unlock()
             self.observer.finished(self.summary)
         return self.summary
+
+    def _run_targets(self, start: float) -> None:
+        for variant in self.spec.variant_list():
+            if self.options.variants and variant.name not in self.options.variants:
+                continue
+            for shape in self.spec.shape_list():
+                if self.options.shapes and shape.name not in self.options.shapes:
+                    continue
+                # --max-evals and --patience count per shape × variant; --time-limit is for the run
+                budget = Budget(self.options.max_evals, self.options.time_limit, self.options.patience,
+                                started=start)
+                if budget.exhausted():
+                    return
+                self._sweep_target(shape, variant, budget)
+
+    def _check_store(self) -> None:
+        """A database holds one spec's results: refuse another spec's."""
+        name = self.store.get_meta("spec_name")
+        if name is not None and name != self.spec.name:
+            raise StoreError(f"{self.store.path} holds the results of spec '{name}', not '{self.spec.name}': "
+                             f"give this spec its own --db")
+
+    def _preflight(self) -> None:
+        """What would make every config fail, found before anything is built."""
+        problem = environment_before_building(self.spec, self._gpu_models, self.options.gpu_check,
+                                              getattr(self.executor, "backend", "cuda"))
+        if problem:
+            raise EnvironmentProblem(f"{self.spec.label}: {problem}")
 
     def _sweep_target(self, shape, variant, budget: Budget) -> None:
         space = self.spec.space(shape.name, variant.name)
         self.store.set_meta(f"params:{variant.name}:{shape.name}", list(space.names))
-        self.observer.target_started(variant.name, shape.name, len(space), space.raw_size)
         factory = JobFactory(self.spec, shape, variant, space)
         if self.options.record_pruned and space.raw_size <= PRUNED_RECORD_LIMIT:
             self._record_pruned(space, variant.name, shape.name)
+        stored = self._reusable(space, factory, variant.name, shape.name)
+        budget.evals = len(stored)  # --max-evals counts what the store holds already
+        planned = len(space) if budget.max_evals is None else min(len(space), budget.max_evals)
+        self.observer.target_started(variant.name, shape.name, len(space), space.raw_size, planned)
         if len(space) == 0:
             return
         strategy = self._make_strategy(self.options.strategy, space, self.options.seed, budget.max_evals)
+        window = self._window(variant.name, shape.name)
         # the harness builds alongside the first configs; runs start once it is there
         harness = _Harness(factory.harness, self) if factory.harness else None
-        reference = self._reference(space, factory, variant.name, shape.name, strategy, budget, harness)
-        self._loop(space, factory, strategy, budget, reference, harness)
+        target = _Target(self, space, factory, strategy, budget, stored, window, harness)
+        target.reference = self._reference(target)
+        target.loop()
 
-    # -- the pipeline --------------------------------------------------------------------
-    def _loop(self, space, factory: JobFactory, strategy, budget: Budget, reference,
-              harness: "_Harness | None" = None) -> None:
-        builds: dict[Future, Job] = {}
-        ready: list[tuple[Job, BuildResult]] = []
-        runs: dict[Future, tuple[Job, BuildResult]] = {}
-        lookahead = self.options.lookahead or 2 * getattr(self.executor, "build_jobs", 1) + self.executor.run_slots
-        exhausted = False
-        while True:
-            in_flight = len(builds) + len(ready) + len(runs)
-            # feed the build queue
-            while not exhausted and len(builds) + len(ready) < lookahead and not budget.exhausted():
-                remaining = budget.remaining()
-                want = lookahead - len(builds) - len(ready)
-                if remaining is not None:
-                    want = min(want, remaining - (len(builds) + len(ready) + len(runs)))
-                if want <= 0:
-                    break
-                configs = strategy.ask(want)
-                if not configs:
-                    exhausted = strategy.exhausted or in_flight == 0
-                    break
-                for config in configs:
-                    job = factory.make(config, phase=_phase(strategy, config))
-                    if self._resume(job, strategy, budget) is not None:
-                        continue
-                    if harness is not None:
-                        harness.start()
-                    self.observer.build_started(job)
-                    builds[self.executor.submit_build(job)] = job
-                in_flight = len(builds) + len(ready) + len(runs)
-            # start runs on free GPU slots, and queue one more per slot: a slot that finishes a
-            # run starts the next at once instead of waiting for this loop (and, on a cluster,
-            # the next binary reaches its worker during the run before)
-            while ready and len(runs) < RUN_QUEUE_PER_SLOT * self.executor.run_slots and \
-                    (harness is None or harness.ready(cancel_on_failure=builds)):
-                job, build = ready.pop(0)
-                runs[self.executor.submit_run(job, build)] = (job, build)
-            if not builds and not runs and not ready:
-                if exhausted or budget.exhausted() or strategy.exhausted:
-                    return
-                continue  # the strategy may propose more now that results are in
-            waiting = [*builds, *runs] + ([harness.future] if harness is not None and harness.pending else [])
-            done, _ = wait(waiting, timeout=0.25, return_when=FIRST_COMPLETED)
-            for fut in done:
-                if harness is not None and fut is harness.future:
-                    continue
-                if fut in builds:
-                    job = builds.pop(fut)
-                    build = fut.result()
-                    self.summary.build_cpu_seconds += build.cpu_seconds
-                    if build.stopped:
-                        continue
-                    if build.harness_failed and harness is not None:
-                        harness.failed(build, cancel=builds)
-                    if build.status is Status.OK:
-                        ready.append((job, build))
-                    else:
-                        self._finish(job, build, None, strategy, budget)
-                else:
-                    job, build = runs.pop(fut)
-                    outcome = fut.result()
-                    if outcome.stopped:
-                        continue
-                    self._finish(job, build, outcome, strategy, budget, reference)
-            if budget.exhausted():
-                for fut in [f for f in runs if f.cancel()]:  # queued, not started: past the budget
-                    runs.pop(fut)
-                if not runs and not builds:
-                    return
+    def _window(self, variant: str, shape: str) -> int:
+        """Configs asked ahead of the results: fixed per shape × variant (kept in the store), so
+        that a resumed search asks exactly what the first run asked."""
+        key = f"window:{variant}:{shape}"
+        kept = self.store.get_meta(key)
+        if self.options.lookahead:
+            window = self.options.lookahead
+        elif isinstance(kept, int) and kept > 0:
+            window = kept
+        else:
+            window = 2 * self.executor.build_jobs + self.executor.run_slots
+        self.store.set_meta(key, window)
+        return window
 
-    def _finish(self, job: Job, build: BuildResult, outcome: RunOutcome | None, strategy, budget: Budget,
-                reference: Mapping[str, float] | None = None) -> Result:
+    def _reusable(self, space, factory: JobFactory, variant: str, shape: str) -> dict[str, Result]:
+        """Stored results that stand for this experiment: same result key, same dependencies,
+        a GPU model this run uses, and not asked to be rerun."""
+        if self.options.rerun == "all":
+            return {}
+        out: dict[str, Result] = {}
+        checked: dict[tuple, bool] = {}
+        for old in self.store.evaluated(variant, shape):
+            if self.options.rerun == "failed" and old.status is not Status.OK:
+                continue
+            config = dict(old.params)
+            if set(config) != set(space.names) or config not in space:
+                continue
+            if old.cache_key != factory.make(config).cache_key:
+                continue
+            if old.gpu_name is not None and self._gpu_models is not None and old.gpu_name not in self._gpu_models:
+                continue
+            deps = tuple(map(tuple, old.deps))
+            if deps not in checked:
+                checked[deps] = depfiles.unchanged(deps)
+            if checked[deps]:
+                out[config_id(config)] = old
+        return out
+
+    # -- one result ---------------------------------------------------------------------
+    def finish(self, job: Job, build: BuildResult, outcome: RunOutcome | None,
+               reference: Mapping[str, float] | None = None, harness_deps: tuple = ()) -> Result:
+        """Judge a finished build (and run), store it, and return the stored result. A failure
+        that every config would share (environment.py) stops the sweep and is not stored."""
+        problem = build_problem(build, job) if outcome is None else run_problem(outcome)
+        if problem:
+            raise EnvironmentProblem(f"{self.spec.label}: {problem}")
         status, message, metrics = build.status, build.message, {}
         gpu: Gpu | None = None
         if outcome is not None:
@@ -226,11 +262,11 @@ class Sweep:
             gpu_index=gpu.index if gpu else None, gpu_name=gpu.name if gpu else None,
             gpu_uuid=gpu.uuid if gpu else None, driver=gpu.driver if gpu else None,
             build_seconds=build.seconds, run_seconds=outcome.seconds if outcome else None,
-            finished=time.time(),
+            finished=time.time(), deps=tuple(dict.fromkeys((*build.deps, *harness_deps))),
         )
         self.store.put(result)
-        self._account(result, strategy, budget)
         self.summary.evaluated += 1
+        self._observe(result, resumed=False)
         return result
 
     def _judge_metrics(self, metrics, reference, is_reference) -> tuple[Status, str]:
@@ -247,28 +283,25 @@ class Sweep:
             return Status.OK, "unverified: the reference (defaults) config failed"
         return Status.OK, ""
 
-    def _account(self, result: Result, strategy, budget: Budget) -> None:
-        value = result.value(self.spec.objective.metric)
-        if value is not None and self.spec.objective.direction == "max":
-            value = -value
-        strategy.tell(dict(result.params), value)
-        budget.record(value)
+    def resumed(self, result: Result) -> None:
+        self.summary.resumed += 1
+        self._observe(result, resumed=True)
+
+    def _observe(self, result: Result, resumed: bool) -> None:
         self.summary.counts[result.status.value] = self.summary.counts.get(result.status.value, 0) + 1
         key = (result.variant, result.shape, result.gpu_name)  # GPU models are never ranked together
         best = self.summary.best.get(key)
         v = result.value(self.spec.objective.metric)
         if v is not None and (best is None or self.spec.objective.better(v, best.value(self.spec.objective.metric))):
             self.summary.best[key] = best = result
-        self.observer.result(result, best)
+        self.observer.result(result, best, resumed)
 
-    def _resume(self, job: Job, strategy, budget: Budget) -> Result | None:
-        """The stored result of a finished config with the same build key, told to the strategy."""
-        old = self.store.get(job.variant, job.shape, job.config_id)
-        if old is None or old.status is Status.PRUNED or old.cache_key != job.cache_key:
-            return None
-        self.summary.resumed += 1
-        self._account(old, strategy, budget)
-        return old
+    def tell(self, result: Result, strategy, budget: Budget, counted: bool) -> None:
+        value = result.value(self.spec.objective.metric)
+        if value is not None and self.spec.objective.direction == "max":
+            value = -value
+        strategy.tell(dict(result.params), value)
+        budget.record(value, counted=counted)
 
     # -- reference and pruned configs -------------------------------------------------
     def _reference_config(self, space) -> dict | None:
@@ -281,8 +314,9 @@ class Sweep:
             return defaults if k.reference == "defaults" else None
         return defaults if self.spec.check.reference == "defaults" else None
 
-    def _reference(self, space, factory: JobFactory, variant: str, shape: str, strategy, budget,
-                   harness: "_Harness | None" = None):
+    def _reference(self, target: "_Target"):
+        """Evaluate (or resume) the reference config before any other, and tell it first."""
+        space, factory = target.space, target.factory
         defaults = self._reference_config(space)
         if defaults is None:
             return None
@@ -290,27 +324,10 @@ class Sweep:
         if verdict is None or not verdict.ok:
             why = f"{verdict.constraint}: {verdict.reason}" if verdict else "it does not name every parameter"
             key = "kernel.reference" if self.spec.kernel is not None else "check.reference"
-            raise SpecError(f"the reference config is not valid for shape {shape}, variant {variant}: {why}",
-                            path=self.spec.label, key=key)
-        strategy.proposed.add(tuple(defaults[n] for n in space.names))  # never proposed again
+            raise SpecError(f"the reference config is not valid for shape {factory.shape.name}, variant "
+                            f"{factory.variant.name}: {why}", path=self.spec.label, key=key)
         job = factory.make(defaults, phase="reference", is_reference=True)
-        old = self._resume(job, strategy, budget)
-        if old is not None:
-            return dict(old.metrics) if old.status is Status.OK else None
-        if harness is not None:
-            harness.start()
-        self.observer.build_started(job)
-        build = self.executor.submit_build(job).result()
-        self.summary.build_cpu_seconds += build.cpu_seconds
-        if build.harness_failed and harness is not None:
-            harness.failed(build)
-        if build.status is not Status.OK:
-            self._finish(job, build, None, strategy, budget)
-            return None
-        if harness is not None:
-            harness.wait()
-        outcome = self.executor.submit_run(job, build).result()
-        result = self._finish(job, build, outcome, strategy, budget)
+        result = target.evaluate_now(job)
         return dict(result.metrics) if result.status is Status.OK else None
 
     def _record_pruned(self, space, variant: str, shape: str) -> None:
@@ -338,6 +355,213 @@ class Sweep:
             self.summary.counts["PRUNED"] = self.summary.counts.get("PRUNED", 0) + (space.raw_size - len(space))
 
 
+class _Target:
+    """The pipeline of one shape × variant: asks, builds, runs, stores, and tells in order."""
+
+    def __init__(self, sweep: Sweep, space, factory: JobFactory, strategy, budget: Budget,
+                 stored: dict[str, Result], window: int, harness: "_Harness | None"):
+        self.sweep, self.space, self.factory, self.strategy = sweep, space, factory, strategy
+        self.budget, self.stored, self.window, self.harness = budget, stored, window, harness
+        self.executor = sweep.executor
+        self.reference: Mapping[str, float] | None = None
+        self.order: list[_Entry] = []  # every asked config, in the order asked
+        self.told = 0  # entries told to the strategy (a prefix of order)
+        self.fresh = 0  # asked configs not found in the store (evaluated by this run)
+        self.builds: dict[Future, _Entry] = {}
+        self.ready: list[tuple[_Entry, BuildResult]] = []
+        self.runs: dict[Future, tuple[_Entry, BuildResult]] = {}
+        self.done_asking = False
+
+    # -- asking and telling, in one fixed order --------------------------------------
+    def _may_ask(self) -> bool:
+        if self.done_asking or len(self.order) - self.told >= self.window:
+            return False
+        b = self.budget
+        if b.max_evals is not None and len(self.stored) + self.fresh >= b.max_evals:
+            return False
+        return not b.exhausted_by_time_or_patience()
+
+    def _fill(self) -> None:
+        while self._may_ask():
+            configs = self.strategy.ask(1)
+            if not configs:
+                self.done_asking = self.strategy.exhausted
+                return
+            job = self.factory.make(configs[0], phase=_phase(self.strategy, configs[0]))
+            self._submit(job)
+
+    def _submit(self, job: Job) -> _Entry:
+        entry = _Entry(job)
+        self.order.append(entry)
+        old = self.stored.get(job.config_id)
+        if old is not None:
+            entry.result, entry.resumed = old, True
+            self.sweep.resumed(old)
+            return entry
+        self.fresh += 1
+        if self.harness is not None:
+            self.harness.start()
+        self.sweep.observer.build_started(job)
+        self.builds[self.executor.submit_build(job)] = entry
+        return entry
+
+    def _advance(self) -> None:
+        """Tell every result whose turn has come, asking for more after each one (asked configs
+        found in the store have their result at once, and are told in their turn too)."""
+        while True:
+            while self.told < len(self.order) and self.order[self.told].result is not None:
+                entry = self.order[self.told]
+                self.told += 1
+                self.sweep.tell(entry.result, self.strategy, self.budget, counted=not entry.resumed)
+                self._fill()
+            asked = len(self.order)
+            self._fill()
+            if len(self.order) == asked:
+                return
+
+    # -- the pipeline --------------------------------------------------------------------
+    def evaluate_now(self, job: Job) -> Result:
+        """Build and run one job before any other (the reference), then tell it."""
+        entry = self._submit(job)
+        while entry.result is None:
+            self._step()
+        self._advance()
+        return entry.result
+
+    def loop(self) -> None:
+        while True:
+            self._advance()
+            if not self.builds and not self.runs and not self.ready:
+                if self.told < len(self.order):  # an asked config neither in flight nor finished
+                    raise RuntimeError(f"ksweep bug: {self.order[self.told].job.label} was lost")
+                return  # nothing in flight, nothing more to ask
+            self._step()
+            if self.budget.exhausted_by_time_or_patience():
+                self._cancel_queued()
+                if not self.builds and not self.runs:
+                    return
+
+    def _step(self) -> None:
+        """Start what can start, wait a little for something to finish, and store it."""
+        self._start_runs()
+        waiting = [*self.builds, *self.runs]
+        if self.harness is not None and self.harness.pending:
+            waiting.append(self.harness.future)
+        if not waiting:
+            return
+        try:
+            done, _ = wait(waiting, timeout=WAIT_STEP, return_when=FIRST_COMPLETED)
+        except KeyboardInterrupt:
+            self._salvage()
+            raise
+        for fut in done:
+            if fut in self.builds:
+                self._built(self.builds.pop(fut), fut.result())
+            elif fut in self.runs:
+                entry, build = self.runs.pop(fut)
+                self._ran(entry, build, fut.result())
+
+    def _start_runs(self) -> None:
+        # start runs on free GPU slots, and queue one more per slot: a slot that finishes a
+        # run starts the next at once instead of waiting for this loop (and, on a cluster,
+        # the next binary reaches its worker during the run before)
+        harness = self.harness
+        while self.ready and len(self.runs) < RUN_QUEUE_PER_SLOT * self.executor.run_slots and \
+                (harness is None or harness.ready(cancel_on_failure=self.builds)):
+            entry, build = self.ready.pop(0)
+            self.runs[self.executor.submit_run(entry.job, build)] = (entry, build)
+
+    def _built(self, entry: _Entry, build: BuildResult) -> None:
+        self.sweep.summary.build_cpu_seconds += build.cpu_seconds
+        if build.stopped:
+            raise KeyboardInterrupt  # Ctrl-C reached the build first
+        if build.harness_failed and self.harness is not None:
+            self.harness.failed(build, cancel=self.builds)
+        if build.status is Status.OK:
+            self.ready.append((entry, build))
+        else:
+            entry.result = self.sweep.finish(entry.job, build, None)
+
+    def _ran(self, entry: _Entry, build: BuildResult, outcome: RunOutcome) -> None:
+        if outcome.stopped:
+            raise KeyboardInterrupt
+        harness_deps = self.harness.deps if self.harness is not None else ()
+        entry.result = self.sweep.finish(entry.job, build, outcome,
+                                         None if entry.job.is_reference else self.reference, harness_deps)
+
+    def _salvage(self) -> None:
+        """Ctrl-C: store what had already finished (runs, and builds that failed) before leaving."""
+        for fut, (entry, build) in list(self.runs.items()):
+            if fut.done() and not fut.cancelled():
+                outcome = fut.result()
+                if not outcome.stopped:
+                    with contextlib.suppress(KsweepError):
+                        self._ran(entry, build, outcome)
+        for fut, entry in list(self.builds.items()):
+            if fut.done() and not fut.cancelled():
+                build = fut.result()
+                if not build.stopped and build.status is not Status.OK and not build.harness_failed:
+                    with contextlib.suppress(KsweepError):
+                        entry.result = self.sweep.finish(entry.job, build, None)
+
+    def _cancel_queued(self) -> None:
+        for fut in [f for f in self.runs if f.cancel()]:  # queued, not started: past the budget
+            self.runs.pop(fut)
+        for fut in [f for f in self.builds if f.cancel()]:
+            self.builds.pop(fut)
+        self.ready.clear()
+        # what was asked but will not be evaluated is never told: it leaves the order
+        in_flight = {id(e) for e in self.builds.values()} | {id(e) for e, _ in self.runs.values()}
+        self.order = self.order[: self.told] + [e for e in self.order[self.told:]
+                                                if e.result is not None or id(e) in in_flight]
+        self.done_asking = True
+
+
+def executor_gpu_models(executor) -> set[str] | None:
+    """The GPU models an executor runs on (``{"none"}`` without GPUs), or None when unknown."""
+    models = getattr(executor, "gpu_models", None)
+    return set(models) if models is not None else None
+
+
+def environment_before_building(spec: Spec, gpu_models: set[str] | None, gpu_check: bool,
+                                backend: str = "cuda") -> str | None:
+    """Why every config of this spec would fail on this host, if that is known before building
+    (``backend``: kernel mode's GPU backend; another than "cuda" is a stand-in for tests)."""
+    from ..run.environment import missing_programs, needs_gpu
+
+    missing = missing_programs(spec)
+    if missing:
+        return missing
+    if spec.kernel is not None and backend != "cuda":
+        return None
+    if spec.kernel is not None:
+        import importlib.util
+
+        if importlib.util.find_spec("cuda") is None:
+            return ("kernel mode needs cuda-python, which is not installed: pip install 'ksweep[gpu]' "
+                    "(or pip install cuda-python)")
+    if gpu_check and gpu_models == {"none"} and needs_gpu(spec):
+        return ("this spec runs CUDA programs, but this host has no NVIDIA GPU (nvidia-smi found none): "
+                "run it on a machine with a GPU (ksweep plan works anywhere), or pass --no-gpu-check "
+                "if its programs need no GPU")
+    return None
+
+
+@contextlib.contextmanager
+def _one_blas_thread():
+    """Keep numpy's BLAS to one thread in the sweep process. The strategies' matrices are
+    small (a few hundred rows), and a threaded OpenBLAS deadlocks when another thread of
+    this process forks while it computes: its at-fork handler shuts the BLAS thread pool
+    down under the main thread's feet (the main thread then spins forever, deaf to Ctrl-C).
+    Children are started without fork handlers too (process.py); this is the second lock
+    on the same door. Limits are restored afterwards (the library may run inside a user's
+    program)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        yield
+
+
 class _Harness:
     """The build of a shape × variant's harness, started with the first config that needs
     building: no run starts before it is there, and a harness that does not build stops
@@ -351,6 +575,13 @@ class _Harness:
     def start(self) -> None:
         if self.future is None:
             self.future = self._sweep.executor.submit_build(self.job)
+
+    @property
+    def deps(self) -> tuple:
+        """The files the harness's build read (a result depends on them too)."""
+        if self.future is None or not self.future.done() or self.future.cancelled():
+            return ()
+        return self.future.result().deps
 
     @property
     def pending(self) -> bool:
@@ -371,7 +602,8 @@ class _Harness:
 
     def wait(self) -> None:
         self.start()
-        self.future.result()
+        while not self.future.done():  # in steps: Ctrl-C is handled between them
+            wait([self.future], timeout=WAIT_STEP)
         self.ready()
 
     def failed(self, build: BuildResult, cancel=()) -> None:
@@ -397,7 +629,10 @@ def _phase(strategy, config) -> str | None:
     return phase_of(config) if phase_of else None
 
 
-def _default_strategy_factory(name: str, space, seed: int, max_evals: int | None):
+def _strategy(name: str, space, seed: int, max_evals: int | None, unbounded: bool):
     from ..strategies import make_strategy
 
-    return make_strategy(name, space, seed=seed, budget_hint=max_evals)
+    # auto: a budget that covers the space (no --max-evals, no --time-limit, no --patience
+    # covers any space) means grid; docs/strategies.md
+    hint = max_evals if max_evals is not None else (len(space) if unbounded else None)
+    return make_strategy(name, space, seed=seed, budget_hint=hint)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from ..build.builder import Builder, BuildRules
@@ -32,7 +33,37 @@ def build_rules(spec: Spec) -> BuildRules:
 
 
 def make_builder(spec: Spec, cache_dir: Path | None = None) -> Builder:
-    return Builder(BuildCache(cache_dir or workspace(spec) / "cache"), build_rules(spec))
+    cache = BuildCache(cache_dir or workspace(spec) / "cache")
+    cache.clean_leftovers()  # scratch folders of builds killed mid-way
+    return Builder(cache, build_rules(spec))
+
+
+def scratch_dir(spec: Spec) -> Path:
+    """This process's folder for run folders: ``scratch/<pid>``; the folders of processes that
+    are gone (killed before they could clean up) are removed on the way."""
+    root = workspace(spec) / "scratch"
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        entries = []
+    for entry in entries:
+        if entry.name.isdigit() and not _alive(int(entry.name)):
+            shutil.rmtree(entry, ignore_errors=True)
+        elif entry.name.startswith("run-"):  # the flat layout of earlier versions
+            shutil.rmtree(entry, ignore_errors=True)
+    return root / str(os.getpid())
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def make_executor(spec: Spec, gpus: list[int] | None = None, jobs: int | None = None,
@@ -41,7 +72,7 @@ def make_executor(spec: Spec, gpus: list[int] | None = None, jobs: int | None = 
     ``start_gap`` (else ``[run] start_gap``, else automatic): seconds between run starts."""
     gpu_list = select_gpus(detect_gpus(), gpus)
     build_jobs = jobs or spec.build.jobs or os.cpu_count()
-    scratch = workspace(spec) / "scratch"
+    scratch = scratch_dir(spec)
     if spec.kernel is None:
         gap = start_gap if start_gap is not None else spec.run.start_gap
         return LocalExecutor(make_builder(spec), gpu_list, scratch, build_jobs=build_jobs, start_gap=gap)
@@ -58,14 +89,16 @@ def run_sweep(spec: Spec, *, db: str | Path | None = None, options: SweepOptions
     db_path = Path(db) if db else default_db_path(spec)
     store = Store(db_path)
     own_executor = executor is None
-    if executor is None:
-        executor = make_executor(spec, gpus, jobs, kernel_backend, start_gap)
     try:
+        if executor is None:
+            executor = make_executor(spec, gpus, jobs, kernel_backend, start_gap)
         summary = Sweep(spec, store, executor, options, observer).run()
     finally:
-        if own_executor:
+        if own_executor and executor is not None:
             executor.shutdown()
         store.close()
+        if own_executor:
+            shutil.rmtree(scratch_dir(spec), ignore_errors=True)
     return summary, db_path
 
 
