@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import os
 import sys
 
@@ -25,8 +26,18 @@ def version() -> str:
         return __version__
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage mistake said in one line (the option, the value, the fix)
+    and exit code 2; ``--help`` still shows the whole usage."""
+
+    def error(self, message: str):
+        message = re.sub(r"^argument [^:]+: (?=--)", "", message)  # our own types name the option already
+        self.exit(2, f"ksweep: error: {self.prog.split(' ', 1)[-1] if ' ' in self.prog else self.prog}: "
+                     f"{message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ksweep", description="Autotune the compile-time parameters of CUDA kernels."
     )
     parser.add_argument("--version", action="version", version=f"ksweep {version()}")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 
 import argparse
+import difflib
 import signal
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,12 +24,21 @@ def add_parser(sub) -> None:
     p = sub.add_parser("run", help="sweep a spec: build, run, verify, store, report")
     p.add_argument("spec", help="the sweep spec (TOML)")
     p.add_argument("--db", help="results database (default: .ksweep/<spec>.db beside the spec)")
-    p.add_argument("--jobs", "-j", type=int, help="parallel builds (default: all cores)")
-    p.add_argument("--strategy", default="auto", help="grid, phased, random, bayes or auto (default)")
-    p.add_argument("--max-evals", type=int, help="evaluate at most N configs per shape and variant (failures count)")
-    p.add_argument("--time-limit", type=float, help="stop after S seconds")
-    p.add_argument("--patience", type=int, help="stop a shape/variant after N evaluations without improvement")
+    p.add_argument("--jobs", "-j", type=count_of("--jobs"), help="parallel builds (default: all cores)")
+    p.add_argument("--strategy", default="auto",
+                   help="auto (default), grid, phased, random, bayes or surrogate; see docs/strategies.md")
+    p.add_argument("--max-evals", type=count_of("--max-evals"),
+                   help="N evaluated configs per shape and variant in the database (failures count; configs "
+                        "already there count too, so a finished sweep run again evaluates nothing)")
+    p.add_argument("--time-limit", type=seconds_of("--time-limit"), help="stop after S seconds")
+    p.add_argument("--patience", type=count_of("--patience"),
+                   help="stop a shape/variant after N evaluations without improvement")
     p.add_argument("--seed", type=int, default=0, help="seed of the search strategy")
+    p.add_argument("--rerun", choices=("failed", "all"),
+                   help="evaluate again the stored configs that failed, or all of them (default: resume, "
+                        "re-evaluating only configs whose result key changed)")
+    p.add_argument("--no-gpu-check", dest="gpu_check", action="store_false",
+                   help="run a spec of CUDA programs on a host without a GPU (its programs need none)")
     p.add_argument("--shape", action="append", help="only this shape (repeatable)")
     p.add_argument("--variant", action="append", help="only this variant (repeatable)")
     p.add_argument("--gpus", help="GPU indices to use, e.g. 0,1 (default: all visible)")
@@ -39,7 +50,7 @@ def add_parser(sub) -> None:
     p.add_argument("--shared-cache", metavar="DIR",
                    help="with --cluster: a build cache every worker sees at this path; binaries then travel by "
                         "path, not inside the tasks (default with --cluster local: .ksweep/cache beside the spec)")
-    p.add_argument("--start-gap", type=seconds, metavar="S",
+    p.add_argument("--start-gap", type=seconds_of("--start-gap"), metavar="S",
                    help="least seconds between run starts on one host (default: [run] start_gap, else 0.25 "
                         "where one host runs on several GPUs, 0 otherwise; 0 turns the gate off)")
     p.add_argument("--persistent", action=argparse.BooleanOptionalAction, default=None,
@@ -50,11 +61,59 @@ def add_parser(sub) -> None:
     p.set_defaults(handler=run)
 
 
+class _OptionError(argparse.ArgumentTypeError):
+    pass
+
+
+def count_of(option: str):
+    """An argparse type: a whole number of at least 1, with a message naming the option."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise _OptionError(f"{option} {text}: give a whole number of at least 1") from None
+        if value < 1:
+            raise _OptionError(f"{option} {text}: give a whole number of at least 1")
+        return value
+    return parse
+
+
+def seconds_of(option: str):
+    """An argparse type: seconds, at least 0."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not value >= 0 or value == float("inf"):
+            raise _OptionError(f"{option} {text}: give a number of seconds, 0 or more")
+        return value
+    return parse
+
+
 def seconds(text: str) -> float:
-    value = float(text)
-    if not value >= 0:
-        raise ValueError(text)
-    return value
+    return seconds_of("--start-gap")(text)
+
+
+def parse_gpus(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    parts = [g.strip() for g in text.split(",") if g.strip()]
+    if not parts or not all(p.isdigit() for p in parts):
+        raise KsweepError(f"--gpus {text}: give GPU indices separated by commas, e.g. --gpus 0,1 "
+                          f"(nvidia-smi lists them)")
+    return [int(p) for p in parts]
+
+
+def _known(option: str, asked, names: list[str], what: str) -> tuple[str, ...] | None:
+    if not asked:
+        return None
+    for name in asked:
+        if name not in names:
+            close = difflib.get_close_matches(name, names, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise KsweepError(f"{option} {name}: the spec has no such {what}{hint}; its {what}s: {', '.join(names)}")
+    return tuple(asked)
 
 
 def _sigterm(signum, frame):
@@ -62,29 +121,42 @@ def _sigterm(signum, frame):
 
 
 def run(args) -> int:
+    from ..strategies import STRATEGIES
+
     spec = load_spec(args.spec)
+    for warning in getattr(spec, "warnings", ()):
+        print(f"ksweep: warning: {warning}", file=sys.stderr)
     if args.persistent is not None:
         spec = replace(spec, run=replace(spec.run, persistent=args.persistent))
+    if args.strategy not in STRATEGIES:
+        close = difflib.get_close_matches(args.strategy, STRATEGIES, n=1)
+        raise KsweepError(f"--strategy {args.strategy}: unknown" + (f" (did you mean '{close[0]}'?)" if close else "")
+                          + f"; choose one of {', '.join(STRATEGIES)}")
     options = SweepOptions(
         strategy=args.strategy, seed=args.seed, max_evals=args.max_evals, time_limit=args.time_limit,
-        patience=args.patience, shapes=tuple(args.shape) if args.shape else None,
-        variants=tuple(args.variant) if args.variant else None,
+        patience=args.patience, shapes=_known("--shape", args.shape, [s.name for s in spec.shape_list()], "shape"),
+        variants=_known("--variant", args.variant, [v.name for v in spec.variant_list()], "variant"),
+        rerun=args.rerun, gpu_check=args.gpu_check,
     )
-    gpus = [int(g) for g in args.gpus.split(",") if g.strip()] if args.gpus else None
+    gpus = parse_gpus(args.gpus)
     signal.signal(signal.SIGTERM, _sigterm)
-    executor = _executor(spec, args, gpus)
     observer = make_observer(spec.objective.metric, args.quiet)
-    interrupted = False
+    interrupted, summary = False, None
+    db = Path(args.db) if args.db else default_db_path(spec)
+    executor = None
     try:
-        summary, db = run_sweep(spec, db=args.db, options=options, gpus=gpus, jobs=args.jobs, observer=observer,
+        executor = _executor(spec, args, gpus)
+        summary, db = run_sweep(spec, db=db, options=options, gpus=gpus, jobs=args.jobs, observer=observer,
                                 executor=executor, start_gap=args.start_gap)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         interrupted = True
-        summary, db = None, Path(args.db) if args.db else None
+        done = getattr(exc, "summary", None)
+        evaluated = done.evaluated if done is not None else 0
     finally:
         if executor is not None:
-            executor.shutdown()
-    db = db or default_db_path(spec)
+            executor.shutdown(cancel=interrupted)
+    if interrupted:
+        print(f"ksweep: interrupted: {evaluated} evaluated — run the same command to resume", file=sys.stderr)
     if not db.exists():
         return 130 if interrupted else 0
     results, _, order = load_results(str(db))
@@ -95,11 +167,12 @@ def run(args) -> int:
         render([r for r in results if _selected(r, options)], spec.objective.metric, spec.objective.direction,
                console, param_order=order, top=args.top)
     if summary is not None:
+        runs = (f"GPU {summary.gpu_seconds:.1f} s, GPU idle {100 * summary.gpu_idle_share:.0f}%, "
+                if summary.has_gpu else f"runs {summary.gpu_seconds:.1f} s, ")
         console.print(
             f"{summary.evaluated} evaluated, {summary.resumed} resumed from the store; "
             f"wall {summary.wall_seconds:.1f} s, build CPU {summary.build_cpu_seconds:.1f} s, "
-            f"GPU {summary.gpu_seconds:.1f} s, GPU idle {100 * summary.gpu_idle_share:.0f}%, "
-            f"{summary.configs_per_minute:.1f} configs/min", soft_wrap=True)
+            f"{runs}{summary.configs_per_minute:.1f} configs/min", soft_wrap=True)
     console.print(f"results: {db}  csv: {csv_path}", soft_wrap=True)
     return 130 if interrupted else 0
 

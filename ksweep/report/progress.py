@@ -13,11 +13,29 @@ from ..result import Result
 from ..status import Status
 
 
+def _eta(started: float, fresh: int, done: int, total: int) -> str:
+    """Time left at the pace of this run's own evaluations (resumed ones cost nothing)."""
+    left = total - done
+    if left <= 0:
+        return "ETA 0 s"
+    if fresh < 2:
+        return "ETA -"
+    seconds = (time.monotonic() - started) / fresh * left
+    return f"ETA {seconds / 60:.0f} min" if seconds >= 120 else f"ETA {seconds:.0f} s"
+
+
 def _best_text(best: Result | None, metric: str) -> str:
     if best is None:
         return "best: -"
     params = " ".join(f"{k}={v}" for k, v in best.params.items())
-    return f"best {metric}={best.metrics.get(metric):.4g} ({params})"
+    return f"best {metric}={_number(best.metrics.get(metric))} ({params})"
+
+
+def _number(value) -> str:
+    try:
+        return f"{float(value):.4g}"
+    except (TypeError, ValueError):
+        return str(value)
 
 
 class PlainLog:
@@ -27,24 +45,32 @@ class PlainLog:
         self.metric = metric
         self.stream = stream or sys.stderr
         self.done = 0
+        self.fresh = 0
         self.total = 0
+        self.started = time.monotonic()
 
     def _print(self, text: str) -> None:
         print(text, file=self.stream, flush=True)
 
-    def target_started(self, variant, shape, valid, total):
-        self.total += valid
-        self._print(f"[ksweep] variant {variant} · shape {shape}: {valid} valid of {total} configs")
+    def target_started(self, variant, shape, valid, total, planned=None):
+        planned = valid if planned is None else planned
+        self.total += planned
+        budget = f", {planned} to evaluate" if planned != valid else ""
+        self._print(f"[ksweep] variant {variant} · shape {shape}: {valid} valid of {total} configs{budget}")
 
     def build_started(self, job):
         pass
 
-    def result(self, result: Result, best):
+    def result(self, result: Result, best, resumed: bool = False):
         self.done += 1
+        self.fresh += not resumed
         value = result.metrics.get(self.metric)
-        what = f"{self.metric}={value:.4g}" if result.status is Status.OK and value is not None else result.message
+        what = (f"{self.metric}={_number(value)}" if result.status is Status.OK and value is not None
+                else result.message)
         params = " ".join(f"{k}={v}" for k, v in result.params.items())
-        self._print(f"[ksweep] {self.done}/{self.total} {result.status.value:<17} {params}  {what}"[:300])
+        how = "resumed " if resumed else ""
+        eta = _eta(self.started, self.fresh, self.done, self.total)
+        self._print(f"[ksweep] {self.done}/{self.total} {eta} {how}{result.status.value:<17} {params}  {what}"[:300])
 
     def finished(self, summary):
         self._print(f"[ksweep] done: {summary.evaluated} evaluated, {summary.resumed} resumed, "
@@ -60,6 +86,7 @@ class RichProgress:
         self.counts: dict[str, int] = {}
         self.total = 0
         self.done = 0
+        self.fresh = 0
         self.building = 0
         self.best: Result | None = None
         self.target = ""
@@ -73,13 +100,15 @@ class RichProgress:
         bar = "█" * int(frac * width) + "░" * (width - int(frac * width))
         counts = "  ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
         elapsed = time.monotonic() - self.started
-        return Text.from_markup(
-            f"[bold]{self.target}[/bold]\n{bar} {self.done}/{self.total}  {elapsed:.0f} s  "
-            f"builds in flight {self.building}\n{counts}\n{_best_text(self.best, self.metric)}"
-        )
+        text = Text()
+        text.append(self.target, style="bold")
+        text.append(f"\n{bar} {self.done}/{self.total}  {elapsed:.0f} s  "
+                    f"{_eta(self.started, self.fresh, self.done, self.total)}  builds in flight {self.building}"
+                    f"\n{counts}\n{_best_text(self.best, self.metric)}")
+        return text
 
-    def target_started(self, variant, shape, valid, total):
-        self.total += valid
+    def target_started(self, variant, shape, valid, total, planned=None):
+        self.total += valid if planned is None else planned
         self.target = f"variant {variant} · shape {shape}"
         self.live.update(self._render())
 
@@ -87,9 +116,10 @@ class RichProgress:
         self.building += 1
         self.live.update(self._render())
 
-    def result(self, result: Result, best):
+    def result(self, result: Result, best, resumed: bool = False):
         self.done += 1
-        if result.build_seconds is not None or result.status.build_failure:
+        self.fresh += not resumed
+        if not resumed and (result.build_seconds is not None or result.status.build_failure):
             self.building = max(0, self.building - 1)
         self.counts[result.status.value] = self.counts.get(result.status.value, 0) + 1
         if best is not None:
