@@ -1,0 +1,439 @@
+"""The default path is trustworthy: nothing hangs, nothing stale is resumed, nothing is lost.
+
+Each test here failed before its fix (issue: "Nothing hangs, nothing stale, nothing lost").
+The programs are small C files built by gcc; no GPU is needed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from ksweep.errors import EnvironmentProblem, KsweepError, StoreError, StoreInUse
+from ksweep.run.executor import LocalExecutor
+from ksweep.run.gpus import Gpu
+from ksweep.spec.load import load_spec
+from ksweep.status import Status
+from ksweep.store.sqlite import Store
+from ksweep.sweep.driver import Sweep, SweepOptions
+from ksweep.sweep.local import make_builder, run_sweep, scratch_dir
+
+PROGRAMS = Path(__file__).parent / "programs"
+A20 = list(range(20))
+B15 = list(range(15))
+
+
+def toy(folder: Path, *, a=A20, b=B15, extra: str = "", build: str | None = None, run: str | None = None,
+        name: str = "toy.toml") -> Path:
+    """A spec of tests/programs/toy.c (its header toy.h is not listed in sources)."""
+    for f in ("toy.c", "toy.h"):
+        if not (folder / f).exists():
+            shutil.copy(PROGRAMS / f, folder / f)
+    build = build or '["gcc", "-O0", "{defines}", "-o", "{binary}", "toy.c"]'
+    run = run or '["{binary}"]'
+    path = folder / name
+    path.write_text(textwrap.dedent(f"""
+        [sweep]
+        name = "toy"
+        objective = "ms"
+        [params]
+        A = {a}
+        B = {b}
+        [build]
+        sources = ["toy.c"]
+        command = {build}
+        [run]
+        command = {run}
+        timeout = 20
+    """) + textwrap.dedent(extra))
+    return path
+
+
+def cli(*args: str, cwd: Path | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ksweep.cli.main", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def stored(db: Path) -> dict[tuple, object]:
+    with Store(db) as store:
+        return {(r.params["A"], r.params["B"]): r for r in store.results() if r.status is not Status.PRUNED}
+
+
+def sweep(spec: Path, **options):
+    opts = {"strategy": "grid", **options}
+    summary, db = run_sweep(load_spec(spec), options=SweepOptions(**opts), jobs=2)
+    return summary, db
+
+
+# -- 1. the default strategy never hangs -----------------------------------------------------
+
+def test_default_strategy_sweeps_300_configs_of_a_gcc_program(tmp_path):
+    """auto with no budget sweeps everything (grid), here 300 configs built by gcc; the
+    process and CI's environment are what README installs (no threadpoolctl hidden extra)."""
+    spec = toy(tmp_path)
+    r = cli("run", str(spec), "-q")
+    assert r.returncode == 0, r.stderr
+    rows = stored(tmp_path / ".ksweep" / "toy.db")
+    assert len(rows) == 300 and all(row.status is Status.OK for row in rows.values())
+
+
+def test_model_based_search_with_forking_threads_finishes(tmp_path):
+    """The search that hung: surrogate (numpy/BLAS in the main thread) while builds and runs
+    start processes from worker threads."""
+    spec = toy(tmp_path)
+    r = cli("run", str(spec), "-q", "--strategy", "surrogate", "--max-evals", "150")
+    assert r.returncode == 0, r.stderr
+    assert len(stored(tmp_path / ".ksweep" / "toy.db")) == 150
+
+
+def test_blas_is_single_threaded_while_strategies_compute(tmp_path):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    seen = []
+
+    def factory(name, space, seed, max_evals):
+        from ksweep.strategies import make_strategy
+
+        inner = make_strategy("random", space, seed=seed)
+        real_ask = inner.ask
+
+        def ask(n=1):
+            seen.extend(p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas")
+            return real_ask(n)
+
+        inner.ask = ask
+        return inner
+
+    spec = load_spec(toy(tmp_path, a=[1, 2, 3], b=[1]))
+    builder = make_builder(spec)
+    executor = LocalExecutor(builder, [Gpu(index=None)], scratch_dir(spec), build_jobs=2)
+    with Store(tmp_path / "r.db") as store:
+        Sweep(spec, store, executor, SweepOptions(strategy="random"), strategy_factory=factory).run()
+    executor.shutdown()
+    assert seen and set(seen) == {1}
+
+
+def test_auto_with_no_budget_is_grid_and_with_a_time_limit_a_model(tmp_path):
+    spec = load_spec(toy(tmp_path, a=[1, 2, 3], b=[1, 2]))
+    space = spec.space("default", "base")
+    executor = LocalExecutor(make_builder(spec), [Gpu(index=None)], scratch_dir(spec))
+    with Store(tmp_path / "r.db") as store:
+        free = Sweep(spec, store, executor, SweepOptions(strategy="auto"))
+        assert free._make_strategy("auto", space, 0, None).chosen == "grid"
+        timed = Sweep(spec, store, executor, SweepOptions(strategy="auto", time_limit=60))
+        assert timed._make_strategy("auto", space, 0, None).chosen == "surrogate"
+        small = Sweep(spec, store, executor, SweepOptions(strategy="auto", max_evals=3))
+        assert small._make_strategy("auto", space, 0, 3).chosen == "surrogate"
+    executor.shutdown()
+
+
+# -- 2. a result's key covers the experiment -------------------------------------------------
+
+@pytest.mark.parametrize("change", [
+    ("[run]\ncommand = [\"{binary}\"]\ntimeout = 20", "[run]\ncommand = [\"{binary}\", \"x\"]\ntimeout = 20"),
+    ("timeout = 20", "timeout = 25"),
+    ("timeout = 20", "timeout = 20\nenv = { TOY = \"1\" }"),
+    ('objective = "ms"', 'objective = "ms"\ndirection = "max"'),
+    ("B = [1]", "B = [1]\n[check]\nexpected = { checksum = 1 }"),
+])
+def test_changing_how_a_config_runs_reruns_it_without_rebuilding(tmp_path, change):
+    spec = toy(tmp_path, a=[1, 2], b=[1])
+    first, db = sweep(spec)
+    assert first.evaluated == 2
+    again, _ = sweep(spec)
+    assert again.evaluated == 0 and again.resumed == 2
+    old, new = change
+    text = spec.read_text()
+    assert old in text
+    spec.write_text(text.replace(old, new, 1))
+    third, _ = sweep(spec)
+    assert third.evaluated == 2
+    assert all(r.cached for r in stored(db).values())  # run again, not built again
+
+
+def test_another_gpu_model_reruns_the_configs(tmp_path):
+    spec = load_spec(toy(tmp_path, a=[1, 2], b=[1]))
+
+    def on(model: str):
+        executor = LocalExecutor(make_builder(spec), [Gpu(index=None, name=model)], scratch_dir(spec), build_jobs=2)
+        with Store(tmp_path / "r.db") as store:
+            summary = Sweep(spec, store, executor, SweepOptions()).run()
+        executor.shutdown()
+        return summary
+
+    assert on("ModelA").evaluated == 2
+    assert on("ModelA").evaluated == 0
+    assert on("ModelB").evaluated == 2
+    assert {r.gpu_name for r in stored(tmp_path / "r.db").values()} == {"ModelB"}
+
+
+def test_rerun_failed_and_all(tmp_path):
+    spec = toy(tmp_path, a=[1, 2, 3], b=[1],
+               build='["sh", "-c", "test {A} -ne 2 && gcc -O0 -DA={A} -DB={B} -o {binary} {spec_dir}/toy.c"]')
+    first, db = sweep(spec)
+    assert first.evaluated == 3 and stored(db)[(2, 1)].status is Status.COMPILE_ERROR
+    assert sweep(spec)[0].evaluated == 0
+    assert sweep(spec, rerun="failed")[0].evaluated == 1
+    assert sweep(spec, rerun="all")[0].evaluated == 3
+    r = cli("run", str(spec), "-q", "--strategy", "grid", "--rerun", "failed")
+    assert r.returncode == 0 and "1 evaluated, 2 resumed" in r.stdout
+
+
+# -- 3. headers the spec does not list --------------------------------------------------------
+
+def test_editing_an_included_header_rebuilds_and_reruns(tmp_path):
+    spec = toy(tmp_path, a=[1, 2], b=[1])
+    first, db = sweep(spec)
+    assert first.evaluated == 2
+    assert any(p.endswith("toy.h") for p, _ in stored(db)[(1, 1)].deps)
+    assert sweep(spec)[0].evaluated == 0
+    header = tmp_path / "toy.h"
+    header.write_text(header.read_text().replace("TOY_BASE 1.0", "TOY_BASE 100.0"))
+    third, _ = sweep(spec)
+    assert third.evaluated == 2
+    rows = stored(db)
+    assert all(not r.cached and r.metrics["ms"] > 100 for r in rows.values())
+
+
+def test_dependency_file_parsing():
+    from ksweep.build.deps import dependency_flags, parse_depfile
+
+    text = "prog : /a/x.cu \\\n    /a/my\\ dir/y.h \\\n  z.h\nz.h:\n"
+    assert parse_depfile(text) == ["/a/x.cu", "/a/my dir/y.h", "z.h"]
+    assert dependency_flags(["nvcc", "-O3", "-o", "/t/prog", "x.cu"], "d") == ["-MMD", "-MF", "d"]
+    assert dependency_flags(["gcc-12", "-DX=1", "x.c", "-o", "p"], "d") == ["-MMD", "-MF", "d"]
+    assert dependency_flags(["nvcc", "a.cu", "b.cu", "-o", "p"], "d") is None  # one source only
+    assert dependency_flags(["make", "x.c"], "d") is None
+    assert dependency_flags(["gcc", "-MD", "x.c"], "d") is None
+
+
+# -- 4. failures of the host are not results -------------------------------------------------
+
+def _evaluated(db: Path) -> int:
+    if not db.exists():
+        return 0
+    with Store(db) as store:
+        return len(store.evaluated("base", "default"))
+
+
+def test_a_build_program_that_does_not_exist_stops_before_building(tmp_path):
+    spec = toy(tmp_path, a=[1, 2], b=[1], build='["gccx-none", "{defines}", "-o", "{binary}", "toy.c"]')
+    r = cli("run", str(spec), "-q")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "gccx-none" in r.stderr and "not found" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert _evaluated(tmp_path / ".ksweep" / "toy.db") == 0
+
+
+def test_a_run_program_that_does_not_exist_stops(tmp_path):
+    spec = toy(tmp_path, a=[1, 2], b=[1], run='["/nonexistent/runner", "{binary}"]')
+    with pytest.raises(EnvironmentProblem, match="runner"):
+        sweep(spec)
+    assert _evaluated(tmp_path / ".ksweep" / "toy.db") == 0
+
+
+def test_no_gpu_reported_by_the_program_stops_and_stores_nothing(tmp_path):
+    spec = toy(tmp_path, a=[1, 2, 3], b=[1], run=(
+        '["sh", "-c", "echo \'CUDA error: no CUDA-capable device is detected (cudaErrorNoDevice)\' >&2; exit 1"]'))
+    with pytest.raises(EnvironmentProblem, match="no CUDA-capable device"):
+        sweep(spec)
+    assert _evaluated(tmp_path / ".ksweep" / "toy.db") == 0
+    r = cli("run", str(spec), "-q")
+    assert r.returncode == 2 and "no CUDA-capable device" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_missing_shared_library_stops(tmp_path):
+    spec = toy(tmp_path, a=[1, 2], b=[1], run=(
+        '["sh", "-c", "echo \'prog: error while loading shared libraries: libcublas.so.13: cannot open shared '
+        'object file: No such file or directory\' >&2; exit 127"]'))
+    with pytest.raises(EnvironmentProblem, match="libcublas"):
+        sweep(spec)
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this host has a GPU")
+def test_a_cuda_program_sweep_on_a_host_without_gpu_says_so_before_building(tmp_path):
+    (tmp_path / "k.cu").write_text("__global__ void k() {}\nint main() { k<<<1, 1>>>(); return 0; }\n")
+    spec = toy(tmp_path, a=[1, 2], b=[1], build='["nvcc", "{defines}", "-o", "{binary}", "k.cu"]')
+    spec.write_text(spec.read_text().replace('sources = ["toy.c"]', 'sources = ["k.cu"]'))
+    r = cli("run", str(spec), "-q")
+    assert r.returncode == 2 and "no NVIDIA GPU" in r.stderr and "Traceback" not in r.stderr
+    cache = tmp_path / ".ksweep" / "cache"
+    assert not cache.exists() or not any(cache.iterdir())  # nothing was built
+    # a program nvcc builds from plain C++ needs no GPU: not refused
+    plain = toy(tmp_path, a=[1, 2], b=[1], build='["nvcc", "-x", "cu", "{defines}", "-o", "{binary}", "toy.c"]',
+                name="plain.toml")
+    assert cli("plan", str(plain)).returncode == 0
+    from ksweep.run.environment import needs_gpu
+
+    assert needs_gpu(load_spec(spec)) and not needs_gpu(load_spec(plain))
+
+
+def test_kernel_mode_without_cuda_python_says_how_to_install(tmp_path):
+    import importlib.util
+
+    if importlib.util.find_spec("cuda") is not None:
+        pytest.skip("cuda-python is installed")
+    from conftest import vadd_kernel_spec
+
+    path = vadd_kernel_spec(tmp_path, "BLOCK = [64, 128]\nELEMS = [1]", 1024)
+    r = cli("run", str(path), "-q")
+    assert r.returncode == 2 and "cuda-python" in r.stderr and "pip install" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+# -- 5. budgets per database, deterministic resume -------------------------------------------
+
+def test_max_evals_counts_the_store(tmp_path):
+    spec = toy(tmp_path)
+    first, db = sweep(spec, strategy="surrogate", max_evals=20)
+    assert first.evaluated == 20
+    again, _ = sweep(spec, strategy="surrogate", max_evals=20)
+    assert again.evaluated == 0
+    more, _ = sweep(spec, strategy="surrogate", max_evals=26)
+    assert more.evaluated == 6 and len(stored(db)) == 26
+
+
+PHASED = """
+[switches]
+FAST = "flag"
+"""
+
+
+@pytest.mark.parametrize("strategy", ["grid", "random", "phased", "bayes", "surrogate", "auto"])
+def test_a_stopped_search_resumed_ends_where_an_uninterrupted_one_does(tmp_path, strategy):
+    if strategy == "bayes":
+        pytest.importorskip("optuna")
+    extra = PHASED if strategy == "phased" else ""
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    a, b = list(range(8)), list(range(6))
+    whole, db1 = sweep(toy(one, a=a, b=b, extra=extra), strategy=strategy, max_evals=24, seed=3, lookahead=4)
+    spec2 = toy(two, a=a, b=b, extra=extra)
+    for budget in (5, 11, 24):  # stopped twice on the way
+        sweep(spec2, strategy=strategy, max_evals=budget, seed=3, lookahead=4)
+    final = sweep(spec2, strategy=strategy, max_evals=24, seed=3, lookahead=4)[1]
+    assert set(stored(db1)) == set(stored(final))
+    assert len(stored(db1)) == (24 if strategy != "phased" else len(stored(db1)))
+
+
+def test_phased_with_a_reference_reaches_tier_two(tmp_path):
+    spec = toy(tmp_path, a=[1, 5, 7], b=[2, 4], extra=PHASED + """
+        [check]
+        keys = ["checksum"]
+        reference = "defaults"
+    """)
+    summary, db = sweep(spec, strategy="phased")
+    with Store(db) as store:
+        phases = {r.phase for r in store.results()}
+    assert "tier2" in phases and "reference" in phases
+
+
+# -- 6. one sweep per database ----------------------------------------------------------------
+
+HOLD = """
+import sys
+from ksweep.store.sqlite import Store
+s = Store(sys.argv[1])
+s.lock()
+print("locked", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_second_run_on_a_database_in_use_is_refused_with_the_pid(tmp_path):
+    spec = toy(tmp_path, a=[1, 2], b=[1])
+    db = tmp_path / ".ksweep" / "toy.db"
+    db.parent.mkdir(parents=True)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(StoreInUse, match=f"pid {holder.pid}"):
+            with Store(db) as store:
+                store.lock()
+        r = cli("run", str(spec), "-q")
+        assert r.returncode == 2 and f"pid {holder.pid}" in r.stderr and "Traceback" not in r.stderr
+        assert _evaluated(db) == 0
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    assert sweep(spec)[0].evaluated == 2  # free again once the holder is gone
+
+
+def test_another_specs_database_is_refused(tmp_path):
+    spec = toy(tmp_path, a=[1, 2], b=[1])
+    _, db = sweep(spec)
+    other = tmp_path / "other.toml"
+    other.write_text(spec.read_text().replace('name = "toy"', 'name = "other"'))
+    with pytest.raises(StoreError, match="holds the results of spec 'toy'"):
+        run_sweep(load_spec(other), db=db, options=SweepOptions())
+
+
+# -- kill -9 at random moments over a whole sweep ---------------------------------------------
+
+def test_kill_9_at_random_moments_loses_nothing_and_ends_like_an_uninterrupted_run(tmp_path):
+    rng = random.Random(12)
+    args = ["--strategy", "auto", "--max-evals", "60", "--seed", "5", "-j", "2", "-q"]
+    clean, killed = tmp_path / "clean", tmp_path / "killed"
+    clean.mkdir()
+    killed.mkdir()
+    r = cli("run", str(toy(clean)), *args)
+    assert r.returncode == 0, r.stderr
+    expected = set(stored(clean / ".ksweep" / "toy.db"))
+    assert len(expected) == 60
+
+    spec = toy(killed, extra=f"""
+        [run.env]
+        KSWEEP_TEST_LOG = "{killed / 'runs.log'}"
+        TOY_SLEEP_MS = "200"
+    """)
+    db = killed / ".ksweep" / "toy.db"
+    log = killed / "runs.log"
+    committed: set = set()
+    kills = 0
+    for cycle in range(200):
+        err = killed / "stderr.txt"
+        with open(err, "w") as stderr:
+            proc = subprocess.Popen([sys.executable, "-m", "ksweep.cli.main", "run", str(spec), *args],
+                                    stdout=subprocess.DEVNULL, stderr=stderr, stdin=subprocess.DEVNULL)
+        try:
+            proc.wait(timeout=rng.uniform(0.3, 1.2))
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            kills += 1
+        else:
+            assert proc.returncode == 0, err.read_text()
+            if kills >= 20:
+                break
+            # finished before the kill came: start again (it must evaluate nothing more)
+        ran = log.read_text().splitlines() if log.exists() else []
+        if log.exists():
+            log.unlink()
+        ran_configs = {tuple(int(kv.split("=")[1]) for kv in line.split()) for line in ran}
+        assert not ran_configs & committed, "a config whose result was stored ran again"
+        now = set(stored(db)) if db.exists() else set()
+        assert committed <= now, "a stored result was lost"
+        committed = now
+    assert kills >= 20
+    r = cli("run", str(spec), *args)
+    assert r.returncode == 0, r.stderr
+    assert set(stored(db)) == expected
+    deadline = time.monotonic() + 30  # nothing a killed sweep started keeps running
+    while time.monotonic() < deadline and _running_from(killed):
+        time.sleep(0.1)
+    assert not _running_from(killed)
+
+
+def _running_from(folder: Path) -> list[str]:
+    out = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if str(folder) + "/.ksweep/" in line]
