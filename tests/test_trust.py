@@ -437,3 +437,48 @@ def test_kill_9_at_random_moments_loses_nothing_and_ends_like_an_uninterrupted_r
 def _running_from(folder: Path) -> list[str]:
     out = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
     return [line for line in out.splitlines() if str(folder) + "/.ksweep/" in line]
+
+
+# -- 11. small things ---------------------------------------------------------------------
+
+def test_leftover_build_and_run_folders_of_killed_sweeps_are_removed(tmp_path):
+    spec = toy(tmp_path, a=[1, 2], b=[1])
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a pid that no longer runs
+    cache, scratch = tmp_path / ".ksweep" / "cache", tmp_path / ".ksweep" / "scratch"
+    leftovers = [cache / f"0123abcd.tmp-{dead.pid}-beef", scratch / str(dead.pid) / "run-x", scratch / "run-old"]
+    for folder in leftovers:
+        folder.mkdir(parents=True)
+        (folder / "junk").write_text("x")
+    assert sweep(spec)[0].evaluated == 2
+    assert not any(f.exists() for f in leftovers)
+    assert not (scratch / str(os.getpid())).exists()  # this run's own folder is gone too
+    assert [p.name for p in cache.iterdir() if ".tmp-" in p.name or ".old-" in p.name] == []
+
+
+def test_a_missing_source_is_said_before_anything_is_created(tmp_path):
+    spec = toy(tmp_path, a=[1, 2], b=[1])
+    (tmp_path / "toy.c").unlink()
+    r = cli("run", str(spec), "-q")
+    assert r.returncode == 2 and "source 'toy.c' does not exist" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / ".ksweep").exists()
+
+
+def test_ctrl_c_says_how_many_were_evaluated_and_how_to_resume(tmp_path):
+    spec = toy(tmp_path, extra="""
+        [run.env]
+        TOY_SLEEP_MS = "300"
+    """)
+    proc = subprocess.Popen([sys.executable, "-m", "ksweep.cli.main", "run", str(spec), "-j", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    db = tmp_path / ".ksweep" / "toy.db"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and _evaluated(db) < 2:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    line = [ln for ln in err.splitlines() if "interrupted:" in ln]
+    assert line and "evaluated — run the same command to resume" in line[0]
+    n = int(line[0].split("interrupted:")[1].split()[0])
+    assert n == _evaluated(db) >= 2

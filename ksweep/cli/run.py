@@ -56,7 +56,9 @@ def add_parser(sub) -> None:
     p.add_argument("--persistent", action=argparse.BooleanOptionalAction, default=None,
                    help="run every config in one long-lived process per GPU, built as a shared library whose "
                         "main ksweep calls (default: [run] persistent); see docs/spec.md")
-    p.add_argument("--top", type=int, default=20, help="rows of the final table per shape/variant")
+    p.add_argument("--top", type=int, default=20,
+                   help="the N best valid configs and at most N failed or pruned ones per shape/variant in the "
+                        "final table (default 20; 0: all)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     p.set_defaults(handler=run)
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from ..build.builder import Builder, BuildRules
 from ..build.cache import BuildCache
+from ..errors import SpecError
+from ..process import reap_session
 from ..run.executor import LocalExecutor
 from ..run.gpus import detect_gpus, select_gpus
 from ..spec.model import Spec
@@ -87,6 +89,7 @@ def run_sweep(spec: Spec, *, db: str | Path | None = None, options: SweepOptions
               gpus: list[int] | None = None, jobs: int | None = None, observer=None,
               executor=None, kernel_backend: str = "cuda", start_gap: float | None = None) -> tuple[Summary, Path]:
     db_path = Path(db) if db else default_db_path(spec)
+    check_sources(spec, options.variants)  # before anything is created beside the spec
     store = Store(db_path)
     own_executor = executor is None
     try:
@@ -98,8 +101,22 @@ def run_sweep(spec: Spec, *, db: str | Path | None = None, options: SweepOptions
             executor.shutdown()
         store.close()
         if own_executor:
+            reap_session()  # a daemon a run left behind with its output closed: nothing of ours runs now
             shutil.rmtree(scratch_dir(spec), ignore_errors=True)
     return summary, db_path
+
+
+def check_sources(spec: Spec, variants: tuple[str, ...] | None = None) -> None:
+    """Every source the chosen variants list exists (one line naming the first that does not)."""
+    for v in spec.variant_list():
+        if variants and v.name not in variants:
+            continue
+        listed = v.sources if v.sources is not None else spec.build.sources
+        key = f"variants.{v.name}.sources" if v.sources is not None else "build.sources"
+        for rel in listed:
+            if not (spec.root / rel).exists():
+                raise SpecError(f"source '{rel}' does not exist (looked for {spec.root / rel}): "
+                                f"fix {key}, or run from where the sources are", path=spec.label, key=key)
 
 
 def make_dask_executor(spec: Spec, cluster: str, *, gpus: list[int] | None = None, fake_gpus: int | None = None,
