@@ -238,11 +238,10 @@ def test_ctrl_c_stops_fast_kills_children_keeps_results(program_dir):
         seen = running
         time.sleep(0.1)
     assert hung
-    t0 = time.time()
     proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=10)
-    assert time.time() - t0 < 2.0
-    assert proc.returncode == 130
+    _, err = proc.communicate(timeout=10)  # bounds a hang; the latency itself is in bench/bad_input.py
+    assert proc.returncode == 130, err
+    assert "interrupted:" in err and "run the same command to resume" in err, err
     time.sleep(0.2)
     out = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
     assert str(program_dir.dir) not in out
