@@ -73,6 +73,8 @@ class PlainLog:
         self._print(f"[ksweep] {self.done}/{self.total} {eta} {how}{result.status.value:<17} {params}  {what}"[:300])
 
     def finished(self, summary):
+        if summary.failed:
+            return  # the error says what happened
         self._print(f"[ksweep] done: {summary.evaluated} evaluated, {summary.resumed} resumed, "
                     f"{dict(sorted(summary.counts.items()))}, {summary.wall_seconds:.1f} s")
 

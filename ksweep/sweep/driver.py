@@ -73,6 +73,7 @@ class Summary:
     gpu_slots: int = 1
     has_gpu: bool = True  # False: runs went to no GPU (a CPU sweep): no GPU figures to report
     interrupted: bool = False
+    failed: bool = False  # stopped by an error (a bad database, a host problem): nothing to report
     best: dict[tuple[str, str, str | None], Result] = field(default_factory=dict)
 
     @property
@@ -147,6 +148,9 @@ class Sweep:
             self.summary.interrupted = True
             self.executor.shutdown(cancel=True)
             raise Interrupted(self.summary) from None
+        except BaseException:
+            self.summary.failed = True
+            raise
         finally:
             self.summary.wall_seconds = time.monotonic() - start
             self.store.unlock()

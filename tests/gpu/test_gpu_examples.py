@@ -36,3 +36,23 @@ def test_tiny_sweep(tmp_path, spec, shape, mode):
         assert row.status is Status.OK, (row.params, row.message)
         assert row.metrics["ms"] > 0 and "NVIDIA" in (row.gpu_name or "")
         assert row.regs is not None and row.spills == 0
+
+
+def test_resumed_on_the_same_gpu_and_rerun_only_when_asked(tmp_path):
+    """On a GPU: the SGEMM example's cubins and harness (nvcc with -MMD) resume exactly; a
+    second run evaluates nothing, --rerun all evaluates again without rebuilding."""
+    src = EXAMPLES / "sgemm/sgemm.toml"
+    work = tmp_path / "sgemm"
+    shutil.copytree(src.parent, work, ignore=shutil.ignore_patterns(".ksweep"))
+    db = tmp_path / "sweep.db"
+    args = [sys.executable, "-m", "ksweep", "run", str(work / src.name), "--shape", "sq2048",
+            "--max-evals", "3", "--db", str(db), "-q"]
+    first = subprocess.run(args, capture_output=True, text=True, timeout=900)
+    assert first.returncode == 0, first.stderr[-3000:]
+    second = subprocess.run(args, capture_output=True, text=True, timeout=900)
+    assert second.returncode == 0 and "0 evaluated, 3 resumed" in second.stdout, second.stdout[-2000:]
+    third = subprocess.run([*args, "--rerun", "all"], capture_output=True, text=True, timeout=900)
+    assert third.returncode == 0 and "3 evaluated, 0 resumed" in third.stdout, third.stdout[-2000:]
+    with Store(db) as store:
+        rows = [x for x in store.results() if x.status is not Status.PRUNED]
+    assert len(rows) == 3 and all(r.status is Status.OK and r.cached for r in rows)
