@@ -380,18 +380,25 @@ def test_another_specs_database_is_refused(tmp_path):
 
 # -- kill -9 at random moments over a whole sweep ---------------------------------------------
 
-def test_kill_9_at_random_moments_loses_nothing_and_ends_like_an_uninterrupted_run(tmp_path):
+@pytest.mark.parametrize("strategy, evals, wanted_kills", [
+    ("auto", 60, 20), ("grid", 24, 5), ("random", 24, 5), ("phased", 24, 5), ("bayes", 24, 5), ("surrogate", 24, 5),
+])
+def test_kill_9_at_random_moments_loses_nothing_and_ends_like_an_uninterrupted_run(tmp_path, strategy, evals,
+                                                                                  wanted_kills):
+    if strategy == "bayes":
+        pytest.importorskip("optuna")
     rng = random.Random(12)
-    args = ["--strategy", "auto", "--max-evals", "60", "--seed", "5", "-j", "2", "-q"]
+    args = ["--strategy", strategy, "--max-evals", str(evals), "--seed", "5", "-j", "2", "-q"]
+    extra = PHASED if strategy == "phased" else ""
     clean, killed = tmp_path / "clean", tmp_path / "killed"
     clean.mkdir()
     killed.mkdir()
-    r = cli("run", str(toy(clean)), *args)
+    r = cli("run", str(toy(clean, extra=extra)), *args)
     assert r.returncode == 0, r.stderr
     expected = set(stored(clean / ".ksweep" / "toy.db"))
-    assert len(expected) == 60
+    assert len(expected) == evals
 
-    spec = toy(killed, extra=f"""
+    spec = toy(killed, extra=extra + f"""
         [run.env]
         KSWEEP_TEST_LOG = "{killed / 'runs.log'}"
         TOY_SLEEP_MS = "200"
@@ -413,7 +420,7 @@ def test_kill_9_at_random_moments_loses_nothing_and_ends_like_an_uninterrupted_r
             kills += 1
         else:
             assert proc.returncode == 0, err.read_text()
-            if kills >= 20:
+            if kills >= wanted_kills:
                 break
             # finished before the kill came: start again (it must evaluate nothing more)
         ran = log.read_text().splitlines() if log.exists() else []
@@ -424,7 +431,7 @@ def test_kill_9_at_random_moments_loses_nothing_and_ends_like_an_uninterrupted_r
         now = set(stored(db)) if db.exists() else set()
         assert committed <= now, "a stored result was lost"
         committed = now
-    assert kills >= 20
+    assert kills >= wanted_kills
     r = cli("run", str(spec), *args)
     assert r.returncode == 0, r.stderr
     assert set(stored(db)) == expected
