@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..errors import UnknownStrategy
-from .base import Budget, SearchSpace, Strategy, config_key
+from .base import Budget, NoBudget, SearchSpace, Strategy, config_key, require_budget, space_size
 
 # name -> (module, class); imported on use, so that optuna loads only for "bayes".
 _REGISTRY: dict[str, tuple[str, str]] = {
@@ -34,8 +34,11 @@ def _class(name: str) -> Callable[..., Strategy]:
 
 
 def make_strategy(name: str, space: SearchSpace, seed: int = 0, budget_hint: int | None = None) -> Strategy:
-    """A new strategy searching ``space``; ``budget_hint`` is the evaluation budget, if known."""
+    """A new strategy searching ``space``; ``budget_hint`` is the evaluation budget, if known
+    (at least the space's size: no budget stops the search before the space is done, which a
+    space of more than 2**63 - 1 configs refuses in one line: ``NoBudget``)."""
     cls = _class(name)
+    require_budget(space, budget_hint)
     if name == "auto":
         return cls(space, seed=seed, budget_hint=budget_hint)
     return cls(space, seed=seed)
@@ -51,4 +54,5 @@ def run_key(name: str, space_size: int, budget: int | None) -> str:
     return name
 
 
-__all__ = ["Budget", "SearchSpace", "Strategy", "config_key", "make_strategy", "run_key", "STRATEGIES", "DEFAULT"]
+__all__ = ["Budget", "NoBudget", "SearchSpace", "Strategy", "config_key", "make_strategy", "run_key", "space_size",
+           "STRATEGIES", "DEFAULT"]

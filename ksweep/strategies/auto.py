@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .base import SearchSpace, Strategy
+from .base import SearchSpace, Strategy, space_size
 
 SEARCHER = "surrogate"
 
@@ -27,7 +27,7 @@ class AutoStrategy(Strategy):
         from . import make_strategy
 
         super().__init__(space, seed)
-        self.chosen = choose(len(space), budget_hint)
+        self.chosen = choose(space_size(space), budget_hint)
         self.inner = make_strategy(self.chosen, space, seed=seed)
 
     def ask(self, n: int = 1) -> list[dict[str, Any]]:

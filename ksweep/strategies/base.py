@@ -2,8 +2,11 @@
 
 A strategy searches one space (anything with the ``SearchSpace`` shape: ``len``,
 ``space[i]`` -> config dict, ``space.index(config)``, ``config in space``, ``params``
-with their ordered value lists). It only ever proposes valid configs of that space
-(known constraints), never the same config twice, and is deterministic for a seed.
+with their ordered value lists). A space may hold more than 2**63 - 1 configs, which
+``len()`` cannot return: its ``size`` (an exact Python integer) counts them then, and its
+positions are Python integers (``space_size`` reads whichever count the space has). A
+strategy only ever proposes valid configs of that space (known constraints), never the
+same config twice, and is deterministic for a seed.
 Results come back through ``tell``: a value to *minimise* (the driver negates
 maximised objectives) or ``None`` for a config that failed to build or run (a hidden
 constraint the strategy should learn to avoid). ``ask(n)`` returns up to ``n`` configs
@@ -14,19 +17,54 @@ for results), and an empty list with ``exhausted`` true when it has nothing more
 from __future__ import annotations
 
 import abc
+import operator
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence
+
+from ..errors import KsweepError
 
 
 class SearchSpace(Protocol):
     names: tuple[str, ...]
     params: tuple  # of ksweep.spec.model.Param (name, values)
 
-    def __len__(self) -> int: ...
+    def __len__(self) -> int: ...  # raises beyond 2**63 - 1; ``size``, where present, counts any space
     def __getitem__(self, i: int) -> dict[str, Any]: ...
     def index(self, config: Mapping[str, Any]) -> int: ...
     def __contains__(self, config: Mapping[str, Any]) -> bool: ...
+
+
+INDEX_LIMIT = 2**63 - 1  # the largest position an int64 holds: above it, positions are Python ints
+
+
+def space_size(space: SearchSpace) -> int:
+    """The number of valid configs of ``space``: its ``size`` when it has one (``Space.size``,
+    exact beyond 2**63 - 1 where ``len()`` raises), else ``len(space)``."""
+    size = getattr(space, "size", None)
+    if size is not None and not callable(size):
+        try:
+            return operator.index(size)
+        except TypeError:
+            pass
+    return len(space)
+
+
+class NoBudget(KsweepError):
+    """A sweep of every config of a space too large to finish: a budget must stop it."""
+
+
+def require_budget(space: SearchSpace, budget_hint: int | None) -> None:
+    """Refuse a search that only the end of the space would stop, on a space of more than
+    2**63 - 1 configs (it would never end). ``budget_hint`` at least the space's size means
+    no budget: the driver passes the size when there is no --max-evals, --time-limit or
+    --patience (a budget that covers the space)."""
+    size = space_size(space)
+    if size > INDEX_LIMIT and budget_hint is not None and budget_hint >= size:
+        label = getattr(space, "label", None)
+        where = f"{label}: " if label else ""
+        raise NoBudget(f"{where}the space has {size:.3e} valid configs, more than any sweep can evaluate: "
+                       f"give --max-evals N or --time-limit SECONDS to sample it")
 
 
 def config_key(config: Mapping[str, Any], names: Sequence[str]) -> tuple:
@@ -41,6 +79,7 @@ class Strategy(abc.ABC):
 
     def __init__(self, space: SearchSpace, seed: int = 0):
         self.space = space
+        self.space_size = space_size(space)
         self.seed = seed
         self.proposed: set[tuple] = set()
         self.history: list[tuple[dict[str, Any], float | None]] = []
@@ -57,7 +96,7 @@ class Strategy(abc.ABC):
             out.append(config)
             if len(out) == n:
                 break
-        if len(self.proposed) >= len(self.space):
+        if len(self.proposed) >= self.space_size:
             self.exhausted = True
         return out
 
@@ -66,7 +105,7 @@ class Strategy(abc.ABC):
         without having been proposed (the driver's reference config) is never proposed."""
         self.history.append((dict(config), value))
         self.proposed.add(config_key(config, self.space.names))
-        if len(self.proposed) >= len(self.space):
+        if len(self.proposed) >= self.space_size:
             self.exhausted = True
 
     @abc.abstractmethod

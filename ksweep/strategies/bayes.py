@@ -77,7 +77,7 @@ class BayesStrategy(Strategy):
     def _propose(self, n: int) -> list[dict[str, Any]]:
         out = []
         for _ in range(n):
-            if len(self._proposed_pos) >= len(self.space):
+            if len(self._proposed_pos) >= self.space_size:
                 break
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

@@ -1,4 +1,8 @@
-"""Exhaustive search: every valid config, in the space's order."""
+"""Exhaustive search: every valid config, in the space's order.
+
+Configs are made one at a time by position (``space[i]``), so a space of any size
+(beyond 2**63 configs too) is enumerated lazily: with a budget, the first N are swept.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ class GridStrategy(Strategy):
 
     def _propose(self, n: int) -> list[dict[str, Any]]:
         out = []
-        while len(out) < n and self._next < len(self.space):
+        while len(out) < n and self._next < self.space_size:
             out.append(self.space[self._next])
             self._next += 1
         return out

@@ -7,7 +7,10 @@ their values, whatever order the spec lists them in), so that "nearest config" m
 nearest values.
 
 A space with up to ``FULL_LIMIT`` configs is enumerated once (replayed spaces hand their
-rows over directly); a bigger one is searched through samples of positions.
+rows over directly); a bigger one is searched through samples of positions. A space of
+more than 2**63 - 1 configs (``huge``) has positions that no int64 holds: they are exact
+Python integers, and arrays of positions have dtype ``object`` (``pos_dtype``); sorting,
+``np.unique``, masks and concatenation work on them alike.
 """
 
 from __future__ import annotations
@@ -16,15 +19,18 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .base import SearchSpace
+from .base import INDEX_LIMIT, SearchSpace, space_size
 
 FULL_LIMIT = 200_000  # enumerate spaces up to this many configs
+CACHE_LIMIT = 50_000  # rows and lookups of a space not enumerated kept (both ways), then started afresh
 
 
 class IndexedSpace:
     def __init__(self, space: SearchSpace, full_limit: int = FULL_LIMIT):
         self.space = space
-        self.size = len(space)
+        self.size = space_size(space)
+        self.huge = self.size > INDEX_LIMIT
+        self.pos_dtype = object if self.huge else np.int64
         self.params = tuple(space.params)
         self.levels = np.array([len(p.values) for p in self.params], dtype=np.int64)
         self._lookup = [_value_lookup(p.values) for p in self.params]
@@ -36,10 +42,22 @@ class IndexedSpace:
         # Only parameters with a choice carry information.
         self._varying = np.flatnonzero(self.levels > 1)
         self._all_features: np.ndarray | None = None
+        # A space not enumerated answers through space[i] and space.index, a Python loop over
+        # its parameters each: local steps look up the same neighbourhoods again and again.
+        self._row_at: dict[int, bytes] = {}
+        self._at_row: dict[bytes, int | None] = {}
 
     @property
     def enumerated(self) -> bool:
         return self.rows is not None
+
+    def positions(self, values) -> np.ndarray:
+        """An array of positions (int64, or Python integers in a huge space)."""
+        if self.huge:
+            out = np.empty(len(values), dtype=object)
+            out[:] = [int(v) for v in values]
+            return out
+        return np.asarray(values, dtype=np.int64).reshape(-1)
 
     def row(self, config: Mapping[str, Any]) -> np.ndarray:
         return np.array([lk[_key(config[p.name])] for lk, p in zip(self._lookup, self.params)], dtype=np.int32)
@@ -47,9 +65,25 @@ class IndexedSpace:
     def rows_of(self, positions: np.ndarray) -> np.ndarray:
         if self.rows is not None:
             return self.rows[positions]
-        return np.array([self.row(self.space[int(i)]) for i in positions], dtype=np.int32).reshape(
-            len(positions), len(self.params)
-        )
+        out = np.empty((len(positions), len(self.params)), dtype=np.int32)
+        for k, i in enumerate(positions):
+            i = int(i)
+            key = self._row_at.get(i)
+            if key is None:
+                row = self.row(self.space[i])
+                self._remember(i, row.tobytes())
+                out[k] = row
+            else:
+                out[k] = np.frombuffer(key, dtype=np.int32)
+        return out
+
+    def _remember(self, position: int | None, key: bytes) -> None:
+        if len(self._at_row) >= CACHE_LIMIT or len(self._row_at) >= CACHE_LIMIT:
+            self._at_row.clear()
+            self._row_at.clear()
+        self._at_row[key] = position
+        if position is not None:
+            self._row_at[position] = key
 
     def config(self, position: int) -> dict[str, Any]:
         return self.space[int(position)]
@@ -59,11 +93,16 @@ class IndexedSpace:
 
     def position_of_row(self, row: np.ndarray) -> int | None:
         """Position of the config with these value indices, or None if it is not valid."""
+        key = np.asarray(row, dtype=np.int32).tobytes()
+        if key in self._at_row:
+            return self._at_row[key]
         config = {p.name: p.values[int(j)] for p, j in zip(self.params, row)}
         try:
-            return self.space.index(config)
+            pos = self.space.index(config)
         except (ValueError, KeyError):
-            return None
+            pos = None
+        self._remember(pos, key)
+        return pos
 
     @property
     def all_features(self) -> np.ndarray:
@@ -77,8 +116,8 @@ class IndexedSpace:
         if self.rows is not None or self.size <= 4 * n:
             free = np.setdiff1d(np.arange(self.size), np.fromiter(exclude, dtype=np.int64, count=len(exclude)))
             return rng.choice(free, size=min(n, len(free)), replace=False) if len(free) else free
-        drawn = np.unique(rng.integers(self.size, size=n))
-        return np.array([i for i in drawn if i not in exclude], dtype=np.int64)
+        drawn = np.unique(random_positions(rng, self.size, n))
+        return self.positions([i for i in drawn if i not in exclude])
 
     def nearest(self, row: np.ndarray, exclude: set[int], rng: np.random.Generator) -> int:
         """The valid config closest to ``row`` (L1 distance between value ranks), not excluded.
@@ -91,8 +130,8 @@ class IndexedSpace:
         else:
             cand = self.sample_positions(rng, 4096, exclude)
             pos = self.position_of_row(row)
-            near = [cand] + ([self.neighbours(row)] if pos is None else [self.neighbours(row), np.array([pos])])
-            cand = np.unique(np.concatenate(near).astype(np.int64))
+            near = [cand] + ([self.neighbours(row)] if pos is None else [self.neighbours(row), self.positions([pos])])
+            cand = np.unique(np.concatenate(near).astype(self.pos_dtype))
             cand = cand[[int(i) not in exclude for i in cand]] if len(cand) else cand
             feats = self.features(self.rows_of(cand))
         dist = np.abs(feats - target).sum(axis=1) + rng.random(len(feats)) * 1e-9
@@ -127,7 +166,7 @@ class IndexedSpace:
                     pos = self.position_of_row(other)
                     if pos is not None:
                         out.append(pos)
-        return np.array(out, dtype=np.int64)
+        return self.positions(out)
 
     def ball(self, row: np.ndarray, radius: int, rng: np.random.Generator, expand: int = 64) -> np.ndarray:
         """Positions of valid configs that differ from ``row`` in 1 to ``radius`` parameters.
@@ -153,16 +192,39 @@ class IndexedSpace:
                         nxt.append(int(pos))
             found.extend(nxt)
             if len(nxt) > expand:
-                nxt = [int(i) for i in rng.choice(nxt, size=expand, replace=False)]
-            ring = list(self.rows_of(np.array(nxt, dtype=np.int64))) if nxt else []
-        return np.array(found, dtype=np.int64)
+                nxt = [nxt[int(k)] for k in rng.choice(len(nxt), size=expand, replace=False)]
+            ring = list(self.rows_of(self.positions(nxt))) if nxt else []
+        return self.positions(found)
+
+
+def random_positions(rng: np.random.Generator, size: int, n: int) -> np.ndarray:
+    """``n`` uniform draws (with repeats) from ``range(size)``, for a size of any magnitude.
+
+    Up to 2**63 - 1 this is ``rng.integers(size, size=n)``. Above, each draw is an exact
+    Python integer made of as many 64-bit words as the size needs, cut to its bit length,
+    and drawn again when not below the size (fewer than half the draws), so every position
+    is equally likely and the draws are a function of the generator's state."""
+    if size <= INDEX_LIMIT:
+        return rng.integers(size, size=n)
+    bits = (size - 1).bit_length()
+    words = -(-bits // 64)
+    out: list[int] = []
+    while len(out) < n:
+        block = rng.integers(0, 2**64 - 1, size=(n - len(out), words), dtype=np.uint64, endpoint=True)
+        for row in block:
+            v = int.from_bytes(row.astype("<u8").tobytes(), "little") >> (64 * words - bits)
+            if v < size:
+                out.append(v)
+    result = np.empty(len(out), dtype=object)
+    result[:] = out
+    return result
 
 
 def _iterate(space):
     try:
         return iter(space)
     except TypeError:
-        return (space[i] for i in range(len(space)))
+        return (space[i] for i in range(space_size(space)))
 
 
 def _key(v: Any) -> Any:

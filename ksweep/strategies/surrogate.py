@@ -73,7 +73,7 @@ class SurrogateStrategy(Strategy):
         self._fail_gp = GaussianProcess(self._featurize.dims)
         self._rng = np.random.default_rng(seed)
         self._all = self._featurize(self._ix.rows) if self._ix.enumerated else None
-        self._taken = np.zeros(len(space), dtype=bool) if self._ix.enumerated else None
+        self._taken = np.zeros(self._ix.size, dtype=bool) if self._ix.enumerated else None
         self._taken_set: set[int] = set()
         self._told: list[int] = []
         self._values: list[float] = []  # NaN for a failed config
@@ -82,7 +82,7 @@ class SurrogateStrategy(Strategy):
         self._failures_fitted = 0
         self._steps = 0
         self._locals = 0
-        self._carry = np.zeros(0, dtype=np.int64)
+        self._carry = self._ix.positions([])
         self._warm = self._ix.sample_positions(self._rng, settings.initial, set())
 
     # -- the ask/tell plumbing ----------------------------------------------------
@@ -122,7 +122,7 @@ class SurrogateStrategy(Strategy):
         started = len(self._told) + len(self._pending)
         if started < s.initial or ok.sum() < 2:
             return self._random()
-        told = np.array(self._told, dtype=np.int64)
+        told = self._ix.positions(self._told)
         if len(told) > s.max_points:
             # A GP costs O(n^3): past a few hundred results keep the best half and a spread
             # of the rest, which is what the next proposals depend on.
@@ -149,7 +149,7 @@ class SurrogateStrategy(Strategy):
         self._gp.condition(x_ok, y_ok)
         best_y = float(y_ok.min())
         if self._pending:
-            pend = np.fromiter(self._pending, dtype=np.int64)
+            pend = self._ix.positions(list(self._pending))
             x_pend = self._features(pend)
             self._gp.condition(np.vstack([x_ok, x_pend]), np.concatenate([y_ok, self._gp.predict(x_pend)[0]]))
         self._steps += 1
@@ -192,10 +192,10 @@ class SurrogateStrategy(Strategy):
     def _free(self, positions: np.ndarray) -> np.ndarray:
         if self._taken is not None:
             return positions[~self._taken[positions]]
-        return np.array([p for p in positions if int(p) not in self._taken_set], dtype=np.int64)
+        return self._ix.positions([p for p in positions if int(p) not in self._taken_set])
 
     def _random(self) -> int:
-        fresh = self._free(np.asarray(self._warm, dtype=np.int64))
+        fresh = self._free(self._ix.positions(self._warm))
         if len(fresh):
             return int(fresh[0])
         return int(self._ix.sample_positions(self._rng, 1, self._taken_set)[0])
@@ -213,7 +213,7 @@ class SurrogateStrategy(Strategy):
         parts = [sample, self._free(self._carry)]
         rows = self._ix.rows_of(best)
         parts += [self._free(self._ix.neighbours(r)) for r in rows]
-        return np.unique(np.concatenate(parts).astype(np.int64))
+        return np.unique(np.concatenate(parts).astype(self._ix.pos_dtype))
 
     def _local_candidates(self, centres: np.ndarray) -> np.ndarray:
         balls = [self._ix.ball(row, self.settings.radius, self._rng) for row in self._ix.rows_of(centres)]
