@@ -41,6 +41,10 @@ class TemplateError(KsweepError):
     """A command template names a placeholder that does not exist there."""
 
 
+class NoBudget(KsweepError):
+    """A sweep of every config of a space too large to finish: a budget must stop it."""
+
+
 class UnknownStrategy(KsweepError, ValueError):
     """A search strategy name that is not registered."""
 

@@ -5,15 +5,12 @@ return, and positions that no int64 holds. Every strategy searches such a space 
 sampling (grid takes the first configs in order), and a sweep that only the end of the
 space would stop is refused in one line.
 
-The strategy tests drive the ask/tell loop directly. The tests marked ``DRIVER`` go
-through ``run_sweep`` and ``ksweep run``: they need the driver to count the space with
-``ksweep.strategies.space_size`` instead of ``len(space)`` (until then they are expected
-to fail, and are marked so).
+The strategy tests drive the ask/tell loop directly; the last ones go through
+``run_sweep`` and ``ksweep run``.
 """
 
 from __future__ import annotations
 
-import inspect
 import subprocess
 import sys
 import textwrap
@@ -161,18 +158,7 @@ def test_a_search_without_a_budget_is_refused_in_one_line(name, huge):
     make_strategy(name, small, seed=0, budget_hint=len(small))  # a small space may be swept whole
 
 
-# -- through the driver (DRIVER) --------------------------------------------------------------
-
-def _driver_counts_huge_spaces() -> bool:
-    from ksweep.sweep import driver
-
-    return "space_size" in inspect.getsource(driver)
-
-
-# Marked until the driver counts spaces with space_size (then these run as ordinary tests).
-DRIVER = pytest.mark.xfail(not _driver_counts_huge_spaces(), strict=True,
-                           reason="needs the driver to count spaces with strategies.space_size, not len()")
-
+# -- through the driver ----------------------------------------------------------------------
 
 def huge_spec(folder: Path) -> Path:
     """A gcc program whose time is ``objective`` of its 64 defines."""
@@ -202,7 +188,6 @@ def huge_spec(folder: Path) -> Path:
     return path
 
 
-@DRIVER
 @pytest.mark.parametrize("strategy", ["random", "auto", "grid"])
 def test_run_sweep_samples_a_huge_space(tmp_path, strategy):
     from ksweep.sweep.driver import SweepOptions
@@ -224,7 +209,6 @@ def test_run_sweep_samples_a_huge_space(tmp_path, strategy):
         assert sorted(space.index(c) for c in configs) == [0, 1, 2, 3, 4]
 
 
-@DRIVER
 def test_run_sweep_without_a_budget_is_refused_before_building(tmp_path):
     from ksweep.sweep.driver import SweepOptions
     from ksweep.sweep.local import run_sweep
@@ -239,7 +223,6 @@ def test_run_sweep_without_a_budget_is_refused_before_building(tmp_path):
             assert [r for r in store.results() if r.status is not Status.PRUNED] == []
 
 
-@DRIVER
 def test_ksweep_run_without_a_budget_says_so_in_one_line(tmp_path):
     path = huge_spec(tmp_path)
     r = subprocess.run([sys.executable, "-m", "ksweep.cli.main", "run", str(path), "-q"], capture_output=True,

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence
 
-from ..errors import KsweepError
+from ..errors import KsweepError, NoBudget
 
 
 class SearchSpace(Protocol):
@@ -48,10 +48,6 @@ def space_size(space: SearchSpace) -> int:
         except TypeError:
             pass
     return len(space)
-
-
-class NoBudget(KsweepError):
-    """A sweep of every config of a space too large to finish: a budget must stop it."""
 
 
 def require_budget(space: SearchSpace, budget_hint: int | None) -> None:

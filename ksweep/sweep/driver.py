@@ -36,7 +36,7 @@ from ..run.program import RunOutcome
 from ..spec.model import Spec
 from ..status import Status
 from ..store.sqlite import Store
-from ..strategies.base import Budget
+from ..strategies.base import Budget, space_size
 from ..verify import verify
 from .jobs import JobFactory
 
@@ -193,11 +193,14 @@ class Sweep:
             self._record_pruned(space, variant.name, shape.name)
         stored = self._reusable(space, factory, variant.name, shape.name)
         budget.evals = len(stored)  # --max-evals counts what the store holds already
-        planned = len(space) if budget.max_evals is None else min(len(space), budget.max_evals)
-        self.observer.target_started(variant.name, shape.name, len(space), space.raw_size, planned)
-        if len(space) == 0:
+        size = space_size(space)  # len() cannot count a space of more than 2**63 - 1 configs
+        # made first: a search the budget cannot bound is refused before anything is shown
+        strategy = self._make_strategy(self.options.strategy, space, self.options.seed, budget.max_evals) \
+            if size else None
+        planned = size if budget.max_evals is None else min(size, budget.max_evals)
+        self.observer.target_started(variant.name, shape.name, size, space.raw_size, planned)
+        if size == 0:
             return
-        strategy = self._make_strategy(self.options.strategy, space, self.options.seed, budget.max_evals)
         window = self._window(variant.name, shape.name)
         # the harness builds alongside the first configs; runs start once it is there
         harness = _Harness(factory.harness, self) if factory.harness else None
@@ -355,8 +358,9 @@ class Sweep:
                                status=Status.PRUNED, message=message, finished=time.time()))
         if rows:
             self.store.put_many(rows)
-        if rows or space.raw_size > len(space):
-            self.summary.counts["PRUNED"] = self.summary.counts.get("PRUNED", 0) + (space.raw_size - len(space))
+        size = space_size(space)
+        if rows or space.raw_size > size:
+            self.summary.counts["PRUNED"] = self.summary.counts.get("PRUNED", 0) + (space.raw_size - size)
 
 
 class _Target:
@@ -638,5 +642,5 @@ def _strategy(name: str, space, seed: int, max_evals: int | None, unbounded: boo
 
     # auto: a budget that covers the space (no --max-evals, no --time-limit, no --patience
     # covers any space) means grid; docs/strategies.md
-    hint = max_evals if max_evals is not None else (len(space) if unbounded else None)
+    hint = max_evals if max_evals is not None else (space_size(space) if unbounded else None)
     return make_strategy(name, space, seed=seed, budget_hint=hint)
