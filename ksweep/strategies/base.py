@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence
 
-from ..errors import KsweepError, NoBudget
+from ..errors import NoBudget
 
 
 class SearchSpace(Protocol):
