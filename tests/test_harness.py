@@ -13,7 +13,6 @@ import pytest
 from ksweep import SpecError, Status, load_spec
 from ksweep.build.argv import TemplateError
 from ksweep.errors import KsweepError
-from ksweep.run.gpus import NO_GPU
 from ksweep.store.sqlite import Store
 from ksweep.sweep.jobs import JobFactory
 from ksweep.sweep.local import workspace

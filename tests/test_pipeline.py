@@ -1,12 +1,10 @@
 """End to end: small C programs built by gcc that hang, crash, lie and flood."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 

@@ -1,13 +1,11 @@
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 import ksweep
-from ksweep.errors import SpecError
 from ksweep.spec.limits import builtin_limits
 
 SPECS = Path(__file__).parent / "specs"

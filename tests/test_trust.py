@@ -6,7 +6,6 @@ The programs are small C files built by gcc; no GPU is needed.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import shutil
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ksweep.errors import EnvironmentProblem, KsweepError, StoreError, StoreInUse
+from ksweep.errors import EnvironmentProblem, StoreError, StoreInUse
 from ksweep.run.executor import LocalExecutor
 from ksweep.run.gpus import Gpu
 from ksweep.spec.load import load_spec

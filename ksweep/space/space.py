@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import ExprError, KsweepError, SpecError
 from ..spec.expr import FUNCTIONS, parse
-from ..spec.model import Constraint, Derived, Param, PyFunction
+from ..spec.model import Constraint, Derived, Param
 from ..spec.pycall import CallClock, PythonTimeout
 from ..spec.templates import render_reason
 

@@ -22,8 +22,7 @@ import itertools
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol
+from typing import Callable, Mapping, Protocol
 
 from ..build import deps as depfiles
 from ..build.builder import BuildResult
