@@ -295,7 +295,7 @@ def test_max_evals_counts_the_store(tmp_path):
     first, db = sweep(spec, strategy="surrogate", max_evals=20)
     assert first.evaluated == 20
     again, _ = sweep(spec, strategy="surrogate", max_evals=20)
-    assert again.evaluated == 0
+    assert (again.evaluated, again.resumed) == (0, 20)
     more, _ = sweep(spec, strategy="surrogate", max_evals=26)
     assert more.evaluated == 6 and len(stored(db)) == 26
 

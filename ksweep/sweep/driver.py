@@ -198,6 +198,8 @@ class Sweep:
             if size else None
         planned = size if budget.max_evals is None else min(size, budget.max_evals)
         self.observer.target_started(variant.name, shape.name, size, space.raw_size, planned)
+        for result in stored.values():  # they count, and show, whether or not the search asks for them again
+            self.resumed(result)
         if size == 0:
             return
         window = self._window(variant.name, shape.name)
@@ -401,9 +403,8 @@ class _Target:
         entry = _Entry(job)
         self.order.append(entry)
         old = self.stored.get(job.config_id)
-        if old is not None:
+        if old is not None:  # shown and counted when the target started
             entry.result, entry.resumed = old, True
-            self.sweep.resumed(old)
             return entry
         self.fresh += 1
         if self.harness is not None:
