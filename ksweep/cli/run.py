@@ -170,7 +170,7 @@ def run(args) -> int:
                console, param_order=order, top=args.top)
     if summary is not None:
         runs = (f"GPU {summary.gpu_seconds:.1f} s, GPU idle {100 * summary.gpu_idle_share:.0f}%, "
-                if summary.has_gpu else f"runs {summary.gpu_seconds:.1f} s, ")
+                if summary.has_gpu else f"runs {summary.gpu_seconds:.1f} s, ") if summary.evaluated else ""
         console.print(
             f"{summary.evaluated} evaluated, {summary.resumed} resumed from the store; "
             f"wall {summary.wall_seconds:.1f} s, build CPU {summary.build_cpu_seconds:.1f} s, "
