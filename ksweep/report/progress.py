@@ -134,7 +134,7 @@ class RichProgress:
 
 
 def make_observer(metric: str, quiet: bool = False):
-    from ..sweep.driver import NullObserver
+    from ..observer import NullObserver
 
     if quiet:
         return NullObserver()

@@ -22,12 +22,13 @@ import itertools
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Protocol
+from typing import Callable, Mapping
 
 from ..build import deps as depfiles
 from ..build.builder import BuildResult
 from ..errors import EnvironmentProblem, Interrupted, KsweepError, SpecError, StoreError
 from ..job import Job, config_id
+from ..observer import NullObserver, Observer
 from ..result import Result
 from ..run.gpus import Gpu
 from ..run.environment import build_problem, run_problem
@@ -43,20 +44,6 @@ PRUNED_RECORD_LIMIT = 20_000  # raw configs up to which every pruned config is s
 RUN_QUEUE_PER_SLOT = 2  # runs handed to the executor per GPU slot: the one running and the next
 WAIT_STEP = 0.25  # the main thread never blocks longer than this (Ctrl-C is handled between waits)
 RERUN = ("failed", "all")
-
-
-class Observer(Protocol):
-    def target_started(self, variant: str, shape: str, valid: int, total: int, planned: int | None = None) -> None: ...
-    def build_started(self, job: Job) -> None: ...
-    def result(self, result: Result, best: Result | None, resumed: bool = False) -> None: ...
-    def finished(self, summary: "Summary") -> None: ...
-
-
-class NullObserver:
-    def target_started(self, *a, **k) -> None: ...
-    def build_started(self, *a, **k) -> None: ...
-    def result(self, *a, **k) -> None: ...
-    def finished(self, *a, **k) -> None: ...
 
 
 @dataclass

@@ -1,0 +1,29 @@
+"""What a running sweep tells whoever watches it (a progress display, a test, a notebook).
+
+The driver calls these methods from its main thread, in this order: for each shape ×
+variant ``target_started``, then ``result`` once per stored result that counts (resumed
+ones first, flagged ``resumed``) with ``build_started`` as builds are submitted; at the
+end ``finished`` with the run's summary (``summary.failed`` when an error stopped it,
+``summary.interrupted`` on Ctrl-C). A neutral module: the sweep loop (sweep/) calls it and
+the reporting layer (report/) implements it, neither importing the other.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class Observer(Protocol):
+    def target_started(self, variant: str, shape: str, valid: int, total: int, planned: int | None = None) -> None: ...
+    def build_started(self, job: Any) -> None: ...
+    def result(self, result: Any, best: Any | None, resumed: bool = False) -> None: ...
+    def finished(self, summary: Any) -> None: ...
+
+
+class NullObserver:
+    """Watches nothing (``--quiet``)."""
+
+    def target_started(self, *a, **k) -> None: ...
+    def build_started(self, *a, **k) -> None: ...
+    def result(self, *a, **k) -> None: ...
+    def finished(self, *a, **k) -> None: ...
