@@ -47,12 +47,12 @@ PHASES = re.compile(r"harness seconds: (.*)")
 
 def define_flags(n: int, shape: str) -> list[list[str]]:
     sys.path.insert(0, str(ROOT))
-    from ksweep import load_spec
+    from ksweep import Space, load_spec
     from ksweep.strategies import make_strategy
     from ksweep.sweep.jobs import JobFactory
 
     spec = load_spec(SPEC)
-    space = spec.space(shape)
+    space = Space.from_spec(spec, shape)
     factory = JobFactory(spec, spec.shape(shape), spec.variant(None), space)
     return [[a for a in factory.make(c).build_argv if a.startswith("-D") and a != KERNEL_ONLY]
             for c in make_strategy("random", space, seed=0).ask(n)]

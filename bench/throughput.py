@@ -38,12 +38,12 @@ DIMS = {"sq4096": ("4096", "4096", "4096"), "sq2048": ("2048", "2048", "2048"), 
 
 
 def configs_and_flags(n: int):
-    from ksweep import load_spec
+    from ksweep import Space, load_spec
     from ksweep.strategies import make_strategy
     from ksweep.sweep.jobs import JobFactory
 
     spec = load_spec(SPEC)
-    space = spec.space(SHAPE)
+    space = Space.from_spec(spec, SHAPE)
     strategy = make_strategy("random", space, seed=0)
     configs = strategy.ask(n)
     factory = JobFactory(spec, spec.shape(SHAPE), spec.variant(None), space)

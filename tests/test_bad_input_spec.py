@@ -6,6 +6,8 @@ import pytest
 
 from ksweep.cli.main import main
 from ksweep.errors import SpecError
+from ksweep.space.plan import make_plan
+from ksweep.space.space import Space
 from ksweep.spec.load import load_spec
 
 
@@ -45,7 +47,7 @@ def test_a_spec_that_is_not_utf8(tmp_path, capsys):
 def test_a_utf8_spec_with_a_byte_order_mark_loads(tmp_path):
     path = tmp_path / "spec.toml"
     path.write_bytes("\ufeff[params]\nA = [1, 2]\n".encode("utf-8"))
-    assert load_spec(path).plan().valid == 2
+    assert make_plan(load_spec(path)).valid == 2
 
 
 @pytest.mark.parametrize("text", ["", "\n  \n", "# only a comment\n"])
@@ -84,7 +86,7 @@ def test_reason_templates_name_plain_values_only(tmp_path, capsys, reason, fragm
 
 def test_plain_reason_templates_still_work(tmp_path):
     path = write(tmp_path, REASON_SPEC.format(reason="'SMEM {SMEM_BYTES} > {{1024}} for A={A}'"))
-    verdict = load_spec(path).space().explain({"A": 2})
+    verdict = Space.from_spec(load_spec(path)).explain({"A": 2})
     assert verdict.reason == "SMEM 2048 > {1024} for A=2"
 
 
@@ -160,7 +162,7 @@ def test_a_constraint_that_never_returns_outside_the_main_thread(tmp_path, short
 
 def _plan_error(path) -> str:
     try:
-        load_spec(path).plan()
+        make_plan(load_spec(path))
     except SpecError as exc:
         return str(exc)
     return "no error"
@@ -173,7 +175,7 @@ def test_a_constraint_whose_result_has_no_truth_value(tmp_path, capsys):
 def test_a_quick_constraint_is_left_alone(tmp_path, short_limit):
     import signal
 
-    assert load_spec(py_spec(tmp_path, "fine")).plan().valid == 2
+    assert make_plan(load_spec(py_spec(tmp_path, "fine"))).valid == 2
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 
 
@@ -184,7 +186,7 @@ def test_someone_elses_timer_is_put_back(tmp_path, short_limit):
     old = signal.signal(signal.SIGALRM, lambda *a: fired.append(1))
     try:
         signal.setitimer(signal.ITIMER_REAL, 30)
-        assert load_spec(py_spec(tmp_path, "fine")).plan().valid == 2
+        assert make_plan(load_spec(py_spec(tmp_path, "fine"))).valid == 2
         left = signal.getitimer(signal.ITIMER_REAL)[0]
         # put back as it was, counting down, not cleared nor left at the constraint's 0.5 s
         assert 1 < left <= 30
@@ -200,6 +202,27 @@ def test_someone_elses_timer_is_put_back(tmp_path, short_limit):
 ])
 def test_a_constraint_file_that_exits_or_hangs_on_import(tmp_path, capsys, short_limit, body, fragment):
     refused(capsys, py_spec(tmp_path, "f", rules=body), fragment)
+
+
+def test_a_missing_function_is_named_with_the_closest_one(tmp_path, capsys):
+    refused(capsys, py_spec(tmp_path, "fien"), "constraint 'py'.python: 'rules.py' has no function 'fien': "
+                                               "did you mean 'fine'?")
+
+
+@pytest.mark.parametrize("body, fragment", [
+    ("raise ImportError('no cupy here')\n", "kernel.args: importing 'args.py' failed: ImportError: no cupy here"),
+    ("while True:\n    pass\n", "kernel.args: importing 'args.py' did not finish within 0.5 s"),
+    ("def reference(args, sizes):\n    pass\n", "kernel.args: 'args.py' has no function 'make_args': define"),
+])
+def test_kernel_args_load_as_python_constraints_do(tmp_path, short_limit, body, fragment):
+    """The worker loads a [kernel]'s args and reference with the same loader: the same
+    time limit on importing, the same one-line errors."""
+    from ksweep.kernel.args import load_function
+
+    (tmp_path / "args.py").write_text(body)
+    with pytest.raises(SpecError) as caught:
+        load_function("args.py:make_args", tmp_path)
+    assert str(caught.value).startswith(fragment) and "\n" not in str(caught.value)
 
 
 # -- 6. placeholders in commands that nothing fills ---------------------------------------
@@ -273,7 +296,7 @@ def test_placeholders_that_are_filled_pass(tmp_path):
              'defines = { N = 4 }\n')
     build = '["cc", "{defines}", "-DT={TILE}", "-DH={HALF}", "-o", "{binary}", "{workdir}/k.c", "{variant}"]'
     run = '["sh", "-c", "echo ${{HOME}} {{}} { x }", "{harness}", "{binary}", "{shape_args}"]'
-    assert load_spec(cmd_spec(tmp_path, build, run, extra)).plan().valid == 2
+    assert make_plan(load_spec(cmd_spec(tmp_path, build, run, extra))).valid == 2
 
 
 def test_placeholder_errors_are_template_errors_too(tmp_path):
@@ -348,7 +371,7 @@ def test_plan_counts_a_space_beyond_2_63_exactly(tmp_path, capsys):
 
 
 def test_sampling_and_indexing_a_space_beyond_2_63(tmp_path):
-    space = load_spec(write(tmp_path, BIG)).space()
+    space = Space.from_spec(load_spec(write(tmp_path, BIG)))
     assert space.size == 8 * 3**62 and space.raw_size == 3**64
     sample = space.sample(20, seed=5)
     assert sample == space.sample(20, seed=5) and len({str(c) for c in sample}) == 20

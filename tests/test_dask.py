@@ -26,6 +26,7 @@ from ksweep.run.dask_executor import (  # noqa: E402
 from ksweep.run.executor import LocalExecutor  # noqa: E402
 from ksweep.run.gpus import NO_GPU, Gpu  # noqa: E402
 from ksweep.run.program import RunOutcome  # noqa: E402
+from ksweep.space.space import Space  # noqa: E402
 from ksweep.sweep.jobs import JobFactory  # noqa: E402
 from ksweep.sweep.local import build_rules, make_builder, make_dask_executor, workspace  # noqa: E402
 
@@ -273,7 +274,7 @@ def test_a_harness_is_built_once_and_reaches_every_run(tmp_path, cluster, persis
 
 def one_job(spec, **config):
     shape, variant = spec.shape_list()[0], spec.variant_list()[0]
-    space = spec.space(shape.name, variant.name)
+    space = Space.from_spec(spec, shape.name, variant.name)
     return JobFactory(spec, shape, variant, space).make(config)
 
 

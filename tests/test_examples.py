@@ -9,6 +9,8 @@ import pytest
 
 from ksweep import load_spec
 from ksweep.build.ptxas import parse_ptxas
+from ksweep.space.plan import make_plan
+from ksweep.space.space import Space
 from ksweep.sweep.jobs import JobFactory
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -22,14 +24,14 @@ CASES = {
 
 
 def test_sgemm_plan():
-    plan = load_spec(CASES["sgemm"][0]).plan()
+    plan = make_plan(load_spec(CASES["sgemm"][0]))
     assert len(plan.entries) == 3  # 4096^3, 2048^3 and a skinny shape
     assert all(e.valid >= 200 for e in plan.entries)
 
 
 def test_flash_attention_plan():
     spec = load_spec(CASES["flash_attention"][0])
-    plan = spec.plan()
+    plan = make_plan(spec)
     assert len(plan.entries) == 6  # seed 002's three shapes, causal and not
     assert all(e.valid > 0 for e in plan.entries)
     assert "smem" in plan.pruned and "registers" in plan.pruned
@@ -41,7 +43,7 @@ def test_sampled_configs_compile_cleanly(example, tmp_path):
     spec_path, source, extra, kernel = CASES[example]
     spec = load_spec(spec_path)
     shape = spec.shape_list()[-1]
-    space = spec.space(shape.name)
+    space = Space.from_spec(spec, shape.name)
     factory = JobFactory(spec, shape, spec.variant(None), space)
     for i, config in enumerate(space.sample(2, seed=7)):
         job = factory.make(config)

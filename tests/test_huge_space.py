@@ -194,7 +194,7 @@ def test_run_sweep_samples_a_huge_space(tmp_path, strategy):
     from ksweep.sweep.local import run_sweep
 
     spec = load_spec(huge_spec(tmp_path))
-    space = spec.space()
+    space = Space.from_spec(spec)
     summary, db = run_sweep(spec, options=SweepOptions(strategy=strategy, max_evals=5, seed=0), jobs=2)
     assert summary.evaluated == 5
     with Store(db) as store:

@@ -11,7 +11,8 @@ from ksweep.errors import SpecError
 from ksweep.kernel.args import compare, make_args, normalise, summarise
 from ksweep.run.handle import WorkerHandle
 from ksweep.kernel.launch import entry_name, launch_dims, wrapper_source
-from ksweep.kernel.spec import kernel_spec_from_dict
+from ksweep.space.space import Space
+from ksweep.spec.kernel import kernel_spec_from_dict
 from ksweep.store.sqlite import Store
 from ksweep.sweep.driver import SweepOptions
 from ksweep.sweep.local import run_sweep
@@ -43,6 +44,47 @@ def test_kernel_spec_errors():
         kspec(grid="N.real")
     with pytest.raises(SpecError, match="kernel.colour: unknown key"):
         kspec(colour="red")
+
+
+@pytest.mark.parametrize("key, value, fragment", [
+    ("atol", "tight", "kernel.atol: expected a number >= 0, got 'tight'"),
+    ("rtol", -1e-3, "kernel.rtol: expected a number >= 0, got -0.001"),
+    ("timeout", 0, "kernel.timeout: expected a positive number, got 0"),
+    ("seed", 1.5, "kernel.seed: expected an integer >= 0, got 1.5"),
+    ("defines", "no", "kernel.defines: expected true or false, got 'no'"),
+    ("outputs", [True], "kernel.outputs: expected a list of argument indices"),
+    ("flags", "-O3", "kernel.flags: expected a list of strings"),
+    ("name", 3, "kernel.name: expected a non-empty string, got 3"),
+    ("reference", 3, "kernel.reference: expected \"file.py:function\""),
+    ("timing", {"min_reps": "7"}, "kernel.timing.min_reps: expected an integer >= 1, got '7'"),
+    ("timing", {"min_reps": 9, "max_reps": 8}, "kernel.timing.max_reps: 8 is below min_reps (9)"),
+    ("timing", {"budget_ms": "40"}, "kernel.timing.budget_ms: expected a number >= 0, got '40'"),
+    ("timing", {"flush_l2": 1}, "kernel.timing.flush_l2: expected true or false, got 1"),
+    ("timing", {"warmup": 1}, "kernel.timing.warmup: unknown key — did you mean 'warmup_ms'?"),
+    ("timing", 5, "kernel.timing: expected a table, got int"),
+    ("args", "vadd_args.py", "kernel.args: expected \"file.py:function\", got 'vadd_args.py'"),
+    ("args", "nope.py:make_args", "kernel.args: kernel args file 'nope.py' does not exist"),
+    ("reference", "nope.py:ref", "kernel.reference: kernel reference file 'nope.py' does not exist"),
+])
+def test_every_kernel_key_is_checked_at_load(tmp_path, key, value, fragment):
+    import tomllib
+
+    from ksweep import spec_from_dict
+
+    path = vadd_kernel_spec(tmp_path, "BLOCK = [128]\nELEMS = [1]", 1024)
+    data = tomllib.loads(path.read_text())
+    data["kernel"][key] = value
+    with pytest.raises(SpecError) as caught:
+        spec_from_dict(data, path=path)
+    assert str(caught.value).startswith(f"k.toml: {fragment}")
+
+
+def test_a_tolerance_that_is_not_a_number_is_one_line(tmp_path, capsys):
+    from ksweep.cli.main import main
+
+    path = vadd_kernel_spec(tmp_path, "BLOCK = [128]\nELEMS = [1]", 1024, 'atol = "tight"')
+    assert main(["plan", str(path)]) == 2
+    assert capsys.readouterr().err == "ksweep: error: k.toml: kernel.atol: expected a number >= 0, got 'tight'\n"
 
 
 def test_argument_marshalling_and_comparison():
@@ -144,7 +186,7 @@ def test_templated_kernel_cubin_builds(tmp_path):
     from ksweep.sweep.local import make_builder
     from ksweep.sweep.jobs import JobFactory
 
-    space = spec.space()
+    space = Space.from_spec(spec)
     factory = JobFactory(spec, spec.shape(None), spec.variant(None), space)
     job = factory.make({"TILE": 128})
     assert "-DTILE=128" not in job.build_argv and "-DN=1024" in job.build_argv

@@ -14,6 +14,7 @@ from ksweep.run.executor import LocalExecutor
 from ksweep.run.gpus import NO_GPU
 from ksweep.process import TAIL_BYTES, FifoCapture
 from ksweep.run.persistent import PersistentHost
+from ksweep.space.space import Space
 from ksweep.sweep.jobs import JobFactory
 from ksweep.sweep.local import make_builder, workspace
 
@@ -76,7 +77,7 @@ def test_configs_share_one_process_with_fresh_statics_args_env_and_folders(tmp_p
 
 def test_a_program_that_exits_ends_its_host_and_the_next_gets_a_new_one(tmp_path):
     spec = hosted_spec(tmp_path, HOSTED.replace("EXIT_CODE = [0]", "EXIT_CODE = [0, 3]"))
-    space = spec.space("default")
+    space = Space.from_spec(spec, "default")
     factory = JobFactory(spec, spec.shape("default"), spec.variant(None), space)
     builder = make_builder(spec)
     host = PersistentHost()
@@ -166,14 +167,20 @@ def test_run_persistent_must_be_a_boolean(tmp_path):
 
 
 def test_kernel_mode_specs_refuse_it():
+    import tomllib
     from dataclasses import replace
     from pathlib import Path
 
+    from ksweep import spec_from_dict
+    from ksweep.spec.checks import check_modes
+
     spec = load_spec(Path(__file__).parent.parent / "examples" / "kernel_mode" / "matmul.toml")
-    spec = replace(spec, run=replace(spec.run, persistent=True))
-    shape = spec.shape_list()[0]
-    with pytest.raises(SpecError, match="already runs every config"):
-        JobFactory(spec, shape, spec.variant(None), spec.space(shape.name))
+    data = tomllib.loads(spec.path.read_text())
+    with pytest.raises(SpecError, match="run.persistent: .*already runs every config"):
+        spec_from_dict({**data, "run": {"persistent": True}}, path=spec.path)
+    # ksweep run --persistent sets it after loading, and checks again
+    with pytest.raises(SpecError, match="run.persistent: .*already runs every config"):
+        check_modes(replace(spec, run=replace(spec.run, persistent=True)))
 
 
 def gone(pid: int, wait: float = 10.0) -> bool:
@@ -199,7 +206,7 @@ def test_what_a_program_leaves_running_dies_with_its_run(tmp_path, code):
     pid_file = tmp_path / "child.pid"
     spec = hosted_spec(tmp_path, HOSTED.replace("EXIT_CODE = [0]", f"EXIT_CODE = [{code}]\nLEFTOVER = [1]")
                        .replace('env = { HOSTED_VALUE = "5" }', f'env = {{ HOSTED_VALUE = "5", CHILD_PID_FILE = "{pid_file}" }}'))
-    factory = JobFactory(spec, spec.shape("default"), spec.variant(None), spec.space("default"))
+    factory = JobFactory(spec, spec.shape("default"), spec.variant(None), Space.from_spec(spec, "default"))
     builder = make_builder(spec)
     host = PersistentHost()
     try:

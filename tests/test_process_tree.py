@@ -243,6 +243,7 @@ def test_a_worker_carries_the_session_and_its_kill_kills_what_it_started(escape)
 def test_a_persistent_host_kills_the_daemons_of_a_run(escape, tmp_path):
     from ksweep import load_spec
     from ksweep.run.persistent import PersistentHost
+    from ksweep.space.space import Space
     from ksweep.sweep.jobs import JobFactory
     from ksweep.sweep.local import make_builder
 
@@ -261,7 +262,7 @@ timeout = 120
 persistent = true
 """)
     spec = load_spec(tmp_path / "e.toml")
-    job = JobFactory(spec, spec.shape("default"), spec.variant(None), spec.space("default")).make({"X": 1})
+    job = JobFactory(spec, spec.shape("default"), spec.variant(None), Space.from_spec(spec, "default")).make({"X": 1})
     host = PersistentHost()
     try:
         outcome = host.run(job, make_builder(spec).build(job), None, tmp_path / "scratch")

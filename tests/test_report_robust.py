@@ -21,6 +21,7 @@ from ksweep.report.export import to_json
 from ksweep.report.plot import heatmap_grid
 from ksweep.report.rank import best, rank
 from ksweep.result import Result
+from ksweep.space.plan import make_plan
 from ksweep.status import Status
 from ksweep.store.sqlite import Store
 
@@ -195,7 +196,7 @@ MEGAKERNEL = Path(__file__).parent.parent / "examples" / "megakernel" / "megaker
 def test_megakernel_is_plan_only_and_says_so(tmp_path):
     header = MEGAKERNEL.read_text().split("\n[sweep]")[0]
     assert "PLAN ONLY" in header and "`ksweep run megakernel.toml` does not" in header
-    plan = ksweep.load_spec(MEGAKERNEL).plan()
+    plan = make_plan(ksweep.load_spec(MEGAKERNEL))
     counts = re.search(r"In all, .*: ([0-9,]+) configs, ([0-9,]+) valid, ([0-9,]+) pruned", header).groups()
     total, valid, pruned = (int(n.replace(",", "")) for n in counts)
     assert (plan.total, plan.valid, sum(plan.pruned.values())) == (total, valid, pruned)

@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 
 import ksweep
+from ksweep.space.plan import make_plan
+from ksweep.space.space import Space
 from ksweep.spec.limits import builtin_limits
 
 SPECS = Path(__file__).parent / "specs"
@@ -14,7 +16,7 @@ EXAMPLES = Path(__file__).parent.parent / "examples"
 
 @pytest.mark.parametrize("name", ["seed000_expr.toml", "seed000_python.toml"])
 def test_seed000_tier1_both_ways(name):
-    plan = ksweep.load_spec(SPECS / name).plan()
+    plan = make_plan(ksweep.load_spec(SPECS / name))
     assert plan.total == 108
     assert plan.valid == 69
     assert sum(plan.pruned.values()) == 39
@@ -24,16 +26,16 @@ def test_seed000_tier1_both_ways(name):
 
 
 def test_both_ways_give_the_same_configs():
-    a = ksweep.load_spec(SPECS / "seed000_expr.toml").space()
-    b = ksweep.load_spec(SPECS / "seed000_python.toml").space()
+    a = Space.from_spec(ksweep.load_spec(SPECS / "seed000_expr.toml"))
+    b = Space.from_spec(ksweep.load_spec(SPECS / "seed000_python.toml"))
     assert sorted(map(str, a)) == sorted(map(str, b))
 
 
 def test_reason_template_and_first_failed_constraint():
-    space = ksweep.load_spec(SPECS / "seed000_expr.toml").space()
+    space = Space.from_spec(ksweep.load_spec(SPECS / "seed000_expr.toml"))
     v = space.explain({"TN": 256, "N_STAGES": 5, "NUM_EPI_WARPS": 5, "PHASE2_UNROLL": 8, "STAGING_ROW_PAD": 0})
     assert v.constraint == "smem" and v.reason.startswith("SMEM ") and v.reason.endswith("> 228KB")
-    v = ksweep.load_spec(SPECS / "seed000_python.toml").space().explain(
+    v = Space.from_spec(ksweep.load_spec(SPECS / "seed000_python.toml")).explain(
         {"TN": 256, "N_STAGES": 5, "NUM_EPI_WARPS": 4, "PHASE2_UNROLL": 8, "STAGING_ROW_PAD": 32})
     assert v.constraint == "is_valid" and v.reason == "SMEM 233600 > 228KB"
 
@@ -45,7 +47,7 @@ def test_full_seed000_example():
     snake = next(p for p in spec.params if p.name == "SNAKE_ORDER")
     assert snake.defines(True) == ("-DSNAKE_ORDER",) and snake.defines(False) == ()
     assert [v.name for v in spec.variants] == ["cta2", "cta1"]
-    plan = spec.plan()
+    plan = make_plan(spec)
     by = {(e.shape, e.variant): e for e in plan.entries}
     assert by[("patch_embed", "cta2")].valid == 69 * 32
     assert by[("fc2", "cta2")].total == 108 * 32 * 3  # SPLIT_K only for fc2
@@ -60,8 +62,8 @@ def test_spec_from_python_objects():
         constraints=(ksweep.Constraint("small", expr=ksweep.spec.expr.parse("A * B <= 4")),),
         limits=builtin_limits("sm_90a"),
     )
-    assert spec.plan().valid == 5
-    assert len(spec.space()) == 5
+    assert make_plan(spec).valid == 5
+    assert len(Space.from_spec(spec)) == 5
 
 
 def test_limits_table_and_override(tmp_path):
@@ -72,7 +74,7 @@ def test_limits_table_and_override(tmp_path):
     f = tmp_path / "s.toml"
     f.write_text('[sweep]\narch = "sm_90a"\n[limits]\nsmem_per_block = 1000\n[params]\nA = [500, 1500]\n'
                  '[[constraints]]\nname = "fits"\nexpr = "A <= MAX_SMEM_PER_BLOCK"\n')
-    assert ksweep.load_spec(f).plan().valid == 1
+    assert make_plan(ksweep.load_spec(f)).valid == 1
 
 
 BAD = {
@@ -132,7 +134,7 @@ def test_huge_spec_plans(tmp_path):
     params = "\n".join(f"P{i} = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]" for i in range(13))
     f = tmp_path / "huge.toml"
     f.write_text(f"[params]\n{params}\n[[constraints]]\nname = \"c\"\nexpr = \"P0 + P1 + P2 <= 10\"\n")
-    plan = ksweep.load_spec(f).plan()
+    plan = make_plan(ksweep.load_spec(f))
     assert plan.total == 10**13
     assert plan.valid == 120 * 10**10
     assert plan.pruned == {"c": 10**13 - 120 * 10**10}

@@ -21,6 +21,7 @@ import pytest
 from ksweep.errors import EnvironmentProblem, StoreError, StoreInUse
 from ksweep.run.executor import LocalExecutor
 from ksweep.run.gpus import Gpu
+from ksweep.space.space import Space
 from ksweep.spec.load import load_spec
 from ksweep.status import Status
 from ksweep.store.sqlite import Store
@@ -123,7 +124,7 @@ def test_blas_is_single_threaded_while_strategies_compute(tmp_path):
 
 def test_auto_with_no_budget_is_grid_and_with_a_time_limit_a_model(tmp_path):
     spec = load_spec(toy(tmp_path, a=[1, 2, 3], b=[1, 2]))
-    space = spec.space("default", "base")
+    space = Space.from_spec(spec, "default", "base")
     executor = LocalExecutor(make_builder(spec), [Gpu(index=None)], scratch_dir(spec))
     with Store(tmp_path / "r.db") as store:
         free = Sweep(spec, store, executor, SweepOptions(strategy="auto"))

@@ -6,6 +6,7 @@ import json
 import sys
 
 from ..report.plan_view import print_plan
+from ..space.plan import make_plan
 from ..spec.load import load_spec
 
 
@@ -21,7 +22,7 @@ def run(args) -> int:
     spec = load_spec(args.spec)
     for warning in spec.warnings:
         print(f"ksweep: warning: {warning}", file=sys.stderr)
-    plan = spec.plan(show=args.show)
+    plan = make_plan(spec, show=args.show)
     if args.json:
         print(json.dumps(plan.to_json(), indent=2, default=str))
     else:

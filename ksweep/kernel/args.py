@@ -3,35 +3,18 @@ compared with a reference (pure, numpy)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import SpecError
+from ..spec.pyref import load_python
 
 
 def load_function(ref: str, root: Path | str, key: str = "kernel.args") -> Callable:
-    """``file.py:function`` relative to root."""
-    if ":" not in ref:
-        raise SpecError(f"expected \"file.py:function\", got {ref!r}", key=key)
-    file, name = ref.rsplit(":", 1)
-    path = (Path(root) / file).resolve()
-    if not path.is_file():
-        raise SpecError(f"'{file}' does not exist", key=key)
-    module_name = f"ksweep_user_{abs(hash(str(path)))}"
-    module = sys.modules.get(module_name)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[module_name] = module
-    fn = getattr(module, name, None)
-    if not callable(fn):
-        raise SpecError(f"'{file}' has no function '{name}'", key=key)
-    return fn
+    """``file.py:function`` relative to root, through the loader of every spec reference
+    (spec/pyref.py: the same time limit on importing, the same one-line SpecErrors)."""
+    return load_python(ref, root, key=key, role=key.replace(".", " ")).fn
 
 
 def normalise(args: Sequence[Any]) -> list:

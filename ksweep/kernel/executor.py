@@ -14,7 +14,7 @@ from ..run.program import RunOutcome
 from ..status import Status
 from ..run.handle import WorkerHandle
 from .launch import entry_name
-from .spec import KernelSpec
+from ..spec.kernel import KernelSpec
 
 
 class KernelExecutor(LocalExecutor):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..errors import ExprError, SpecError
-from .spec import KernelSpec
+from ..spec.kernel import KernelSpec
 
 
 def launch_dims(kspec: KernelSpec, env: Mapping[str, Any], label: str = "<spec>") -> dict:

@@ -8,9 +8,10 @@ so even a raw product over 1e12 plans without being materialised.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..spec.model import SpaceParts, Spec
 from .space import Space
 
 
@@ -59,22 +60,23 @@ class Plan:
         }
 
 
-def count_pruned(space_parts: dict, show: int = 0) -> tuple[int, int, dict[str, int], tuple]:
+def count_pruned(parts: SpaceParts, show: int = 0) -> tuple[int, int, dict[str, int], tuple]:
     """(raw, valid, pruned-by-first-failed-constraint, examples) of one space definition."""
-    constraints = space_parts["constraints"]
+    constraints = parts.constraints
     counts = []
     for k in range(len(constraints) + 1):
-        sub = Space.from_parts(**{**space_parts, "constraints": constraints[:k]}, count_only=True)
+        sub = Space.from_record(replace(parts, constraints=constraints[:k]), count_only=True)
         counts.append(sub.size)
     pruned = {c.name: counts[k] - counts[k + 1] for k, c in enumerate(constraints)}
     examples: tuple = ()
     if show > 0 and counts[-1] > 0:
-        space = Space.from_parts(**space_parts)
+        space = Space.from_record(parts)
         examples = tuple((space[i], space.derive(space[i])) for i in range(min(show, space.size)))
     return counts[0], counts[-1], pruned, examples
 
 
-def make_plan(spec, show: int = 0) -> Plan:
+def make_plan(spec: Spec, show: int = 0) -> Plan:
+    """Counts of every shape × variant of a spec, with ``show`` valid configs of each."""
     entries = []
     for shape in spec.shape_list():
         for variant in spec.variant_list():

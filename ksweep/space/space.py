@@ -12,7 +12,6 @@ by mixed-radix decomposition, so the full product is never materialised.
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import math
 import random
@@ -23,8 +22,9 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from ..errors import ExprError, KsweepError, SpecError
-from ..spec.expr import FUNCTIONS, parse
-from ..spec.model import Constraint, Derived, Param
+from ..spec.expr import parse
+from ..spec.model import Constraint, Derived, Param, SpaceParts, Spec
+from ..spec.names import match_arg, resolve_names
 from ..spec.pycall import CallClock, PythonTimeout
 from ..spec.templates import render_reason
 
@@ -48,7 +48,7 @@ class Space:
     """The valid configs of a set of parameters under constraints.
 
     ``Space({"A": [1, 2, 4], "B": [1, 2]}, ["A * B <= 4"])`` from Python, or
-    ``spec.space(shape, variant)`` from a spec. ``space.size`` counts valid configs (an
+    ``Space.from_spec(spec, shape, variant)`` from a spec. ``space.size`` counts valid configs (an
     exact Python integer, even beyond 2**63, where ``len(space)`` cannot answer),
     iteration yields dicts, ``space[i]`` is the i-th, ``space.sample(n, seed=...)`` draws
     distinct configs.
@@ -69,6 +69,16 @@ class Space:
             for i, c in enumerate(constraints)
         )
         self._init(ps, ds, cs, dict(constants or {}), "<space>", count_only=False)
+
+    @classmethod
+    def from_spec(cls, spec: Spec, shape: str | None = None, variant: str | None = None) -> "Space":
+        """The space of one shape × variant of a spec (by name; None: the first)."""
+        return cls.from_record(spec.space_parts(spec.shape(shape), spec.variant(variant)))
+
+    @classmethod
+    def from_record(cls, parts: SpaceParts, count_only: bool = False) -> "Space":
+        """The space ``parts`` describe; ``count_only``: count the valid configs, keep no rows."""
+        return cls.from_parts(parts.params, parts.derived, parts.constraints, parts.fixed, parts.label, count_only)
 
     @classmethod
     def from_parts(
@@ -405,81 +415,6 @@ class _RowEnv(Mapping):
             if sp._derived_deps[d.name] <= self.cols.keys():
                 env[d.name] = d.expr.evaluate(env)
         return env
-
-
-def _unknown(name: str, visible: Iterable[str], label: str, where: str) -> SpecError:
-    close = difflib.get_close_matches(name, list(visible), n=1)
-    hint = f" — did you mean {close[0]}?" if close else ""
-    return SpecError(f"unknown name {name}{hint}", path=label, key=where)
-
-
-def resolve_names(
-    param_names: Sequence[str],
-    derived: Sequence[Derived],
-    constraints: Sequence[Constraint],
-    fixed: Mapping[str, Any],
-    label: str,
-) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
-    """Check every name expressions read; return the parameters each derived value and
-    each constraint depends on (through derived values)."""
-    params = set(param_names)
-    derived_names = {d.name for d in derived}
-    visible = [*param_names, *(d.name for d in derived), *fixed, *FUNCTIONS]
-    derived_deps: dict[str, frozenset[str]] = {}
-    for d in derived:
-        deps: set[str] = set()
-        for name in sorted(d.expr.names):
-            if name in params:
-                deps.add(name)
-            elif name in derived_deps:
-                deps |= derived_deps[name]
-            elif name == d.name:
-                raise SpecError("refers to itself", path=label, key=f"derived.{d.name}")
-            elif name in derived_names:
-                raise SpecError(
-                    f"uses {name}, which is defined later; derived values are computed in order",
-                    path=label, key=f"derived.{d.name}",
-                )
-            elif name not in fixed:
-                raise _unknown(name, visible, label, f"derived.{d.name}")
-        derived_deps[d.name] = frozenset(deps)
-    constraint_deps: dict[str, frozenset[str]] = {}
-    for c in constraints:
-        where = f"constraint '{c.name}'"
-        if c.expr is not None:
-            names = set(c.expr.names)
-        elif c.uses is not None:
-            names = set(c.uses)
-        elif c.function.takes_config():
-            names = params | derived_names
-        else:
-            candidates = [*param_names, *derived_names, *fixed]
-            names = {match_arg(a, candidates, c, label) for a in c.function.arg_names()}
-        deps = set()
-        for name in sorted(names):
-            if name in params:
-                deps.add(name)
-            elif name in derived_deps:
-                deps |= derived_deps[name]
-            elif name not in fixed:
-                raise _unknown(name, visible, label, where)
-        constraint_deps[c.name] = frozenset(deps)
-    return derived_deps, constraint_deps
-
-
-def match_arg(arg: str, candidates: Sequence[str], c: Constraint, label: str) -> str:
-    """The name a Python constraint's argument stands for: exact, else case-insensitive."""
-    if arg in candidates:
-        return arg
-    lowered = {n.lower(): n for n in candidates}
-    if arg.lower() in lowered:
-        return lowered[arg.lower()]
-    close = difflib.get_close_matches(arg.upper(), list(candidates), n=1)
-    hint = f" — did you mean {close[0]}?" if close else ""
-    raise SpecError(
-        f"function argument '{arg}' matches no parameter, derived value or constant{hint}",
-        path=label, key=f"constraint '{c.name}'",
-    )
 
 
 def _call_python(c: Constraint, space: Space, env: Mapping[str, Any],

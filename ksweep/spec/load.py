@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-import difflib
-import importlib.util
 import re
-import sys
 import tomllib
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
-from ..errors import ExprError, SpecError
-from .expr import parse
+from ..errors import SpecError
+from .checks import check_modes, require_sources
+from .context import Ctx
+from .kernel import kernel_spec_from_dict
 from .limits import KNOWN_ARCHS, LIMIT_KEYS, builtin_limits
-from .model import (
-    Build, Check, Constraint, Derived, Harness, Objective, Param, PyFunction, Run, Shape, Spec, Variant,
-)
-from .pycall import CallClock, PythonTimeout
+from .model import Build, Check, Constraint, Derived, Harness, Objective, Param, Run, Shape, Spec, Variant
+from .names import did_you_mean, resolve_names
+from .pyref import load_python
 from .templates import check_placeholders, define_warnings, reason_names, unknown
 
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
 _SCALARS = (bool, int, float, str)
 DEFAULT_ARCH = "sm_90"
@@ -29,47 +26,6 @@ _TOP_KEYS = {
     "sweep", "limits", "constants", "params", "switches", "derived", "constraints",
     "shapes", "variants", "build", "run", "check", "kernel",
 }
-
-
-class _Ctx:
-    """Where we are in the file, for messages."""
-
-    def __init__(self, label: str):
-        self.label = label
-
-    def error(self, key: str, problem: str) -> SpecError:
-        return SpecError(problem, path=self.label, key=key)
-
-    def keys(self, table: Any, allowed: set[str], where: str) -> dict:
-        if not isinstance(table, dict):
-            raise self.error(where, f"expected a table, got {type(table).__name__}")
-        for key in table:
-            if key not in allowed:
-                close = difflib.get_close_matches(key, sorted(allowed), n=1)
-                hint = f" — did you mean '{close[0]}'?" if close else f" (allowed: {', '.join(sorted(allowed))})"
-                raise self.error(f"{where}.{key}" if where else key, f"unknown key{hint}")
-        return table
-
-    def expr(self, source: Any, key: str):
-        try:
-            return parse(source)
-        except ExprError as exc:
-            raise self.error(key, str(exc)) from None
-
-    def name(self, name: str, key: str) -> str:
-        if not _IDENT.match(name) or name.startswith("__"):
-            raise self.error(key, f"'{name}' is not a valid name (letters, digits and _, not starting with a digit or __)")
-        return name
-
-    def str_list(self, value: Any, key: str) -> tuple[str, ...]:
-        if not isinstance(value, list) or not all(isinstance(v, (str, int, float)) for v in value):
-            raise self.error(key, "expected a list of strings")
-        return tuple(str(v) for v in value)
-
-    def number(self, value: Any, key: str, positive: bool = True) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (positive and value <= 0):
-            raise self.error(key, f"expected a {'positive ' if positive else ''}number, got {value!r}")
-        return value
 
 
 def load_spec(path: str | Path) -> Spec:
@@ -104,15 +60,15 @@ def load_spec(path: str | Path) -> Spec:
 
 def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
     """Build a Spec from the parsed TOML (a plain dict), checking everything."""
-    ctx = _Ctx(path.name if path else "<spec>")
+    ctx = Ctx(path.name if path else "<spec>")
     root = path.parent if path else Path.cwd()
     ctx.keys(dict(data), _TOP_KEYS, "")
 
     sweep = ctx.keys(data.get("sweep", {}), {"name", "arch", "objective", "direction", "description"}, "sweep")
     arch = sweep.get("arch")
     if arch is not None and arch not in KNOWN_ARCHS:
-        close = difflib.get_close_matches(str(arch), KNOWN_ARCHS, n=1)
-        raise ctx.error("sweep.arch", f"unknown arch '{arch}'" + (f" — did you mean '{close[0]}'?" if close else f" (known: {', '.join(KNOWN_ARCHS)})"))
+        close = did_you_mean(str(arch), KNOWN_ARCHS)
+        raise ctx.error("sweep.arch", f"unknown arch '{arch}'" + (f" — did you mean '{close}'?" if close else f" (known: {', '.join(KNOWN_ARCHS)})"))
     limits = dict(builtin_limits(arch or DEFAULT_ARCH))
     for key, value in ctx.keys(data.get("limits", {}), set(LIMIT_KEYS), "limits").items():
         limits[key] = int(ctx.number(value, f"limits.{key}", positive=False))
@@ -170,13 +126,7 @@ def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
     build = _build(ctx, data.get("build", {}), root)
     run = _run(ctx, data.get("run", {}))
     check = _check(ctx, data.get("check", {}))
-    kernel = data.get("kernel")
-    if kernel is not None:
-        from ..kernel.spec import kernel_spec_from_dict
-
-        if not isinstance(kernel, dict):
-            raise ctx.error("kernel", "expected a table")
-        kernel = kernel_spec_from_dict(kernel, root, ctx.label)
+    kernel = kernel_spec_from_dict(data["kernel"], root, ctx.label) if "kernel" in data else None
 
     if build.harness is not None and kernel is None and not any(
             "{harness}" in a for cmd in (build.command, run.command, *(v.build_command or () for v in variants),
@@ -189,6 +139,7 @@ def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
         constraints=tuple(constraints), shapes=shapes, variants=variants, limits=limits,
         arch=arch, build=build, run=run, check=check, objective=objective, path=path, kernel=kernel,
     )
+    check_modes(spec)
     validate_names(spec)
     check_placeholders(spec)
     warnings = define_warnings(spec)
@@ -197,8 +148,6 @@ def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
 
 def validate_names(spec: Spec) -> None:
     """Check, for every shape × variant, that expressions read only names that exist there."""
-    from ..space.space import resolve_names
-
     for shape in spec.shape_list():
         for variant in spec.variant_list():
             params = spec.effective_params(shape, variant)
@@ -211,28 +160,28 @@ def validate_names(spec: Spec) -> None:
                     path=spec.label, key=f"shapes.{shape.name}" if shape.defines else f"variants.{variant.name}",
                 )
             parts = spec.space_parts(shape, variant)
-            resolve_names([p.name for p in params], parts["derived"], parts["constraints"], fixed, spec.label)
-            visible = [*(p.name for p in params), *(d.name for d in parts["derived"]), *fixed]
-            for c in parts["constraints"]:
+            resolve_names([p.name for p in params], parts.derived, parts.constraints, fixed, spec.label)
+            visible = [*(p.name for p in params), *(d.name for d in parts.derived), *fixed]
+            for c in parts.constraints:
                 for name in reason_names(c.reason or ""):
                     if name not in visible:
                         raise unknown("name", name, visible, spec.label, f"constraint '{c.name}'.reason")
 
 
-def _table(ctx: _Ctx, data: Mapping, key: str) -> dict:
+def _table(ctx: Ctx, data: Mapping, key: str) -> dict:
     value = data.get(key, {})
     if not isinstance(value, dict):
         raise ctx.error(key, f"expected a table, got {type(value).__name__}")
     return value
 
 
-def _opt_set(ctx: _Ctx, spec: Mapping, key: str, where: str) -> frozenset[str] | None:
+def _opt_set(ctx: Ctx, spec: Mapping, key: str, where: str) -> frozenset[str] | None:
     if key not in spec:
         return None
     return frozenset(ctx.str_list(spec[key], f"{where}.{key}"))
 
 
-def _values(ctx: _Ctx, values: Any, where: str) -> tuple:
+def _values(ctx: Ctx, values: Any, where: str) -> tuple:
     if not isinstance(values, list):
         raise ctx.error(where, f"expected a list of values, got {type(values).__name__}")
     if not values:
@@ -246,7 +195,7 @@ def _values(ctx: _Ctx, values: Any, where: str) -> tuple:
     return tuple(values)
 
 
-def _param(ctx: _Ctx, name: str, spec: Any, tier: int, where: str) -> Param:
+def _param(ctx: Ctx, name: str, spec: Any, tier: int, where: str) -> Param:
     ctx.name(name, where)
     if isinstance(spec, dict):
         ctx.keys(spec, {"values", "default", "define"}, where)
@@ -260,7 +209,7 @@ def _param(ctx: _Ctx, name: str, spec: Any, tier: int, where: str) -> Param:
     return Param(name=name, values=_values(ctx, spec, where), tier=tier)
 
 
-def _switch(ctx: _Ctx, name: str, spec: Any) -> Param:
+def _switch(ctx: Ctx, name: str, spec: Any) -> Param:
     where = f"switches.{name}"
     if spec == "flag" or spec is True:
         return Param(name=name, values=(False, True), default=False, tier=2, flag=True)
@@ -272,7 +221,7 @@ def _switch(ctx: _Ctx, name: str, spec: Any) -> Param:
     return _param(ctx, name, spec, tier=2, where=where)
 
 
-def _constraints(ctx: _Ctx, items: Any, root: Path) -> list[Constraint]:
+def _constraints(ctx: Ctx, items: Any, root: Path) -> list[Constraint]:
     if not isinstance(items, list):
         raise ctx.error("constraints", "expected an array of tables: [[constraints]]")
     out: list[Constraint] = []
@@ -290,7 +239,8 @@ def _constraints(ctx: _Ctx, items: Any, root: Path) -> list[Constraint]:
         if ("expr" in item) == ("python" in item):
             raise ctx.error(where, "give exactly one of 'expr' (an expression) or 'python' (\"file.py:function\")")
         expr = ctx.expr(item["expr"], where) if "expr" in item else None
-        function = _python_function(ctx, item["python"], root, where) if "python" in item else None
+        function = load_python(item["python"], root, key=f"{where}.python", label=ctx.label,
+                               role="Python constraint") if "python" in item else None
         reason = item.get("reason")
         if reason is not None and not isinstance(reason, str):
             raise ctx.error(f"{where}.reason", "expected a string")
@@ -307,39 +257,7 @@ def _constraints(ctx: _Ctx, items: Any, root: Path) -> list[Constraint]:
     return out
 
 
-def _python_function(ctx: _Ctx, ref: Any, root: Path, where: str) -> PyFunction:
-    if not isinstance(ref, str) or ":" not in ref:
-        raise ctx.error(f"{where}.python", f"expected \"file.py:function\", got {ref!r}")
-    file, func = ref.rsplit(":", 1)
-    path = (root / file).resolve()
-    if not path.is_file():
-        raise ctx.error(f"{where}.python", f"Python constraint file '{file}' does not exist")
-    module_name = f"ksweep_constraints_{abs(hash(str(path)))}"
-    module = sys.modules.get(module_name)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(spec)
-        try:
-            with CallClock() as clock:
-                clock.start()
-                spec.loader.exec_module(module)
-        except PythonTimeout:
-            raise ctx.error(f"{where}.python", f"importing '{file}' did not finish within {clock.limit:g} s: "
-                            "a constraint file must only define functions") from None
-        except SystemExit as exc:
-            raise ctx.error(f"{where}.python", f"importing '{file}' called sys.exit({exc.code!r}): "
-                            "a constraint file must only define functions") from None
-        except Exception as exc:  # noqa: BLE001 - user code
-            raise ctx.error(f"{where}.python", f"importing '{file}' failed: {type(exc).__name__}: "
-                            f"{' '.join(str(exc).split())[:300]}") from None
-        sys.modules[module_name] = module
-    fn: Callable | None = getattr(module, func, None)
-    if not callable(fn):
-        raise ctx.error(f"{where}.python", f"'{file}' has no function '{func}'")
-    return PyFunction(path=path, function=func, fn=fn)
-
-
-def _shape(ctx: _Ctx, name: str, spec: Any, seen: dict[str, str]) -> Shape:
+def _shape(ctx: Ctx, name: str, spec: Any, seen: dict[str, str]) -> Shape:
     where = f"shapes.{name}"
     ctx.keys(spec, {"defines", "args", "params", "constants"}, where)
     defines = _scalar_table(ctx, spec.get("defines", {}), f"{where}.defines")
@@ -357,7 +275,7 @@ def _shape(ctx: _Ctx, name: str, spec: Any, seen: dict[str, str]) -> Shape:
     )
 
 
-def _variant(ctx: _Ctx, name: str, spec: Any) -> Variant:
+def _variant(ctx: Ctx, name: str, spec: Any) -> Variant:
     where = f"variants.{name}"
     ctx.keys(spec, {"sources", "build_command", "run_command", "params", "constants", "defines"}, where)
     return Variant(
@@ -374,7 +292,7 @@ def _variant(ctx: _Ctx, name: str, spec: Any) -> Variant:
     )
 
 
-def _scalar_table(ctx: _Ctx, table: Any, where: str) -> dict:
+def _scalar_table(ctx: Ctx, table: Any, where: str) -> dict:
     if not isinstance(table, dict):
         raise ctx.error(where, "expected a table of NAME = value")
     for name, value in table.items():
@@ -384,7 +302,7 @@ def _scalar_table(ctx: _Ctx, table: Any, where: str) -> dict:
     return dict(table)
 
 
-def _build(ctx: _Ctx, spec: Any, root: Path) -> Build:
+def _build(ctx: Ctx, spec: Any, root: Path) -> Build:
     ctx.keys(spec, {"command", "sources", "timeout", "jobs", "env", "allow_spills", "max_registers", "harness"},
              "build")
     sources = _sources(ctx, spec.get("sources", []), root, "build.sources")
@@ -401,15 +319,13 @@ def _build(ctx: _Ctx, spec: Any, root: Path) -> Build:
     )
 
 
-def _sources(ctx: _Ctx, value: Any, root: Path, where: str) -> tuple[str, ...]:
+def _sources(ctx: Ctx, value: Any, root: Path, where: str) -> tuple[str, ...]:
     sources = ctx.str_list(value, where)
-    for s in sources:
-        if not (root / s).exists():
-            raise ctx.error(where, f"source '{s}' does not exist (paths are relative to the spec file)")
+    require_sources(root, sources, ctx.label, where)
     return sources
 
 
-def _harness(ctx: _Ctx, spec: Any, root: Path) -> Harness:
+def _harness(ctx: Ctx, spec: Any, root: Path) -> Harness:
     if not isinstance(spec, dict):
         raise ctx.error("build.harness", "expected a table: [build.harness] with command = [...]")
     ctx.keys(spec, {"command", "sources", "output", "timeout"}, "build.harness")
@@ -427,11 +343,9 @@ def _harness(ctx: _Ctx, spec: Any, root: Path) -> Harness:
     return Harness(command=command, sources=sources, output=output, timeout=timeout)
 
 
-def _run(ctx: _Ctx, spec: Any) -> Run:
+def _run(ctx: Ctx, spec: Any) -> Run:
     ctx.keys(spec, {"command", "timeout", "env", "output_limit", "start_gap", "persistent"}, "run")
-    persistent = spec.get("persistent", False)
-    if not isinstance(persistent, bool):
-        raise ctx.error("run.persistent", f"expected true or false, got {persistent!r}")
+    persistent = ctx.boolean(spec.get("persistent", False), "run.persistent")
     start_gap = spec.get("start_gap")
     if start_gap is not None:
         start_gap = ctx.number(start_gap, "run.start_gap", positive=False)
@@ -447,7 +361,7 @@ def _run(ctx: _Ctx, spec: Any) -> Run:
     )
 
 
-def _check(ctx: _Ctx, spec: Any) -> Check:
+def _check(ctx: Ctx, spec: Any) -> Check:
     ctx.keys(spec, {"keys", "expected", "reference", "rtol", "atol", "max"}, "check")
     reference = spec.get("reference")
     if reference not in (None, "defaults"):

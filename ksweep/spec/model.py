@@ -1,7 +1,8 @@
 """Frozen, validated objects that describe a sweep.
 
 They are built by ``ksweep.spec.load`` from TOML, or directly from Python. Nothing here
-does I/O; a ``Spec`` knows how to make the parameter ``Space`` of each shape × variant.
+does I/O; a ``Spec`` gives the ``SpaceParts`` of each shape × variant, of which
+``ksweep.space`` makes the parameter ``Space``.
 """
 
 from __future__ import annotations
@@ -10,9 +11,13 @@ import inspect
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .expr import Expr
+from .limits import limit_names
+
+if TYPE_CHECKING:
+    from .kernel import KernelSpec
 
 
 def _frozen_map(m: Mapping | None) -> Mapping:
@@ -228,6 +233,22 @@ class Objective:
 
 
 @dataclass(frozen=True)
+class SpaceParts:
+    """Everything the parameter space of one shape × variant is made of."""
+
+    params: tuple[Param, ...]
+    derived: tuple[Derived, ...] = ()
+    constraints: tuple[Constraint, ...] = ()
+    fixed: Mapping[str, Any] = field(default_factory=dict)  # constants, limits, defines: name -> value
+    label: str = "<spec>"  # the spec file's name, for messages
+
+    def __post_init__(self):
+        for name in ("params", "derived", "constraints"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "fixed", _frozen_map(self.fixed))
+
+
+@dataclass(frozen=True)
 class Spec:
     """A whole sweep: what to vary, what is valid, and how to build, run and check it."""
 
@@ -245,7 +266,7 @@ class Spec:
     check: Check = field(default_factory=Check)
     objective: Objective = field(default_factory=Objective)
     path: Path | None = None  # the spec file, when loaded from one
-    kernel: Any = None  # kernel mode: a ksweep.kernel.spec.KernelSpec ([kernel])
+    kernel: KernelSpec | None = None  # kernel mode ([kernel]): spec/kernel.py
     # one-line problems that do not stop a sweep ("spec.toml: build.command: ..."); the CLI
     # prints each as "ksweep: warning: ..." on stderr
     warnings: tuple[str, ...] = field(default=(), compare=False)
@@ -292,8 +313,6 @@ class Spec:
 
     def fixed_names(self, shape: Shape, variant: Variant) -> dict[str, Any]:
         """Every non-parameter name expressions see: limits, constants, shape defines."""
-        from .limits import limit_names
-
         names = limit_names(self.limits)
         names.update(self.constants)
         names.update(variant.constants)
@@ -302,26 +321,15 @@ class Spec:
         names.update(shape.defines)
         return names
 
-    def space_parts(self, shape: Shape, variant: Variant) -> dict:
-        """Everything the Space of one shape × variant is made of."""
-        return dict(
+    def space_parts(self, shape: Shape, variant: Variant) -> SpaceParts:
+        """Everything the Space of one shape × variant is made of (``Space.from_spec``)."""
+        return SpaceParts(
             params=self.effective_params(shape, variant),
             derived=tuple(d for d in self.derived if _applies(d, shape.name, variant.name)),
             constraints=tuple(c for c in self.constraints if c.applies(shape.name, variant.name)),
             fixed=self.fixed_names(shape, variant),
             label=self.label,
         )
-
-    def space(self, shape: str | None = None, variant: str | None = None):
-        """The constrained parameter space of one shape × variant."""
-        from ..space.space import Space
-
-        return Space.from_parts(**self.space_parts(self.shape(shape), self.variant(variant)))
-
-    def plan(self, show: int = 0):
-        from ..space.plan import make_plan
-
-        return make_plan(self, show=show)
 
     def with_params(self, **values_by_name) -> "Spec":
         """A copy whose named params take only the given values (used by phased search)."""

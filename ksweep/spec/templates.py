@@ -13,13 +13,13 @@ Two kinds:
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import Any, Iterable, Mapping
 
 # the patterns of ksweep.build.argv.expand, so that what is checked here is what it fills
 from ..build.argv import _FIELD, _WHOLE
 from ..errors import SpecError, TemplateError
+from .names import did_you_mean
 
 # -- reasons ----------------------------------------------------------------------------
 
@@ -83,8 +83,8 @@ def _short(text: str, limit: int = 40) -> str:
 def unknown(kind: str, name: str, visible: Iterable[str], label: str, key: str,
             error: type[SpecError] = SpecError) -> SpecError:
     """"unknown placeholder '{TILEE}' (did you mean '{TILE}'?)" as a SpecError of file and key."""
-    close = difflib.get_close_matches(name, sorted(set(visible)), n=1)
-    hint = f" (did you mean '{{{close[0]}}}'?)" if close else ""
+    close = did_you_mean(name, visible)
+    hint = f" (did you mean '{{{close}}}'?)" if close else ""
     return error(f"unknown {kind} '{{{name}}}'{hint}", path=label, key=key)
 
 
@@ -105,15 +105,15 @@ def check_placeholders(spec) -> None:
     everywhere: set[str] = set()  # names defined for some shape × variant: for a better message
     for shape, variant in combos:
         parts = spec.space_parts(shape, variant)
-        everywhere.update(p.name for p in parts["params"])
-        everywhere.update(d.name for d in parts["derived"])
-        everywhere.update(parts["fixed"])
+        everywhere.update(p.name for p in parts.params)
+        everywhere.update(d.name for d in parts.derived)
+        everywhere.update(parts.fixed)
     kernel = spec.kernel is not None
     for shape, variant in combos:
         parts = spec.space_parts(shape, variant)
-        params = {p.name for p in parts["params"]}
-        derived = {d.name for d in parts["derived"]}
-        fixed = set(parts["fixed"])
+        params = {p.name for p in parts.params}
+        derived = {d.name for d in parts.derived}
+        fixed = set(parts.fixed)
         build_key = f"variants.{variant.name}.build_command" if variant.build_command is not None else "build.command"
         run_key = f"variants.{variant.name}.run_command" if variant.run_command is not None else "run.command"
         build = variant.build_command if variant.build_command is not None else spec.build.command
@@ -196,8 +196,8 @@ def define_warnings(spec) -> tuple[str, ...]:
                 continue
             named = {m.group(1) for a in build for m in _FIELD.finditer(a) if m.group(1)}
             parts = spec.space_parts(shape, variant)
-            wanted = [p.name for p in parts["params"] if p.define]
-            wanted += [d.name for d in parts["derived"] if d.define]
+            wanted = [p.name for p in parts.params if p.define]
+            wanted += [d.name for d in parts.derived if d.define]
             wanted += [*variant.defines, *shape.defines]
             names = missing.setdefault(key, [])
             for name in wanted:

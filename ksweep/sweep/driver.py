@@ -33,6 +33,7 @@ from ..result import Result
 from ..run.gpus import Gpu
 from ..run.environment import build_problem, run_problem
 from ..run.program import RunOutcome
+from ..space.space import Space
 from ..spec.model import Spec
 from ..status import Status
 from ..store.sqlite import Store
@@ -172,7 +173,7 @@ class Sweep:
             raise EnvironmentProblem(f"{self.spec.label}: {problem}")
 
     def _sweep_target(self, shape, variant, budget: Budget) -> None:
-        space = self.spec.space(shape.name, variant.name)
+        space = Space.from_spec(self.spec, shape.name, variant.name)
         self.store.set_meta(f"params:{variant.name}:{shape.name}", list(space.names))
         factory = JobFactory(self.spec, shape, variant, space)
         if self.options.record_pruned and space.raw_size <= PRUNED_RECORD_LIMIT:

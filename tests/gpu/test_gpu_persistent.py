@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ksweep import load_spec
 from ksweep.run.persistent import PersistentHost
+from ksweep.space.space import Space
 from ksweep.status import Status
 from ksweep.sweep.jobs import JobFactory
 from ksweep.sweep.local import make_builder
@@ -30,7 +31,7 @@ def test_a_fault_the_program_ignores_fails_its_config(tmp_path):
     shutil.copy(Path(__file__).parent / "fault.cu", tmp_path / "fault.cu")
     (tmp_path / "fault.toml").write_text(SPEC)
     spec = load_spec(tmp_path / "fault.toml")
-    factory = JobFactory(spec, spec.shape("default"), spec.variant(None), spec.space("default"))
+    factory = JobFactory(spec, spec.shape("default"), spec.variant(None), Space.from_spec(spec, "default"))
     builder = make_builder(spec)
     host = PersistentHost({"CUDA_VISIBLE_DEVICES": "0"})
     try:
