@@ -16,6 +16,9 @@ class Result:
     params: Mapping[str, Any]
     status: Status
     message: str = ""
+    # the run's outputs passed a check against an expected value or the reference (verify.judge);
+    # False without a check, when the reference failed, and in databases written before schema 3
+    verified: bool = False
     derived: Mapping[str, Any] = field(default_factory=dict)
     metrics: Mapping[str, float] = field(default_factory=dict)
     regs: int | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 
 
@@ -42,3 +43,14 @@ FAILURE_ORDER = [
     Status.CHECKSUM_MISMATCH, Status.NO_RESULT, Status.RUN_ERROR, Status.CUDA_ERROR,
     Status.CRASH, Status.HANG, Status.SPILLS, Status.REGS_LIMIT, Status.COMPILE_ERROR, Status.PRUNED,
 ]
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """What a build or a run returns when Ctrl-C (``process.kill_all``) came first.
+
+    Not a result and not a status: it is never judged, stored or told to a strategy; the
+    sweep driver stops on it."""
+
+
+STOPPED = Stopped()

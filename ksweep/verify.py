@@ -1,4 +1,4 @@
-"""Correctness checks of a run's metrics (pure)."""
+"""Correctness checks of a run's metrics, and the judgement of a run that ended OK (pure)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import math
 from typing import Mapping
 
 from .spec.model import Check
+from .status import Status
 
 
 def close(value: float, expected: float, rtol: float, atol: float) -> bool:
@@ -31,3 +32,31 @@ def verify(metrics: Mapping[str, float], check: Check,
         if not close(metrics[key], expected, check.rtol, check.atol):
             return f"{key} = {metrics[key]:.10g}, expected {expected:.10g} (rtol {check.rtol:g}, atol {check.atol:g})"
     return None
+
+
+def judge(metrics: Mapping[str, float], objective: str, check: Check,
+          reference: Mapping[str, float] | None, is_reference: bool,
+          outputs_checked: bool = False) -> tuple[Status, str, bool]:
+    """(status, message, verified) of a run that ended OK with ``metrics``.
+
+    ``objective``: the objective's metric name, which must be among the metrics;
+    ``reference``: the metrics of the reference (defaults) config, None when it failed or
+    there is none; ``is_reference``: this run is the reference config (checked against
+    ``check.expected`` and the bounds only); ``outputs_checked``: the run compared its outputs
+    with the reference's itself and they matched (kernel mode, run/classify.classify_answer).
+
+    Verified means the metrics passed a check against an expected value, a bound or the
+    reference (the reference config itself passes against what it is checked against). Not
+    verified: no check asked for, or a check against the reference when the reference failed
+    (the message says so, as reports show it)."""
+    if objective not in metrics:
+        keys = ", ".join(metrics) or "no keys"
+        return Status.NO_RESULT, f"objective '{objective}' missing from @@RESULT ({keys})", False
+    if not check.active:
+        return Status.OK, "", outputs_checked
+    problem = verify(metrics, check, None if is_reference else reference)
+    if problem:
+        return Status.CHECKSUM_MISMATCH, problem, False
+    if check.reference == "defaults" and reference is None and not is_reference:
+        return Status.OK, "unverified: the reference (defaults) config failed", False
+    return Status.OK, "", True

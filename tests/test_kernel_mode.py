@@ -9,6 +9,7 @@ import pytest
 from ksweep import Status, load_spec
 from ksweep.errors import SpecError
 from ksweep.kernel.args import compare, make_args, normalise, summarise
+from ksweep.run.classify import classify_answer
 from ksweep.run.handle import WorkerHandle
 from ksweep.kernel.launch import entry_name, launch_dims, wrapper_source
 from ksweep.space.space import Space
@@ -121,7 +122,13 @@ def fake_setup(n=4096):
 def evaluate(worker, block, cubin, timeout=5.0):
     req = {"op": "eval", "cubin": str(cubin), "entry": "vadd", "grid": [1, 1, 1], "block": [block, 1, 1],
            "smem": 0, "params": {"BLOCK": block}}
-    return worker.request(req, timeout=timeout)
+    return judged(worker.request(req, timeout=timeout), timeout)
+
+
+def judged(answer, timeout):
+    """A worker's answer as its run's status, message and metrics (and whether it was fatal)."""
+    status, message, metrics, _ = classify_answer(answer, timeout)
+    return {"status": status, "message": message, "metrics": metrics, "fatal": bool(answer.data.get("fatal"))}
 
 
 def test_worker_protocol_fault_hang_restart(tmp_path):
@@ -143,8 +150,8 @@ def test_worker_protocol_fault_hang_restart(tmp_path):
         hang = evaluate(w, 64, cubin, timeout=1.0)
         assert hang["status"] == "HANG"
         assert evaluate(w, 128, cubin)["status"] == "OK" and w.restarts == 2
-        missing = w.request({"op": "eval", "cubin": str(tmp_path / "none"), "entry": "vadd", "grid": [1, 1, 1],
-                             "block": [128, 1, 1], "smem": 0}, timeout=5)
+        missing = judged(w.request({"op": "eval", "cubin": str(tmp_path / "none"), "entry": "vadd",
+                                    "grid": [1, 1, 1], "block": [128, 1, 1], "smem": 0}, timeout=5), 5)
         assert missing["status"] == "CUDA_ERROR" and "FILE_NOT_FOUND" in missing["message"]
     finally:
         w.close()
@@ -153,7 +160,7 @@ def test_worker_protocol_fault_hang_restart(tmp_path):
 
 def test_worker_that_cannot_start_is_reported():
     w = WorkerHandle("fake:/nonexistent/fake.py", setup=fake_setup(), start_timeout=30)
-    resp = w.request({"op": "ping"}, timeout=5)
+    resp = judged(w.request({"op": "ping"}, timeout=5), 5)
     assert resp["status"] == "RUN_ERROR"
 
 

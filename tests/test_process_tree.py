@@ -224,14 +224,14 @@ def test_a_worker_carries_the_session_and_its_kill_kills_what_it_started(escape)
             "    print(json.dumps({'ok': True, 'daemon': int(re.search(r'daemon (\\d+)', out).group(1))}), flush=True)\n")
     worker = WorkerHandle(argv=[sys.executable, "-c", code])
     answer = worker.request({"op": "spawn"}, 60)
-    daemon = answer["daemon"]
+    daemon = answer.data["daemon"]
     try:
         assert worker.proc.pid in process.pids_with_env(process.SESSION_VAR, process.SESSION)
         assert daemon in process.pids_with_env(process.SESSION_VAR, process.SESSION)
         assert process.reap_session() >= 1  # the daemon; the worker is spared
         assert worker.alive()
         assert wait_for(lambda: dead(daemon))
-        daemon = worker.request({"op": "spawn"}, 60)["daemon"]
+        daemon = worker.request({"op": "spawn"}, 60).data["daemon"]
         worker.kill()
         assert wait_for(lambda: dead(daemon))
     finally:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..job import Job
 from ..process import run_process
-from ..status import Status
+from ..status import STOPPED, Status, Stopped
 from . import deps as depfiles
 from .cache import BuildCache
 from .ptxas import PtxasReport, parse_ptxas
@@ -26,7 +26,6 @@ class BuildResult:
     seconds: float = 0.0
     cached: bool = False
     cpu_seconds: float = 0.0
-    stopped: bool = False  # Ctrl-C came first: not a result, never stored
     harness_failed: bool = False  # the config's harness did not build: not the config's fault
     deps: tuple[tuple[str, str], ...] = ()  # (path, digest) of the files the compiler read (build/deps.py)
 
@@ -50,6 +49,11 @@ class BuildRules:
         return Status.OK, ""
 
 
+def lost_build(reason: str) -> BuildResult:
+    """A build that killed every cluster worker it was given (run/dask_executor.py)."""
+    return BuildResult(Status.COMPILE_ERROR, reason)
+
+
 def first_error_lines(log: str, n: int = 6) -> str:
     lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
     errors = [ln for ln in lines if "error" in ln.lower()]
@@ -63,30 +67,33 @@ class Builder:
         self._harnesses: dict[str, BuildResult] = {}  # cache key -> result, for this builder's lifetime
         self._harness_lock = threading.Lock()
 
-    def build(self, job: Job) -> BuildResult:
-        """Build one config (or a harness: once per builder, however many threads ask)."""
+    def build(self, job: Job) -> BuildResult | Stopped:
+        """Build one config (or a harness: once per builder, however many threads ask); ``Stopped``
+        when Ctrl-C came first."""
         if job.is_harness:
             return self._harness(job)
         if job.harness is not None and any("{harness}" in a for a in job.build_argv):  # e.g. linked to each config
             built = self._harness(job.harness)
+            if isinstance(built, Stopped):
+                return built
             if built.status is not Status.OK:
                 return BuildResult(Status.COMPILE_ERROR, f"the harness did not build: {built.message}",
-                                   log=built.log, stopped=built.stopped, harness_failed=True)
+                                   log=built.log, harness_failed=True)
             result = self._build(job, str(built.binary))
             return replace(result, cpu_seconds=result.cpu_seconds + built.cpu_seconds)  # 0 unless built just now
         return self._build(job, None)
 
-    def _harness(self, job: Job) -> BuildResult:
+    def _harness(self, job: Job) -> BuildResult | Stopped:
         with self._harness_lock:  # one build; the other threads wait for it, then share it
             known = self._harnesses.get(job.cache_key)
             if known is not None:
                 return replace(known, cached=True, seconds=0.0, cpu_seconds=0.0)
             result = self._build(job, None)
-            if not result.stopped:
+            if not isinstance(result, Stopped):
                 self._harnesses[job.cache_key] = result
             return result
 
-    def _build(self, job: Job, harness: str | None) -> BuildResult:
+    def _build(self, job: Job, harness: str | None) -> BuildResult | Stopped:
         if not job.build_argv:
             return BuildResult(Status.OK, cached=True)
         key = job.build_cache_key
@@ -106,7 +113,7 @@ class Builder:
         log = (out.stdout + "\n" + out.stderr).strip()
         if out.stopped:
             self.cache.discard(scratch)
-            return BuildResult(Status.COMPILE_ERROR, "stopped", seconds=out.seconds, stopped=True)
+            return STOPPED
         if out.timed_out or out.error:
             self.cache.discard(scratch)
             msg = out.error or f"build timed out after {job.build_timeout:g} s"

@@ -11,7 +11,7 @@ from ..job import Job
 from ..run.executor import LocalExecutor
 from ..run.gpus import Gpu
 from ..run.program import RunOutcome
-from ..status import Status
+from ..run.classify import classify_answer, not_run
 from ..run.handle import WorkerHandle
 from .launch import entry_name
 from ..spec.kernel import KernelSpec
@@ -62,8 +62,8 @@ class KernelExecutor(LocalExecutor):
     def run_on(self, gpu: Gpu, job: Job, build: BuildResult) -> RunOutcome:
         entry = entry_name([k.name for k in build.report.kernels], self.kspec)
         if entry is None:
-            return RunOutcome(Status.RUN_ERROR, f"no entry point for '{self.kspec.name}' in the cubin "
-                                                f"(found: {', '.join(k.name for k in build.report.kernels) or 'none'})",
+            return RunOutcome(*not_run(f"no entry point for '{self.kspec.name}' in the cubin "
+                                       f"(found: {', '.join(k.name for k in build.report.kernels) or 'none'})"),
                               gpu=gpu)
         ref = self.reference_file(job)
         req = {
@@ -74,9 +74,9 @@ class KernelExecutor(LocalExecutor):
         }
         worker = self._worker(gpu, job.shape)
         t0 = time.monotonic()
-        resp = worker.request(req, timeout=self.kspec.timeout)
-        status = Status(resp.get("status", "RUN_ERROR"))
-        return RunOutcome(status, resp.get("message", ""), resp.get("metrics", {}), time.monotonic() - t0, gpu)
+        answer = worker.request(req, timeout=self.kspec.timeout)
+        status, message, metrics, checked = classify_answer(answer, self.kspec.timeout)
+        return RunOutcome(status, message, metrics, time.monotonic() - t0, gpu, outputs_checked=checked)
 
     def shutdown(self, cancel: bool = False) -> None:
         for w in list(self._workers.values()):

@@ -12,10 +12,15 @@ It speaks JSON lines on stdin/stdout (user code's prints go to stderr). Requests
   kernel's outputs on the check set (outputs poisoned first; compared with the reference,
   or saved to ``capture`` when this config *is* the reference), then times it on the
   timing set with CUDA events: warm-up by time, repetitions by time, the L2 flushed
-  before each timed launch. It answers ``{"status": ..., "message": ..., "metrics": {...}}``.
+  before each timed launch. It answers what happened, not a status (the parent judges:
+  run/classify.classify_answer): ``{"ok": true, "outputs": "matched" | "captured" |
+  "unchecked", "metrics": {...}}``, or ``{"ok": true, "outputs": "mismatched", "mismatch":
+  "<how>", "metrics": {}}`` (a mismatched kernel is not timed).
 
-After an error that poisons the CUDA context the worker answers with ``"fatal": true`` and
-exits; the parent starts a fresh one.
+A request that raised answers ``{"ok": false, "error": "<what>"}``, with ``"cuda_error":
+"<CUDA error name>"`` and ``"fatal": true|false`` when the CUDA driver reported it. After
+an error that poisons the CUDA context (``"fatal": true``) the worker exits; the parent
+starts a fresh one.
 """
 
 from __future__ import annotations
@@ -110,19 +115,19 @@ class Worker:
             out = self._pinned(i)
             self.b.download(check_dev[i].ptr, out)
             got.append(out)
-        message = ""
         if req.get("capture"):
             np.savez(req["capture"], *got)
+            outputs = "captured"
         else:
             expected = self._reference(req.get("reference_file"))
             if expected is None:
-                message = "unverified: no reference outputs"
+                outputs = "unchecked"
             else:
-                problem = compare(got, expected, self.atol, self.rtol, self.pool)
-                if problem:
-                    return {"status": "CHECKSUM_MISMATCH", "message": problem, "metrics": {}}
-        metrics = self._time(launch)
-        return {"status": "OK", "message": message, "metrics": metrics}
+                mismatch = compare(got, expected, self.atol, self.rtol, self.pool)
+                if mismatch:
+                    return {"ok": True, "outputs": "mismatched", "mismatch": mismatch, "metrics": {}}
+                outputs = "matched"
+        return {"ok": True, "outputs": outputs, "metrics": self._time(launch)}
 
     def _pinned(self, i: int) -> np.ndarray:
         """A page-locked host buffer for output i (fast copies), made once."""
@@ -214,11 +219,11 @@ def serve(backend, stdin, proto) -> int:
                 resp = {"ok": False, "error": f"unknown op {op!r}"}
         except CudaError as exc:
             fatal = exc.fatal
-            resp = {"ok": False, "status": "CUDA_ERROR", "message": str(exc), "fatal": fatal, "metrics": {}}
+            resp = {"ok": False, "error": str(exc), "cuda_error": exc.name, "fatal": fatal}
         except Exception as exc:  # noqa: BLE001 - reported to the parent as data
             tb = traceback.format_exc(limit=3)
             print(tb, file=sys.stderr)
-            resp = {"ok": False, "status": "RUN_ERROR", "message": f"{type(exc).__name__}: {exc}", "metrics": {}}
+            resp = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         proto.write(json.dumps(resp) + "\n")
         proto.flush()
         if fatal:
@@ -238,7 +243,7 @@ def main(argv=None) -> int:
     try:
         backend = FakeBackend(a.backend[5:]) if a.backend.startswith("fake:") else CudaBackend(a.device)
     except Exception as exc:  # noqa: BLE001
-        proto.write(json.dumps({"ok": False, "status": "RUN_ERROR", "message": f"backend: {exc}", "fatal": True}) + "\n")
+        proto.write(json.dumps({"ok": False, "error": f"backend: {exc}"}) + "\n")
         proto.flush()
         return 4
     proto.write(json.dumps({"ok": True, "hello": getattr(backend, "name", "")}) + "\n")

@@ -1,4 +1,11 @@
-"""Judge a finished run (pure): status, message and metrics from its outcome.
+"""Judge a finished run (pure): status, message and metrics from what happened to it.
+
+A run is a process (``classify``: its exit code, signal, timeout and output; a persistent
+host's answer is made into one), or a request to kernel mode's GPU worker
+(``classify_answer``: the worker's reply of facts, its timeout or its death). A run that
+could not be attempted is ``not_run``; one whose cluster worker was lost is ``lost``. These
+are the only places a run gets its status; whether an OK run's metrics pass the spec's
+check is verify.judge's call.
 
 A CUDA error is recognised by its real forms: an error name (``cudaErrorIllegalAddress``,
 ``CUDA_ERROR_LAUNCH_FAILED``, ``CUBLAS_STATUS_EXECUTION_FAILED``), "CUDA error" followed
@@ -12,9 +19,11 @@ says ("retrying after out of memory", "no illegal memory access found").
 from __future__ import annotations
 
 import re
+import signal
 
 from ..process import ProcessOutcome
 from ..status import Status
+from .handle import Answer
 from .protocol import PREFIX, parse_results
 
 # Error names of the runtime, the driver and the CUDA libraries; never their SUCCESS.
@@ -62,8 +71,18 @@ def last_lines(text: str, n: int = 5) -> str:
     return " | ".join(lines[-n:])[:1000]
 
 
-def classify(outcome: ProcessOutcome, timeout: float, shape: str | None = None):
-    """(Status, message, metrics) of one run."""
+def classify(outcome: ProcessOutcome, timeout: float, shape: str | None = None,
+             context_error: str | None = None) -> tuple[Status, str, dict]:
+    """(Status, message, metrics) of one run. ``context_error``: the program ended, but a
+    persistent host found the CUDA context broken by its kernels (what the driver said)."""
+    status, message, metrics = _classify(outcome, timeout, shape)
+    if context_error:
+        status = Status.CUDA_ERROR if status is Status.OK else status
+        message = "; ".join(m for m in (message, context_error) if m)
+    return status, message, metrics
+
+
+def _classify(outcome: ProcessOutcome, timeout: float, shape: str | None) -> tuple[Status, str, dict]:
     if outcome.error:
         return Status.RUN_ERROR, outcome.error, {}
     if outcome.timed_out:
@@ -86,3 +105,40 @@ def classify(outcome: ProcessOutcome, timeout: float, shape: str | None = None):
     if problem:
         return Status.NO_RESULT, problem, metrics
     return Status.OK, "", metrics
+
+
+def classify_answer(answer: Answer, timeout: float) -> tuple[Status, str, dict, bool]:
+    """(Status, message, metrics, outputs checked) of one request to kernel mode's GPU worker
+    (kernel/worker.py says what its replies hold). Outputs checked: they matched the
+    reference's, or were captured as the reference; a kernel without reference outputs to
+    compare with is OK but not checked."""
+    if answer.kind == "no_start":
+        return Status.RUN_ERROR, answer.detail, {}, False
+    if answer.kind == "timeout":
+        return Status.HANG, f"no answer within {timeout:g} s: worker killed and restarted", {}, False
+    if answer.kind == "dead":
+        code = answer.returncode
+        how = f"killed by {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
+        return Status.CRASH, f"the worker died ({how}): {answer.detail}", {}, False
+    reply = answer.data
+    if not reply.get("ok"):
+        error = str(reply.get("error", "the worker answered no result"))
+        if reply.get("cuda_error"):
+            poisoned = " (context poisoned: worker restarted)" if reply.get("fatal") else ""
+            return Status.CUDA_ERROR, error + poisoned, {}, False
+        return Status.RUN_ERROR, error, {}, False
+    outputs = reply.get("outputs")
+    if outputs == "mismatched":
+        return Status.CHECKSUM_MISMATCH, str(reply.get("mismatch", "")), {}, False
+    return Status.OK, "", dict(reply.get("metrics", {})), outputs in ("matched", "captured")
+
+
+def not_run(reason: str) -> tuple[Status, str, dict]:
+    """A run that could not be attempted: its harness did not build, its binary has no entry
+    point, its host refused it. (A process that could not be started is ``classify``'s.)"""
+    return Status.RUN_ERROR, reason, {}
+
+
+def lost(reason: str) -> tuple[Status, str, dict]:
+    """A run that killed every cluster worker it was given (run/dask_executor.py)."""
+    return Status.CRASH, reason, {}

@@ -46,12 +46,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from ..build.builder import Builder, BuildResult, BuildRules
+from ..build.builder import Builder, BuildResult, BuildRules, lost_build
 from ..build.cache import BuildCache
 from ..errors import KsweepError, require
 from ..job import Job
 from ..process import kill_all, reset_stop
-from ..status import Status
+from ..status import STOPPED, Status, Stopped
+from .classify import lost, not_run
 from .gate import StartGate, auto_gap
 from .gpus import Gpu, detect_gpus
 from .persistent import PersistentHost, host_env
@@ -138,7 +139,8 @@ def build_task(job: Job, rules: BuildRules, shared_cache: str | None) -> Built:
     """Build one job on this worker; ship the binary's bytes unless the cache is shared."""
     cache_dir = shared_cache or str(_worker_dir() / "ksweep-cache")
     result = _builder(cache_dir, rules).build(job)
-    if shared_cache is None and result.status is Status.OK and result.binary is not None:
+    if shared_cache is None and isinstance(result, BuildResult) and result.status is Status.OK \
+            and result.binary is not None:
         return Built(result, result.binary.read_bytes())
     return Built(result)
 
@@ -200,8 +202,10 @@ def run_task(job: Job, built: Built, start_gap: float = 0.0, harness: Built | No
             build = replace(build, binary=path)
         harness_path = None
         if harness is not None:
+            if isinstance(harness.result, Stopped):
+                return STOPPED
             if harness.result.status is not Status.OK:
-                return RunOutcome(Status.RUN_ERROR, f"the harness did not build: {harness.result.message}", gpu=gpu)
+                return RunOutcome(*not_run(f"the harness did not build: {harness.result.message}"), gpu=gpu)
             harness_path = _harness_path(harness, job.harness, root)
         pin = worker_pin(os.environ)
         if pin is not None:  # the worker's own device id, not an nvidia-smi index CUDA may number differently
@@ -211,7 +215,7 @@ def run_task(job: Job, built: Built, start_gap: float = 0.0, harness: Built | No
         else:
             gate = StartGate(start_gap) if start_gap > 0 else None
             outcome = run_job(job, build, replace(gpu, index=None), root / "ksweep-runs", gate, harness_path)
-        return replace(outcome, gpu=gpu)
+        return outcome if isinstance(outcome, Stopped) else replace(outcome, gpu=gpu)
     finally:
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -321,13 +325,14 @@ class DaskExecutor:
         meta = self.client.submit(build_metadata, built, pure=False, priority=META_PRIORITY)
 
         def keep(result: BuildResult) -> BuildResult:
-            if result.status is Status.OK and not job.is_harness:  # hold the binary until its run is submitted
+            if isinstance(result, BuildResult) and result.status is Status.OK and not job.is_harness:
+                # hold the binary until its run is submitted
                 with self._lock:
                     self._binaries[id(result)] = (result, built)
             return result
 
         def killed(exc: BaseException) -> BuildResult:
-            return BuildResult(Status.COMPILE_ERROR, _killed_message("build", exc))
+            return lost_build(_killed_message("build", exc))
 
         return self._bridge(meta, keep, killed)
 
@@ -360,7 +365,7 @@ class DaskExecutor:
                                  resources={GPU_RESOURCE: 1}, retries=self.retries, priority=RUN_PRIORITY)
 
         def killed(exc: BaseException) -> RunOutcome:
-            return RunOutcome(Status.CRASH, _killed_message("run", exc))
+            return RunOutcome(*lost(_killed_message("run", exc)))
 
         return self._bridge(run, lambda outcome: outcome, killed)
 

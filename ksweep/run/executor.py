@@ -17,7 +17,8 @@ from pathlib import Path
 from ..build.builder import Builder, BuildResult
 from ..job import Job
 from ..process import kill_all
-from ..status import Status
+from ..status import STOPPED, Status, Stopped
+from .classify import not_run
 from .gate import StartGate, auto_gap
 from .gpus import Gpu
 from .persistent import PersistentHost, host_env
@@ -63,14 +64,15 @@ class LocalExecutor:
         finally:
             self._free.put(gpu)
 
-    def run_on(self, gpu: Gpu, job: Job, build: BuildResult) -> RunOutcome:
+    def run_on(self, gpu: Gpu, job: Job, build: BuildResult) -> RunOutcome | Stopped:
         """Run one built job on one GPU: the binary in its own process, or on the GPU's persistent host."""
         harness = None
         if job.harness is not None:  # built once (the builder keeps it): usually already there
             built = self.builder.build(job.harness)
+            if isinstance(built, Stopped):
+                return STOPPED
             if built.status is not Status.OK:
-                return RunOutcome(Status.RUN_ERROR, f"the harness did not build: {built.message}",
-                                  gpu=gpu, stopped=built.stopped)
+                return RunOutcome(*not_run(f"the harness did not build: {built.message}"), gpu=gpu)
             harness = built.binary
         if job.persistent:
             return self._host(gpu).run(job, build, gpu, self.scratch, harness)

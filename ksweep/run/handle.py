@@ -1,10 +1,12 @@
 """The parent's side of a long-lived worker process (kernel mode's GPU worker, program
 mode's persistent host): start it, talk to it in JSON lines with timeouts, restart it.
 
-A request that gets no answer within its timeout is a hang: the worker's process group
-is killed and the next request starts a fresh worker. A worker that dies while
-answering (a segfault in the driver, an abort) is a crash. After a fatal CUDA error the
-worker exits by itself, and is restarted the same way.
+Every request comes to an ``Answer``: the worker's reply, no reply within the request's
+timeout (the worker's process group is killed and the next request starts a fresh
+worker), the worker's death while answering (a segfault in the driver, an abort), or a
+worker that did not start. After a fatal CUDA error the worker exits by itself, and is
+restarted the same way. What an answer means for the run is decided elsewhere
+(run/classify.py): the handle reports what happened, not a status.
 
 The worker is started as every child of ksweep is (process.start_worker): without
 ``preexec_fn`` (safe from threads), in its own session, carrying the session token (the
@@ -17,16 +19,38 @@ from __future__ import annotations
 import collections
 import json
 import queue
-import signal
 import subprocess
 import sys
 import threading
 import time
-from typing import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Mapping
 
 from ..process import kill_worker, start_worker
 
 POLL_SECONDS = 0.05  # how often a wait for an answer checks that the worker is alive
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What one request to a worker came to.
+
+    - ``"reply"``: the worker answered; ``data`` is its JSON answer.
+    - ``"timeout"``: no answer within the request's timeout.
+    - ``"dead"``: the worker died before answering; ``returncode`` is its exit code (negative:
+      the signal that killed it, None: unknown) and ``detail`` (from ``request``) the last
+      lines of its stderr.
+    - ``"no_start"``: the worker did not start, or its setup failed; ``detail`` says why.
+    """
+
+    kind: Literal["reply", "timeout", "dead", "no_start"]
+    data: Mapping[str, Any] = field(default_factory=dict)
+    returncode: int | None = None
+    detail: str = ""
+
+    @property
+    def replied(self) -> bool:
+        return self.kind == "reply"
 
 
 class WorkerHandle:
@@ -48,8 +72,8 @@ class WorkerHandle:
         self.lock = threading.Lock()  # one request at a time (a warm-up thread may start it); held by request()
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def start(self) -> dict | None:
-        """Start the worker (and send its setup); a RUN_ERROR outcome if it did not come up.
+    def start(self) -> Answer | None:
+        """Start the worker (and send its setup); None when it is up, else a "no_start" answer.
         The caller holds ``lock``."""
         self.proc, self._token = start_worker(
             self.argv, self.env,
@@ -60,19 +84,19 @@ class WorkerHandle:
         threading.Thread(target=self._pump, args=(self.proc.stdout, self._lines), daemon=True).start()
         threading.Thread(target=self._drain, args=(self.proc.stderr,), daemon=True).start()
         hello = self._read(self.start_timeout)
-        if hello is None or not hello.get("ok"):
+        if not hello.replied or not hello.data.get("ok"):
             return self._failed(hello, "the worker did not start")
-        self.device = hello.get("hello", "")
+        self.device = hello.data.get("hello", "")
         if self.setup_request is not None:
-            resp = self.ask(self.setup_request, self.start_timeout)
-            if not resp.get("ok"):
-                return self._failed(resp, "the worker's setup failed")
+            setup = self.ask(self.setup_request, self.start_timeout)
+            if not setup.replied or not setup.data.get("ok"):
+                return self._failed(setup, "the worker's setup failed")
         return None
 
-    def _failed(self, resp: dict | None, what: str) -> dict:
+    def _failed(self, answer: Answer, what: str) -> Answer:
         self.kill()
-        detail = (resp or {}).get("message") or (resp or {}).get("error") or self.stderr_tail()
-        return {"status": "RUN_ERROR", "message": f"{what}: {detail}", "metrics": {}}
+        detail = answer.data.get("error") or self.stderr_tail()
+        return Answer("no_start", detail=f"{what}: {detail}")
 
     @staticmethod
     def _pump(stream, lines: queue.Queue) -> None:
@@ -108,57 +132,54 @@ class WorkerHandle:
         self.kill()
 
     # -- requests ----------------------------------------------------------------------------
-    def _read(self, timeout: float) -> dict | None:
-        """The next answer; None when the worker died; {"_timeout"} after ``timeout``. Death is
-        noticed from the process too: a child the worker forked may hold its pipe open."""
+    def _read(self, timeout: float) -> Answer:
+        """The next answer: a reply, "timeout" after ``timeout``, or "dead" (its exit code not yet
+        known). Death is noticed from the process too: a child the worker forked may hold its
+        pipe open."""
         deadline = time.monotonic() + timeout
         while True:
             try:
                 line = self._lines.get(timeout=max(0.0, min(POLL_SECONDS, deadline - time.monotonic())))
             except queue.Empty:
                 if self.proc is not None and self.proc.poll() is not None:
-                    return None
+                    return Answer("dead")
                 if time.monotonic() >= deadline:
-                    return {"_timeout": True}
+                    return Answer("timeout")
                 continue
-            return None if line is None else json.loads(line)
+            return Answer("dead") if line is None else Answer("reply", json.loads(line))
 
-    def ask(self, req: dict, timeout: float) -> dict:
-        """One exchange with a started worker: its answer, or {"_timeout"} / {"_dead"} (raw:
-        ``request`` turns these into outcomes). The caller holds ``lock``."""
+    def ask(self, req: dict, timeout: float) -> Answer:
+        """One exchange with a started worker. After a "timeout" the worker is still there (the
+        caller kills it); a "dead" answer has waited for its exit code. The caller holds ``lock``."""
         try:
             self.proc.stdin.write(json.dumps(req) + "\n")
             self.proc.stdin.flush()
         except (OSError, ValueError):
-            return {"_dead": True}
-        resp = self._read(timeout)
-        if resp is None:
-            return {"_dead": True}
-        return resp
+            answer = Answer("dead")
+        else:
+            answer = self._read(timeout)
+        if answer.kind == "dead":
+            return Answer("dead", returncode=self.proc.wait() if self.proc is not None else None)
+        return answer
 
-    def request(self, req: dict, timeout: float) -> dict:
-        """The worker's answer, or a HANG / CRASH / RUN_ERROR outcome of our own."""
+    def request(self, req: dict, timeout: float) -> Answer:
+        """The answer to one request, the worker started first if it is not running. A worker
+        that timed out, died or reported a fatal error is killed (the next request starts a
+        fresh one)."""
         with self.lock:
             return self._request(req, timeout)
 
-    def _request(self, req: dict, timeout: float) -> dict:
+    def _request(self, req: dict, timeout: float) -> Answer:
         if not self.alive():
             failure = self.start()
             if failure is not None:
                 return failure
-        resp = self.ask(req, timeout)
-        if resp.get("_timeout"):
+        answer = self.ask(req, timeout)
+        if not answer.replied:
+            self.kill()  # a hung worker, or what a dead one left running
+            if answer.kind == "dead":
+                answer = replace(answer, detail=self.stderr_tail())
+        elif answer.data.get("fatal") and self.proc is not None:  # it exits by itself: wait, then clean up
+            self.proc.wait()
             self.kill()
-            return {"status": "HANG", "message": f"no answer within {timeout:g} s: worker killed and restarted",
-                    "metrics": {}}
-        if resp.get("_dead"):
-            code = self.proc.wait() if self.proc else None
-            self.kill()  # what it left running
-            sig = f"killed by {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
-            return {"status": "CRASH", "message": f"the worker died ({sig}): {self.stderr_tail()}", "metrics": {}}
-        if resp.get("fatal"):
-            if self.proc is not None:
-                self.proc.wait()
-                self.kill()
-            resp["message"] = resp.get("message", "") + " (context poisoned: worker restarted)"
-        return resp
+        return answer

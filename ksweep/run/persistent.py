@@ -1,9 +1,10 @@
 """Program mode on a persistent host: one long-lived process per GPU runs every config
 (host.py), so a run costs the program's own work, not a process and a CUDA context.
 
-A run's outcome is classified exactly as a process's would be: its exit code (main's
-return value, or the code of an ``exit()`` that ended the host), the signal that killed
-the host, a timeout, and its stdout/stderr, captured to files and capped the same way.
+A run's outcome is classified exactly as a process's would be: the host's answer is made
+into a ``ProcessOutcome`` (``host_outcome``): its exit code (main's return value, or the
+code of an ``exit()`` that ended the host), the signal that killed the host, a timeout, and
+its stdout/stderr, captured to files and capped the same way.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from typing import Mapping
 from ..build.builder import BuildResult
 from ..job import Job
 from ..process import FifoCapture, ProcessOutcome, stopping, track, untrack
-from ..status import Status
-from .classify import classify
+from ..status import STOPPED, Stopped
+from .classify import classify, not_run
 from .gpus import Gpu
-from .handle import WorkerHandle
+from .handle import Answer, WorkerHandle
 from .program import RunOutcome, run_argv
 
 RUNS_PER_HOST = 200  # a fresh host after this many runs: what programs leak does not pile up
@@ -38,7 +39,7 @@ class PersistentHost:
         self._runs = 0
 
     def run(self, job: Job, build: BuildResult, gpu: Gpu | None, scratch_root: Path,
-            harness: Path | None = None) -> RunOutcome:
+            harness: Path | None = None) -> RunOutcome | Stopped:
         """Run one config on this host: the library the run command starts with (the config's
         build, or the harness) is loaded and its main called with the command's arguments."""
         scratch_root.mkdir(parents=True, exist_ok=True)
@@ -48,10 +49,10 @@ class PersistentHost:
             argv = run_argv(job, build, workdir, harness)
             programs = {str(p) for p in (build.binary, harness) if p is not None}
             if not argv or argv[0] not in programs:
-                return RunOutcome(Status.RUN_ERROR, "a persistent host runs the built library itself: "
-                                  "[run] command must start with {binary} (or {harness})", gpu=gpu)
+                return RunOutcome(*not_run("a persistent host runs the built library itself: "
+                                           "[run] command must start with {binary} (or {harness})"), gpu=gpu)
             if stopping():
-                return RunOutcome(Status.RUN_ERROR, "stopped", stopped=True, gpu=gpu)
+                return STOPPED
             # the program's stdout and stderr are pipes drained here, capped as in a process per run
             captures = []
             for name in ("stdout", "stderr"):
@@ -63,27 +64,20 @@ class PersistentHost:
             try:
                 # [run] env is the host's environment too: what is read at start-up (LD_PRELOAD,
                 # CUDA_* settings of the driver) must be there before the host starts
-                returncode, timed_out, seconds, fatal, failure = self._ask(request, job.run_timeout,
-                                                                           {**self.base_env, **job.run_env})
+                answer, elapsed = self._ask(request, job.run_timeout, {**self.base_env, **job.run_env})
             finally:
                 for capture in captures:
                     capture.finish()
-            if failure is not None:
-                return RunOutcome(Status.RUN_ERROR, failure, gpu=gpu)
-            out, err = captures
-            outcome = ProcessOutcome(returncode, timed_out, out.text(), err.text(), out.truncated or err.truncated,
-                                     seconds)
-            status, message, metrics = classify(outcome, job.run_timeout, job.shape)
-            if fatal:  # the program ended, but its kernels broke the context
-                status = Status.CUDA_ERROR if status is Status.OK else status
-                message = "; ".join(m for m in (message, fatal) if m)
-            return RunOutcome(status, message, metrics, seconds, gpu)
+            outcome, context_error = host_outcome(answer, elapsed, *captures)
+            status, message, metrics = classify(outcome, job.run_timeout, job.shape, context_error)
+            return RunOutcome(status, message, metrics, outcome.seconds, gpu)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
             shutil.rmtree(logs, ignore_errors=True)
 
-    def _ask(self, request: dict, timeout: float, env: dict[str, str]):
-        """(returncode, timed out, seconds, fatal message, failure to start) of one request."""
+    def _ask(self, request: dict, timeout: float, env: dict[str, str]) -> tuple[Answer, float]:
+        """The host's answer to one request and the seconds it took; the host is started first
+        if needed, and killed after a timeout, its death or a broken context."""
         h = self.handle
         with h.lock:
             if h.alive() and (self._runs >= self.runs_per_host or h.env != env):
@@ -93,7 +87,7 @@ class PersistentHost:
                 self._runs = 0
                 failure = h.start()
                 if failure is not None:
-                    return None, False, 0.0, None, f"the persistent host did not start: {failure['message']}"
+                    return failure, 0.0
             self._runs += 1
             pgid = h.proc.pid
             track(pgid)
@@ -103,24 +97,38 @@ class PersistentHost:
             finally:
                 untrack(pgid)
             elapsed = time.monotonic() - start
-            if answer.get("_timeout"):
-                h.kill()
-                return None, True, elapsed, None, None
-            if answer.get("_dead"):  # exit() in the program, a crash, or killed
-                code = h.proc.wait() if h.proc is not None else None
+            if not answer.replied or answer.data.get("fatal"):  # hung, dead (exit(), a crash) or broken
                 h.kill()  # and whatever the program left running in the host's group
-                return code, False, elapsed, None, None
-            if answer.get("fatal"):
-                h.kill()
-            elif answer.get("sticky"):  # the program stayed loaded: the next run needs fresh statics
+            elif answer.data.get("sticky"):  # the program stayed loaded: the next run needs fresh statics
                 self._runs = self.runs_per_host
-            return answer["rc"], False, answer.get("seconds", elapsed), answer.get("message") or None, None
+            return answer, elapsed
 
     def close(self, kill: bool = False) -> None:
         if kill:
             self.handle.kill()
         else:
             self.handle.close()
+
+
+def host_outcome(answer: Answer, elapsed: float, out: FifoCapture,
+                 err: FifoCapture) -> tuple[ProcessOutcome, str | None]:
+    """A run on a host as the process it stands for, and what broke the CUDA context when the
+    host found it broken after the program ended (None if it did not).
+
+    A host that did not start is a command that could not be started; a timeout is a
+    timeout; a host that died (``exit()`` in the program, a crash, a kill) ended as that
+    process would have; an answer gives main's return value and the program's own seconds."""
+    if answer.kind == "no_start":
+        return ProcessOutcome(None, False, "", "", False, 0.0,
+                              error=f"the persistent host did not start: {answer.detail}"), None
+    output = (out.text(), err.text(), out.truncated or err.truncated)
+    if answer.kind == "timeout":
+        return ProcessOutcome(None, True, *output, elapsed), None
+    if answer.kind == "dead":
+        return ProcessOutcome(answer.returncode, False, *output, elapsed), None
+    reply = answer.data
+    broken = (reply.get("message") or None) if reply.get("fatal") else None
+    return ProcessOutcome(reply["rc"], False, *output, reply.get("seconds", elapsed)), broken
 
 
 def host_env(gpu: Gpu | None, pin: str | None = None) -> dict[str, str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..build.builder import BuildResult
 from ..job import Job
 from ..process import run_process
-from ..status import Status
+from ..status import STOPPED, Status, Stopped
 from .classify import classify
 from .gate import StartGate
 from .gpus import Gpu
@@ -18,12 +18,14 @@ from .gpus import Gpu
 
 @dataclass(frozen=True)
 class RunOutcome:
+    """A finished run, judged by run/classify.py (a run Ctrl-C came first to is ``Stopped`` instead)."""
+
     status: Status
     message: str
     metrics: dict = field(default_factory=dict)
     seconds: float = 0.0
     gpu: Gpu | None = None
-    stopped: bool = False
+    outputs_checked: bool = False  # kernel mode: the run compared its outputs with the reference's itself
 
 
 def run_argv(job: Job, build: BuildResult, workdir: Path, harness: Path | None) -> list[str]:
@@ -39,7 +41,7 @@ def run_argv(job: Job, build: BuildResult, workdir: Path, harness: Path | None) 
 
 
 def run_job(job: Job, build: BuildResult, gpu: Gpu, scratch_root: Path, gate: StartGate | None = None,
-            harness: Path | None = None) -> RunOutcome:
+            harness: Path | None = None) -> RunOutcome | Stopped:
     """Run the binary in a fresh working directory; ``gate`` spaces the starts on this host;
     ``harness``: the built harness of the job's shape × variant, if it has one."""
     scratch_root.mkdir(parents=True, exist_ok=True)
@@ -53,7 +55,7 @@ def run_job(job: Job, build: BuildResult, gpu: Gpu, scratch_root: Path, gate: St
             gate.wait()
         out = run_process(argv, cwd=workdir, timeout=job.run_timeout, env=env, output_limit=job.output_limit)
         if out.stopped:
-            return RunOutcome(Status.RUN_ERROR, "stopped", stopped=True, gpu=gpu)
+            return STOPPED
         status, message, metrics = classify(out, job.run_timeout, job.shape)
         return RunOutcome(status, message, metrics, out.seconds, gpu)
     finally:

@@ -27,7 +27,7 @@ from ..errors import StoreError, StoreInUse
 from ..result import Result
 from ..status import Status
 
-SCHEMA_VERSION = "2"  # 2: results.deps and the depsets table
+SCHEMA_VERSION = "3"  # 2: results.deps and the depsets table; 3: results.verified
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS results (
     regs INTEGER, spills INTEGER, smem INTEGER, kernels TEXT,
     build_argv TEXT, cache_key TEXT, cached INTEGER, phase TEXT,
     gpu_index INTEGER, gpu_name TEXT, gpu_uuid TEXT, driver TEXT,
-    build_seconds REAL, run_seconds REAL, started REAL, finished REAL, deps TEXT,
+    build_seconds REAL, run_seconds REAL, started REAL, finished REAL, deps TEXT, verified INTEGER,
     UNIQUE (variant, shape, config)
 );
 CREATE TABLE IF NOT EXISTS depsets (id TEXT PRIMARY KEY, files TEXT NOT NULL);
@@ -53,8 +53,13 @@ CREATE TABLE IF NOT EXISTS depsets (id TEXT PRIMARY KEY, files TEXT NOT NULL);
 _COLUMNS = (
     "variant", "shape", "config", "params", "derived", "status", "message", "metrics", "regs", "spills",
     "smem", "kernels", "build_argv", "cache_key", "cached", "phase", "gpu_index", "gpu_name", "gpu_uuid",
-    "driver", "build_seconds", "run_seconds", "started", "finished", "deps",
+    "driver", "build_seconds", "run_seconds", "started", "finished", "deps", "verified",
 )
+
+# Columns added to results since schema 1 (schema 2: deps, 3: verified): an older database gets
+# them by ALTER TABLE. Its rows read NULL there: without deps their result keys no longer match,
+# so they rerun; and they are not known to be verified.
+_ADDED_COLUMNS = ("deps TEXT", "verified INTEGER")
 
 
 def _dumps(v: Any) -> str:
@@ -103,10 +108,11 @@ class Store:
             return
         if str(version) == SCHEMA_VERSION:
             return
-        if str(version) == "1":  # results of schema 1 lack deps; their keys no longer match, so they rerun
+        if str(version) in ("1", "2"):
             columns = {row[1] for row in self.db.execute("PRAGMA table_info(results)")}
-            if "deps" not in columns:
-                self.db.execute("ALTER TABLE results ADD COLUMN deps TEXT")
+            for column in _ADDED_COLUMNS:
+                if column.split()[0] not in columns:
+                    self.db.execute(f"ALTER TABLE results ADD COLUMN {column}")
             self.set_meta("schema", SCHEMA_VERSION)
             return
         raise StoreError(f"{self.path}: written by a newer ksweep (schema {version}, this one reads "
@@ -165,6 +171,7 @@ class Store:
             _dumps(list(r.kernels)), _dumps(list(r.build_argv)), r.cache_key, int(r.cached), r.phase,
             r.gpu_index, r.gpu_name, r.gpu_uuid, r.driver, r.build_seconds, r.run_seconds,
             r.started, r.finished if r.finished is not None else time.time(), self._depset(r.deps),
+            int(r.verified),
         )
         marks = ", ".join("?" * len(_COLUMNS))
         self.db.execute(f"INSERT OR REPLACE INTO results ({', '.join(_COLUMNS)}) VALUES ({marks})", row)
@@ -198,6 +205,10 @@ class Store:
         cur = self.db.execute(f"SELECT {', '.join(_COLUMNS)} FROM results WHERE variant = ? AND shape = ? "
                               f"AND status != ? ORDER BY id", (variant, shape, Status.PRUNED.value))
         return [self._to_result(row) for row in cur]
+
+    def param_orders(self) -> dict[tuple[str, ...], list[str]]:
+        """The parameter names of each (variant, shape) in the spec's order, as the sweep kept them."""
+        return {tuple(k.split(":")[1:]): v for k, v in self.meta_items("params:").items()}
 
     def meta_items(self, prefix: str = "") -> dict[str, Any]:
         """Every meta entry whose key starts with ``prefix``."""
@@ -247,5 +258,5 @@ def _to_result(row, deps=lambda key: ()) -> Result:
         cache_key=d["cache_key"], cached=bool(d["cached"]), phase=d["phase"], gpu_index=d["gpu_index"],
         gpu_name=d["gpu_name"], gpu_uuid=d["gpu_uuid"], driver=d["driver"],
         build_seconds=d["build_seconds"], run_seconds=d["run_seconds"], started=d["started"],
-        finished=d["finished"], deps=deps(d["deps"]),
+        finished=d["finished"], deps=deps(d["deps"]), verified=bool(d["verified"]),
     )

@@ -35,10 +35,10 @@ from ..run.environment import build_problem, run_problem
 from ..run.program import RunOutcome
 from ..space.space import Space
 from ..spec.model import Spec
-from ..status import Status
+from ..status import Status, Stopped
 from ..store.sqlite import Store
 from ..strategies.base import Budget, space_size
-from ..verify import verify
+from ..verify import judge
 from .jobs import JobFactory
 
 PRUNED_RECORD_LIMIT = 20_000  # raw configs up to which every pruned config is stored with its reason
@@ -243,16 +243,17 @@ class Sweep:
         problem = build_problem(build, job) if outcome is None else run_problem(outcome)
         if problem:
             raise EnvironmentProblem(f"{self.spec.label}: {problem}")
-        status, message, metrics = build.status, build.message, {}
+        status, message, metrics, verified = build.status, build.message, {}, False
         gpu: Gpu | None = None
         if outcome is not None:
             status, message, metrics, gpu = outcome.status, outcome.message, outcome.metrics, outcome.gpu
             self.summary.gpu_seconds += outcome.seconds
             if status is Status.OK:
-                status, message = self._judge_metrics(metrics, reference, job.is_reference)
+                status, message, verified = judge(metrics, self.spec.objective.metric, self.spec.check,
+                                                  reference, job.is_reference, outcome.outputs_checked)
         result = Result(
             variant=job.variant, shape=job.shape, params=dict(job.params), derived=dict(job.derived),
-            status=status, message=message, metrics=metrics, regs=build.report.registers,
+            status=status, message=message, verified=verified, metrics=metrics, regs=build.report.registers,
             spills=build.report.spills, smem=build.report.smem, kernels=tuple(build.report.to_json()),
             build_argv=job.build_argv, cache_key=job.cache_key, cached=build.cached, phase=job.phase,
             gpu_index=gpu.index if gpu else None, gpu_name=gpu.name if gpu else None,
@@ -264,20 +265,6 @@ class Sweep:
         self.summary.evaluated += 1
         self._observe(result, resumed=False)
         return result
-
-    def _judge_metrics(self, metrics, reference, is_reference) -> tuple[Status, str]:
-        objective = self.spec.objective.metric
-        if objective not in metrics:
-            return Status.NO_RESULT, f"objective '{objective}' missing from @@RESULT ({', '.join(metrics) or 'no keys'})"
-        check = self.spec.check
-        if not check.active:
-            return Status.OK, ""
-        problem = verify(metrics, check, None if is_reference else reference)
-        if problem:
-            return Status.CHECKSUM_MISMATCH, problem
-        if check.reference == "defaults" and reference is None and not is_reference:
-            return Status.OK, "unverified: the reference (defaults) config failed"
-        return Status.OK, ""
 
     def resumed(self, result: Result) -> None:
         self.summary.resumed += 1
@@ -467,10 +454,10 @@ class _Target:
             entry, build = self.ready.pop(0)
             self.runs[self.executor.submit_run(entry.job, build)] = (entry, build)
 
-    def _built(self, entry: _Entry, build: BuildResult) -> None:
-        self.sweep.summary.build_cpu_seconds += build.cpu_seconds
-        if build.stopped:
+    def _built(self, entry: _Entry, build: BuildResult | Stopped) -> None:
+        if isinstance(build, Stopped):
             raise KeyboardInterrupt  # Ctrl-C reached the build first
+        self.sweep.summary.build_cpu_seconds += build.cpu_seconds
         if build.harness_failed and self.harness is not None:
             self.harness.failed(build, cancel=self.builds)
         if build.status is Status.OK:
@@ -478,8 +465,8 @@ class _Target:
         else:
             entry.result = self.sweep.finish(entry.job, build, None)
 
-    def _ran(self, entry: _Entry, build: BuildResult, outcome: RunOutcome) -> None:
-        if outcome.stopped:
+    def _ran(self, entry: _Entry, build: BuildResult, outcome: RunOutcome | Stopped) -> None:
+        if isinstance(outcome, Stopped):
             raise KeyboardInterrupt
         harness_deps = self.harness.deps if self.harness is not None else ()
         entry.result = self.sweep.finish(entry.job, build, outcome,
@@ -490,13 +477,13 @@ class _Target:
         for fut, (entry, build) in list(self.runs.items()):
             if fut.done() and not fut.cancelled():
                 outcome = fut.result()
-                if not outcome.stopped:
+                if not isinstance(outcome, Stopped):
                     with contextlib.suppress(KsweepError):
                         self._ran(entry, build, outcome)
         for fut, entry in list(self.builds.items()):
             if fut.done() and not fut.cancelled():
                 build = fut.result()
-                if not build.stopped and build.status is not Status.OK and not build.harness_failed:
+                if not isinstance(build, Stopped) and build.status is not Status.OK and not build.harness_failed:
                     with contextlib.suppress(KsweepError):
                         entry.result = self.sweep.finish(entry.job, build, None)
 
@@ -609,11 +596,11 @@ class _Harness:
         self.wait()  # raises with the compiler's words
         raise KsweepError(f"{self._sweep.spec.label}: {build.message}")  # a build worker's own copy failed
 
-    def _check(self, build: BuildResult) -> None:
+    def _check(self, build: BuildResult | Stopped) -> None:
         self._checked = True
-        self._sweep.summary.build_cpu_seconds += build.cpu_seconds
-        if build.stopped:
+        if isinstance(build, Stopped):
             raise KeyboardInterrupt
+        self._sweep.summary.build_cpu_seconds += build.cpu_seconds
         if build.status is not Status.OK:
             log = "\n".join(build.log.strip().splitlines()[-20:])
             raise KsweepError(f"{self._sweep.spec.label}: the harness ([build.harness]) did not build: "
