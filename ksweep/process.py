@@ -3,8 +3,9 @@
 Every command runs in its own session (so its own process group), with stdin closed,
 output captured up to a cap (the head and the tail are kept: a program printing
 gigabytes cannot exhaust memory, and a result line printed last is still seen), and a
-timeout after which the *whole group* is killed. Every live group is registered so that
-Ctrl-C can kill them all at once (``kill_all``).
+timeout after which the *whole group* is killed. Every live group is registered with its
+owner's ``ProcessRegistry`` (each executor has its own) so that Ctrl-C can kill them all at
+once (``ProcessRegistry.kill_all``).
 
 What escapes the group (a ``setsid`` daemon, a double fork, the program behind a
 wrapper) is found by an environment cookie (reaper.py): every process ksweep starts
@@ -44,16 +45,13 @@ from typing import Mapping, Sequence
 from .reaper import RUN_VAR, SESSION_VAR, environ_has, kill_tree_by_token, pids_with_env
 
 __all__ = [
-    "RUN_VAR", "SESSION", "SESSION_VAR", "FifoCapture", "ProcessOutcome", "ensure_reaper", "environ_has",
-    "forget_worker", "kill_all", "kill_tree_by_token", "kill_worker", "new_token", "pids_with_env", "reap_session",
-    "TAIL_BYTES", "reset_stop", "run_process", "session_env", "start_worker", "stopping", "track", "untrack",
+    "DEFAULT_REGISTRY", "RUN_VAR", "SESSION", "SESSION_VAR", "FifoCapture", "ProcessOutcome", "ProcessRegistry",
+    "ensure_reaper", "environ_has", "forget_worker", "kill_all", "kill_tree_by_token", "kill_worker", "new_token",
+    "pids_with_env", "reap_session", "TAIL_BYTES", "reset_stop", "run_process", "session_env", "start_worker",
+    "stopping", "track", "untrack",
 ]
 
 TAIL_BYTES = 64 * 1024
-
-_live: set[int] = set()
-_live_lock = threading.Lock()
-_stopping = threading.Event()
 
 
 @dataclass(frozen=True)
@@ -293,14 +291,17 @@ def run_process(
     env: Mapping[str, str] | None = None,
     output_limit: int = 4 * 1024 * 1024,
     nice: int = 0,
+    registry: ProcessRegistry | None = None,
 ) -> ProcessOutcome:
     """Run argv to completion or timeout; never raises for a failing command.
 
     ``nice`` lowers the child's CPU priority (builds use it so that the host side of a
     timed run is not starved by a machine full of compilers). The command and everything
     it starts is killed when it ends (its process group, and the processes of its run
-    token); no escaped process is waited for."""
-    if _stopping.is_set():
+    token); no escaped process is waited for. ``registry``: whose kill_all kills it (the
+    default registry's when None); nothing starts once that registry is stopping."""
+    registry = registry or DEFAULT_REGISTRY
+    if registry.stopping():
         return ProcessOutcome(None, False, "", "", False, 0.0, error="stopped", stopped=True)
     start = time.monotonic()
     token = new_token()
@@ -319,8 +320,7 @@ def run_process(
                               error=f"cannot start {argv[0]!r}: {exc.strerror or exc}")
     if nice:
         _lower_priority(proc.pid, nice)
-    with _live_lock:
-        _live.add(proc.pid)
+    registry.track(proc.pid)
     wake_r, wake_w = os.pipe()
     captures = (_Capture(proc.stdout, output_limit, wake_r), _Capture(proc.stderr, output_limit, wake_r))
     for capture in captures:
@@ -333,8 +333,7 @@ def run_process(
         _kill_group(proc.pid)  # the program and anything it left behind in its group
         if proc.returncode is None:
             cpu = _reap(proc)
-        with _live_lock:
-            _live.discard(proc.pid)
+        registry.untrack(proc.pid)
         try:
             _finish_captures(captures, token, wake_w, scan=timed_out or not ended)
         finally:
@@ -399,38 +398,72 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
-def kill_all() -> int:
-    """Stop starting new processes, kill every live group, then every other process of the
-    session but the long-lived workers (``reap_session``); returns how many groups were
-    killed."""
-    _stopping.set()
-    with _live_lock:
-        groups = list(_live)
-    for pgid in groups:
-        _kill_group(pgid)
-    reap_session()
-    return len(groups)
+class ProcessRegistry:
+    """The live process groups of one owner (an executor: its builds, its runs, its hosts
+    while they run a config), and its stop flag.
+
+    ``run_process`` registers each command's group while it runs; ``kill_all`` (Ctrl-C,
+    ``Executor.shutdown(cancel=True)``) stops the owner from starting anything new and kills
+    every group it registered. Each executor owns one, so stopping one sweep does not stop
+    another in the same process. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._live: set[int] = set()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+
+    def track(self, pgid: int) -> None:
+        """Have kill_all() kill this process group (a command, or a long-lived worker while it runs a config)."""
+        with self._lock:
+            self._live.add(pgid)
+
+    def untrack(self, pgid: int) -> None:
+        with self._lock:
+            self._live.discard(pgid)
+
+    def stopping(self) -> bool:
+        """True after kill_all() (Ctrl-C): nothing new may start."""
+        return self._stopping.is_set()
+
+    def reset_stop(self) -> None:
+        """Allow processes to start again (after kill_all, for the owner's next sweep)."""
+        self._stopping.clear()
+
+    def kill_all(self) -> int:
+        """Stop starting new processes, kill every registered group, then every other process
+        of this session but the long-lived workers (``reap_session``); returns how many
+        groups were killed."""
+        self._stopping.set()
+        with self._lock:
+            groups = list(self._live)
+        for pgid in groups:
+            _kill_group(pgid)
+        reap_session()
+        return len(groups)
 
 
-def reset_stop() -> None:
-    """Allow processes to start again (after kill_all, for the next sweep in this process)."""
-    _stopping.clear()
+DEFAULT_REGISTRY = ProcessRegistry()  # of callers that name none (a Dask worker's tasks, a bare run_process)
 
 
-def stopping() -> bool:
-    """True after kill_all() (Ctrl-C): nothing new may start."""
-    return _stopping.is_set()
+def kill_all(registry: ProcessRegistry | None = None) -> int:
+    """``registry.kill_all()`` (the default registry's when None)."""
+    return (registry or DEFAULT_REGISTRY).kill_all()
 
 
-def track(pgid: int) -> None:
-    """Have kill_all() kill this process group too (a long-lived worker while it runs a config)."""
-    with _live_lock:
-        _live.add(pgid)
+def reset_stop(registry: ProcessRegistry | None = None) -> None:
+    (registry or DEFAULT_REGISTRY).reset_stop()
 
 
-def untrack(pgid: int) -> None:
-    with _live_lock:
-        _live.discard(pgid)
+def stopping(registry: ProcessRegistry | None = None) -> bool:
+    return (registry or DEFAULT_REGISTRY).stopping()
+
+
+def track(pgid: int, registry: ProcessRegistry | None = None) -> None:
+    (registry or DEFAULT_REGISTRY).track(pgid)
+
+
+def untrack(pgid: int, registry: ProcessRegistry | None = None) -> None:
+    (registry or DEFAULT_REGISTRY).untrack(pgid)
 
 
 class FifoCapture(_Capture):

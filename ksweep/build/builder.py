@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..job import Job
-from ..process import run_process
+from ..process import ProcessRegistry, run_process
 from ..status import STOPPED, Status, Stopped
 from . import deps as depfiles
 from .cache import BuildCache
@@ -67,33 +67,34 @@ class Builder:
         self._harnesses: dict[str, BuildResult] = {}  # cache key -> result, for this builder's lifetime
         self._harness_lock = threading.Lock()
 
-    def build(self, job: Job) -> BuildResult | Stopped:
+    def build(self, job: Job, registry: ProcessRegistry | None = None) -> BuildResult | Stopped:
         """Build one config (or a harness: once per builder, however many threads ask); ``Stopped``
-        when Ctrl-C came first."""
+        when Ctrl-C came first.
+        ``registry``: the owner of the compiler's process (the executor's; a default one when None)."""
         if job.is_harness:
-            return self._harness(job)
+            return self._harness(job, registry)
         if job.harness is not None and any("{harness}" in a for a in job.build_argv):  # e.g. linked to each config
-            built = self._harness(job.harness)
+            built = self._harness(job.harness, registry)
             if isinstance(built, Stopped):
                 return built
             if built.status is not Status.OK:
                 return BuildResult(Status.COMPILE_ERROR, f"the harness did not build: {built.message}",
                                    log=built.log, harness_failed=True)
-            result = self._build(job, str(built.binary))
+            result = self._build(job, str(built.binary), registry)
             return replace(result, cpu_seconds=result.cpu_seconds + built.cpu_seconds)  # 0 unless built just now
-        return self._build(job, None)
+        return self._build(job, None, registry)
 
-    def _harness(self, job: Job) -> BuildResult | Stopped:
+    def _harness(self, job: Job, registry: ProcessRegistry | None) -> BuildResult | Stopped:
         with self._harness_lock:  # one build; the other threads wait for it, then share it
             known = self._harnesses.get(job.cache_key)
             if known is not None:
                 return replace(known, cached=True, seconds=0.0, cpu_seconds=0.0)
-            result = self._build(job, None)
+            result = self._build(job, None, registry)
             if not isinstance(result, Stopped):
                 self._harnesses[job.cache_key] = result
             return result
 
-    def _build(self, job: Job, harness: str | None) -> BuildResult | Stopped:
+    def _build(self, job: Job, harness: str | None, registry: ProcessRegistry | None) -> BuildResult | Stopped:
         if not job.build_argv:
             return BuildResult(Status.OK, cached=True)
         key = job.build_cache_key
@@ -109,7 +110,8 @@ class Builder:
         dep_flags = depfiles.dependency_flags(argv, str(depfile))
         if dep_flags:
             argv = [argv[0], *dep_flags, *argv[1:]]
-        out = run_process(argv, cwd=scratch, timeout=job.build_timeout, env=job.build_env, nice=BUILD_NICE)
+        out = run_process(argv, cwd=scratch, timeout=job.build_timeout, env=job.build_env, nice=BUILD_NICE,
+                          registry=registry)
         log = (out.stdout + "\n" + out.stderr).strip()
         if out.stopped:
             self.cache.discard(scratch)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from ..build.builder import Builder, BuildResult
 from ..job import Job
-from ..run.executor import LocalExecutor
+from ..process import ProcessRegistry
+from ..run.executor import SlotExecutor
 from ..run.gpus import Gpu
 from ..run.program import RunOutcome
 from ..run.classify import classify_answer, not_run
@@ -17,10 +18,15 @@ from .launch import entry_name
 from ..spec.kernel import KernelSpec
 
 
-class KernelExecutor(LocalExecutor):
+class KernelExecutor(SlotExecutor):
+    """Kernel mode on this host's GPUs: one worker process per GPU (``backend``: "cuda", or
+    ``fake:<module>``, a stand-in for tests) loads each cubin and times it; one worker per
+    GPU, so no starts to space."""
+
     def __init__(self, builder: Builder, gpus: list[Gpu], scratch: Path, kspec: KernelSpec, root: Path,
-                 sizes_by_shape: dict[str, dict], build_jobs: int | None = None, backend: str = "cuda"):
-        super().__init__(builder, gpus, scratch, build_jobs, start_gap=0.0)  # one process per GPU: no starts to space
+                 sizes_by_shape: dict[str, dict], build_jobs: int | None = None, backend: str = "cuda",
+                 registry: ProcessRegistry | None = None):
+        super().__init__(builder, gpus, scratch, build_jobs, registry)
         self.kspec = kspec
         self.root = root
         self.sizes_by_shape = sizes_by_shape

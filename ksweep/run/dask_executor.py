@@ -1,8 +1,9 @@
 """The Dask executor: builds and runs as tasks of a ``distributed`` cluster.
 
-It has the shape of ``LocalExecutor`` (``submit_build``, ``submit_run``, ``run_slots``,
-``build_jobs``, ``shutdown``) and hands the driver ``concurrent.futures`` futures, so
-the sweep loop, and with it the SQLite store, stay in the client process.
+It implements the executor contract (run/base.py) and hands the driver
+``concurrent.futures`` futures, so the sweep loop, and with it the SQLite store, stay in
+the client process. Which GPU models the workers have is not known before their runs
+(``gpu_models`` is None). On a worker, a run goes through ``run_built`` as on this host.
 
 * **Builds** are tasks any worker may take; they prefer workers without a ``GPU``
   resource (a loose restriction), so a GPU worker is not kept from its runs by nvcc.
@@ -50,13 +51,15 @@ from ..build.builder import Builder, BuildResult, BuildRules, lost_build
 from ..build.cache import BuildCache
 from ..errors import KsweepError, require
 from ..job import Job
-from ..process import kill_all, reset_stop
-from ..status import STOPPED, Status, Stopped
-from .classify import lost, not_run
+from ..process import DEFAULT_REGISTRY
+from ..status import Status, Stopped
+from .base import Executor
+from .classify import lost
 from .gate import StartGate, auto_gap
 from .gpus import Gpu, detect_gpus
+from .local_run import run_built
 from .persistent import PersistentHost, host_env
-from .program import RunOutcome, run_job
+from .program import RunOutcome
 
 GPU_RESOURCE = "GPU"
 GPU_NAME_ENV = "KSWEEP_GPU_NAME"  # the GPU's name where nvidia-smi cannot tell (fake GPUs)
@@ -200,21 +203,16 @@ def run_task(job: Job, built: Built, start_gap: float = 0.0, harness: Built | No
             path = workdir / job.output
             _write_executable(path, built.binary)
             build = replace(build, binary=path)
-        harness_path = None
-        if harness is not None:
-            if isinstance(harness.result, Stopped):
-                return STOPPED
-            if harness.result.status is not Status.OK:
-                return RunOutcome(*not_run(f"the harness did not build: {harness.result.message}"), gpu=gpu)
-            harness_path = _harness_path(harness, job.harness, root)
+        harness_built = harness.result if harness is not None else None
+        if isinstance(harness_built, BuildResult) and harness_built.status is Status.OK:
+            harness_built = replace(harness_built, binary=_harness_path(harness, job.harness, root))
         pin = worker_pin(os.environ)
         if pin is not None:  # the worker's own device id, not an nvidia-smi index CUDA may number differently
             job = replace(job, run_env={**job.run_env, "CUDA_VISIBLE_DEVICES": pin})
-        if job.persistent:
-            outcome = _worker_host(pin).run(job, build, replace(gpu, index=None), root / "ksweep-runs", harness_path)
-        else:
-            gate = StartGate(start_gap) if start_gap > 0 else None
-            outcome = run_job(job, build, replace(gpu, index=None), root / "ksweep-runs", gate, harness_path)
+        gate = StartGate(start_gap) if start_gap > 0 and not job.persistent else None
+        host = _worker_host(pin) if job.persistent else None
+        outcome = run_built(job, build, replace(gpu, index=None), root / "ksweep-runs", gate=gate,
+                            harness=harness_built, host=host)
         return outcome if isinstance(outcome, Stopped) else replace(outcome, gpu=gpu)
     finally:
         if workdir is not None:
@@ -231,17 +229,17 @@ def dask_setup(worker) -> None:
 def _stop_runs(resume: bool) -> int:
     """On a worker: kill the programs of cancelled runs (whole process groups), and start
     new ones again if ``resume`` (a cluster that outlives this sweep)."""
-    killed = kill_all()
+    killed = DEFAULT_REGISTRY.kill_all()  # a worker's tasks start their processes in the default registry
     if resume:
-        reset_stop()
+        DEFAULT_REGISTRY.reset_stop()
     return killed
 
 
 # -- the client side -------------------------------------------------------------------
 
 
-class DaskExecutor:
-    """Builds and runs on a Dask cluster, behind the executor interface of the sweep driver.
+class DaskExecutor(Executor):
+    """Builds and runs on a Dask cluster, behind the executor contract (run/base.py).
 
     ``client``: a ``distributed.Client``. ``rules``: post-compile pruning, applied on the
     build workers. ``shared_cache``: a build cache every worker sees at this path (then

@@ -1,13 +1,16 @@
-"""Executors: where builds and runs happen. The sweep driver only sees futures.
+"""Executors of this host: builds on a pool of threads, runs on one slot per GPU.
 
-``LocalExecutor`` builds on a pool of threads (each build is its own process) and runs
-on one slot per GPU, each run pinned to its GPU with CUDA_VISIBLE_DEVICES. With several
+``SlotExecutor`` holds what the local executors share: each build is its own process on a
+thread of the build pool; each run takes a free GPU slot and runs there (``run_on``).
+``LocalExecutor`` runs program mode: each run pinned to its GPU with CUDA_VISIBLE_DEVICES,
+in a process of its own or on the GPU's persistent host (persistent.py). With several
 GPUs, a start gate keeps the runs' process starts ``start_gap`` seconds apart (gate.py).
-Jobs built for a persistent host run in one long-lived process per GPU (persistent.py).
+Kernel mode's executor (kernel/executor.py) is a ``SlotExecutor`` too.
 """
 
 from __future__ import annotations
 
+import abc
 import os
 import queue
 import threading
@@ -16,28 +19,33 @@ from pathlib import Path
 
 from ..build.builder import Builder, BuildResult
 from ..job import Job
-from ..process import kill_all
-from ..status import STOPPED, Status, Stopped
-from .classify import not_run
+from ..process import ProcessRegistry
+from ..status import Stopped
+from .base import Executor
 from .gate import StartGate, auto_gap
 from .gpus import Gpu
+from .local_run import run_built
 from .persistent import PersistentHost, host_env
-from .program import RunOutcome, run_job
+from .program import RunOutcome
 
 
-class LocalExecutor:
+class SlotExecutor(Executor):
+    """Builds through ``builder`` on ``build_jobs`` threads; runs on one slot per GPU of
+    ``gpus`` (a ``Gpu`` with index None: a slot without a GPU). Every process it starts is
+    registered with ``registry`` (its own by default), which ``shutdown(cancel=True)``
+    kills. Subclasses say how a built job runs on a GPU (``run_on``)."""
+
     def __init__(self, builder: Builder, gpus: list[Gpu], scratch: Path, build_jobs: int | None = None,
-                 start_gap: float | None = None):
+                 registry: ProcessRegistry | None = None):
+        if not gpus:
+            raise ValueError("an executor needs at least one GPU slot (Gpu(index=None) for none)")
         self.builder = builder
-        self.start_gap = auto_gap(len(gpus)) if start_gap is None else start_gap
-        self.gate = StartGate(self.start_gap) if self.start_gap > 0 else None
         self.gpus = gpus
         self.scratch = scratch
-        self.build_jobs = build_jobs or os.cpu_count() or 1
-        self._builds = ThreadPoolExecutor(self.build_jobs, thread_name_prefix="ksweep-build")
+        self.registry = registry if registry is not None else ProcessRegistry()
+        self._build_jobs = build_jobs or os.cpu_count() or 1
+        self._builds = ThreadPoolExecutor(self._build_jobs, thread_name_prefix="ksweep-build")
         self._runs = ThreadPoolExecutor(len(gpus), thread_name_prefix="ksweep-run")
-        self._hosts: dict[int | None, PersistentHost] = {}
-        self._hosts_lock = threading.Lock()
         self._free: queue.Queue[Gpu] = queue.Queue()
         for g in gpus:
             self._free.put(g)
@@ -47,48 +55,65 @@ class LocalExecutor:
         return len(self.gpus)
 
     @property
+    def build_jobs(self) -> int:
+        return self._build_jobs
+
+    @property
     def gpu_models(self) -> tuple[str, ...]:
-        """The model of each GPU this executor runs on ("none" for a slot without a GPU)."""
         return tuple(g.name for g in self.gpus)
 
     def submit_build(self, job: Job) -> Future:
-        return self._builds.submit(self.builder.build, job)
+        return self._builds.submit(self.builder.build, job, self.registry)
 
     def submit_run(self, job: Job, build: BuildResult) -> Future:
         return self._runs.submit(self._run, job, build)
 
-    def _run(self, job: Job, build: BuildResult) -> RunOutcome:
+    def _run(self, job: Job, build: BuildResult) -> RunOutcome | Stopped:
         gpu = self._free.get()
         try:
             return self.run_on(gpu, job, build)
         finally:
             self._free.put(gpu)
 
+    @abc.abstractmethod
+    def run_on(self, gpu: Gpu, job: Job, build: BuildResult) -> RunOutcome | Stopped:
+        """Run one built job on one GPU (on a thread of the run pool, which holds that GPU)."""
+
+    def shutdown(self, cancel: bool = False) -> None:
+        if cancel:
+            self.registry.kill_all()
+        self._builds.shutdown(wait=not cancel, cancel_futures=cancel)
+        self._runs.shutdown(wait=not cancel, cancel_futures=cancel)
+
+
+class LocalExecutor(SlotExecutor):
+    """Program mode on this host's GPUs: each run a process of its own (starts spaced by
+    ``start_gap``: None, automatic), or on its GPU's persistent host."""
+
+    def __init__(self, builder: Builder, gpus: list[Gpu], scratch: Path, build_jobs: int | None = None,
+                 start_gap: float | None = None, registry: ProcessRegistry | None = None):
+        super().__init__(builder, gpus, scratch, build_jobs, registry)
+        self.start_gap = auto_gap(len(gpus)) if start_gap is None else start_gap
+        self.gate = StartGate(self.start_gap) if self.start_gap > 0 else None
+        self._hosts: dict[int | None, PersistentHost] = {}
+        self._hosts_lock = threading.Lock()
+
     def run_on(self, gpu: Gpu, job: Job, build: BuildResult) -> RunOutcome | Stopped:
         """Run one built job on one GPU: the binary in its own process, or on the GPU's persistent host."""
-        harness = None
-        if job.harness is not None:  # built once (the builder keeps it): usually already there
-            built = self.builder.build(job.harness)
-            if isinstance(built, Stopped):
-                return STOPPED
-            if built.status is not Status.OK:
-                return RunOutcome(*not_run(f"the harness did not build: {built.message}"), gpu=gpu)
-            harness = built.binary
-        if job.persistent:
-            return self._host(gpu).run(job, build, gpu, self.scratch, harness)
-        return run_job(job, build, gpu, self.scratch, self.gate, harness)
+        # the harness is built once (the builder keeps it): usually already there
+        harness = self.builder.build(job.harness, self.registry) if job.harness is not None else None
+        host = self._host(gpu) if job.persistent else None
+        return run_built(job, build, gpu, self.scratch, gate=self.gate, harness=harness, host=host,
+                         registry=self.registry)
 
     def _host(self, gpu: Gpu) -> PersistentHost:
         with self._hosts_lock:
             if gpu.index not in self._hosts:
-                self._hosts[gpu.index] = PersistentHost(host_env(gpu))
+                self._hosts[gpu.index] = PersistentHost(host_env(gpu), registry=self.registry)
             return self._hosts[gpu.index]
 
     def shutdown(self, cancel: bool = False) -> None:
-        if cancel:
-            kill_all()
-        self._builds.shutdown(wait=not cancel, cancel_futures=cancel)
-        self._runs.shutdown(wait=not cancel, cancel_futures=cancel)
+        super().shutdown(cancel)
         with self._hosts_lock:
             hosts, self._hosts = list(self._hosts.values()), {}
         for host in hosts:

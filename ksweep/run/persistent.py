@@ -19,7 +19,7 @@ from typing import Mapping
 
 from ..build.builder import BuildResult
 from ..job import Job
-from ..process import FifoCapture, ProcessOutcome, stopping, track, untrack
+from ..process import DEFAULT_REGISTRY, FifoCapture, ProcessOutcome, ProcessRegistry
 from ..status import STOPPED, Stopped
 from .classify import classify, not_run
 from .gpus import Gpu
@@ -30,9 +30,12 @@ RUNS_PER_HOST = 200  # a fresh host after this many runs: what programs leak doe
 
 
 class PersistentHost:
-    """One GPU's host process (started on the first run, restarted after a failure)."""
+    """One GPU's host process (started on the first run, restarted after a failure).
+    ``registry``: the owner (an executor) whose kill_all kills the host while it runs a config."""
 
-    def __init__(self, env: Mapping[str, str] | None = None, runs_per_host: int = RUNS_PER_HOST):
+    def __init__(self, env: Mapping[str, str] | None = None, runs_per_host: int = RUNS_PER_HOST,
+                 registry: ProcessRegistry | None = None):
+        self.registry = registry or DEFAULT_REGISTRY
         self.base_env = dict(env or {})
         self.handle = WorkerHandle(env=env, argv=[sys.executable, "-m", "ksweep.run.host"], start_timeout=120.0)
         self.runs_per_host = runs_per_host
@@ -51,7 +54,7 @@ class PersistentHost:
             if not argv or argv[0] not in programs:
                 return RunOutcome(*not_run("a persistent host runs the built library itself: "
                                            "[run] command must start with {binary} (or {harness})"), gpu=gpu)
-            if stopping():
+            if self.registry.stopping():
                 return STOPPED
             # the program's stdout and stderr are pipes drained here, capped as in a process per run
             captures = []
@@ -90,12 +93,12 @@ class PersistentHost:
                     return failure, 0.0
             self._runs += 1
             pgid = h.proc.pid
-            track(pgid)
+            self.registry.track(pgid)
             start = time.monotonic()
             try:
                 answer = h.ask(request, timeout)
             finally:
-                untrack(pgid)
+                self.registry.untrack(pgid)
             elapsed = time.monotonic() - start
             if not answer.replied or answer.data.get("fatal"):  # hung, dead (exit(), a crash) or broken
                 h.kill()  # and whatever the program left running in the host's group

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..build.builder import BuildResult
 from ..job import Job
-from ..process import run_process
+from ..process import ProcessRegistry, run_process
 from ..status import STOPPED, Status, Stopped
 from .classify import classify
 from .gate import StartGate
@@ -41,9 +41,10 @@ def run_argv(job: Job, build: BuildResult, workdir: Path, harness: Path | None) 
 
 
 def run_job(job: Job, build: BuildResult, gpu: Gpu, scratch_root: Path, gate: StartGate | None = None,
-            harness: Path | None = None) -> RunOutcome | Stopped:
+            harness: Path | None = None, registry: ProcessRegistry | None = None) -> RunOutcome | Stopped:
     """Run the binary in a fresh working directory; ``gate`` spaces the starts on this host;
-    ``harness``: the built harness of the job's shape × variant, if it has one."""
+    ``harness``: the built harness of the job's shape × variant, if it has one; ``registry``:
+    the owner of the run's process."""
     scratch_root.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="run-", dir=scratch_root))
     try:
@@ -53,7 +54,8 @@ def run_job(job: Job, build: BuildResult, gpu: Gpu, scratch_root: Path, gate: St
             env["CUDA_VISIBLE_DEVICES"] = str(gpu.index)
         if gate is not None:
             gate.wait()
-        out = run_process(argv, cwd=workdir, timeout=job.run_timeout, env=env, output_limit=job.output_limit)
+        out = run_process(argv, cwd=workdir, timeout=job.run_timeout, env=env, output_limit=job.output_limit,
+                          registry=registry)
         if out.stopped:
             return STOPPED
         status, message, metrics = classify(out, job.run_timeout, job.shape)
