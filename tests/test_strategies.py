@@ -1,8 +1,8 @@
-"""Strategy conformance: every strategy, on replayed data, keeps the ask/tell contract."""
+"""Search strategies on replayed data: the conformance suite (ksweep.testing.strategy_suite)
+for every registered strategy, and what each strategy does beyond it."""
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
 from pathlib import Path
@@ -11,80 +11,35 @@ import numpy as np
 import pytest
 
 from ksweep.replay import ReplaySpace, load_dataset, replay
-from ksweep.replay.importers import parse_kernel_tuner
 from ksweep.space.space import Space
 from ksweep.spec.model import Param
 from ksweep.strategies import STRATEGIES, UnknownStrategy, make_strategy
 from ksweep.strategies.base import Budget, config_key
 from ksweep.strategies.gp import GaussianProcess, expected_improvement, norm_cdf
 from ksweep.strategies.indexed import IndexedSpace
+from ksweep.testing.strategy_suite import StrategySuite, replay_run, synthetic_dataset
 
 DATASETS = Path(os.environ.get("KSWEEP_DATASETS", Path(__file__).resolve().parents[2] / "shared" / "datasets"))
 
 
-def dataset(fail_region: bool = True, seed: int = 0, name: str = "synthetic", a_values: int = 12):
-    """Three ordered parameters and a flag; with ``fail_region`` every config with a >= 9
-    fails (a hidden constraint covering a quarter of the space)."""
-    rng = np.random.default_rng(seed)
-    cache = {}
-    for a, b, c, f in itertools.product(range(a_values), [1, 2, 4, 8, 16], [0, 1, 2], [0, 1]):
-        t = 2.0 + 0.1 * (a - 6) ** 2 + abs(np.log2(b) - 2) + 0.3 * c * f + rng.random() * 0.05
-        failed = fail_region and a >= 9
-        cache[f"{a},{b},{c},{f}"] = {"a": a, "b": b, "c": c, "f": f, "time": "RuntimeFailedConfig" if failed else t}
-    return parse_kernel_tuner({"tune_params_keys": ["a", "b", "c", "f"], "cache": cache}, name=name)
-
-
 @pytest.fixture(scope="module")
 def space():
-    return ReplaySpace(dataset())
+    return ReplaySpace(synthetic_dataset())
+
+
+def registered(name):
+    """The factory of a registered strategy, as the suite takes it."""
+    return lambda space, seed, budget_hint: make_strategy(name, space, seed=seed, budget_hint=budget_hint)
 
 
 def run(name, space, budget, seed=0, batch=1):
-    s = make_strategy(name, space, seed=seed, budget_hint=budget)
-    return s, replay(s, space, Budget(max_evals=budget), batch=batch)
+    return replay_run(registered(name), space, budget, seed=seed, batch=batch)
 
 
-@pytest.mark.parametrize("name", STRATEGIES)
-class TestConformance:
-    def test_only_valid_configs_never_twice(self, name, space):
-        s = make_strategy(name, space, seed=1, budget_hint=80)
-        seen = set()
-        for _ in range(20):
-            configs = s.ask(4)
-            assert configs, "a strategy with nothing pending must propose"
-            for c in configs:
-                assert c in space
-                key = config_key(c, space.names)
-                assert key not in seen
-                seen.add(key)
-            for c in configs:
-                i = space.index(c)
-                s.tell(c, None if np.isnan(space.dataset.values[i]) else float(space.dataset.values[i]))
-
-    def test_budget_respected(self, name, space):
-        for budget in (1, 7, 50):
-            _, trace = run(name, space, budget, batch=3)
-            assert len(trace) == budget
-            assert len(set(trace.positions)) == budget
-
-    def test_deterministic_per_seed(self, name, space):
-        a = run(name, space, 40, seed=5)[1].positions
-        b = run(name, space, 40, seed=5)[1].positions
-        assert a == b
-
-    def test_exhausts_a_small_space_exactly_once(self, name):
-        small = ReplaySpace(dataset(fail_region=False, a_values=3))
-        s, trace = run(name, small, 10 * len(small), batch=7)
-        assert sorted(trace.positions) == list(range(len(small)))
-        assert s.ask(3) == []
-
-    def test_failing_region_does_not_stall(self, name, space):
-        # A quarter of the space fails; the search must go on and find valid configs.
-        s, trace = run(name, space, 120, seed=2)
-        assert len(trace) == 120
-        ok = ~np.isnan(trace.values)
-        assert ok.sum() >= 30
-        assert s.best is not None and s.best[1] == np.nanmin(trace.values)
+class TestConformance(StrategySuite):
+    @pytest.fixture(params=STRATEGIES)
+    def strategy_factory(self, request):
+        return registered(request.param)
 
 
 @pytest.mark.parametrize("name", ["surrogate", "auto", "bayes"])

@@ -1,0 +1,431 @@
+"""The sweep driver's own logic against ksweep.testing.FakeExecutor: no compiler, no
+process, no GPU. Budgets and resume, the order results are told in, the reference run, the
+harness gate, GPU models, direction, --rerun, failures of the host and Ctrl-C.
+
+test_trust.py checks the same promises end to end with gcc-built programs."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ksweep.errors import EnvironmentProblem, Interrupted, KsweepError
+from ksweep.spec.load import load_spec
+from ksweep.status import STOPPED, Status
+from ksweep.store.sqlite import Store
+from ksweep.strategies import make_strategy
+from ksweep.sweep.driver import Sweep, SweepOptions
+from ksweep.testing import FakeExecutor, Planned
+from ksweep.testing.strategy_suite import synthetic_dataset
+
+BUILD = '["true", "{defines}", "-o", "{binary}", "toy.c"]'
+PHASED = """
+[switches]
+FAST = "flag"
+"""
+
+
+def toy(folder: Path, *, a=(1, 2, 3), b=(1, 2), extra: str = "", sweep: str = "", build: str = BUILD,
+        run: str = '["{binary}"]', name: str = "toy.toml"):
+    """A spec whose commands are never run (the fake answers for them)."""
+    (folder / "toy.c").write_text("int main(void) { return 0; }\n")
+    path = folder / name
+    path.write_text(textwrap.dedent(f"""
+        [sweep]
+        name = "toy"
+        objective = "ms"
+        {sweep}
+        [params]
+        A = {list(a)}
+        B = {list(b)}
+        [build]
+        sources = ["toy.c"]
+        command = {build}
+        [run]
+        command = {run}
+    """) + textwrap.dedent(extra))
+    return load_spec(path)
+
+
+def ms(params) -> float:
+    """The toy's time: best at A=2, B=1; the switch FAST takes 0.5 off."""
+    return 10.0 + (params["A"] - 2) ** 2 + params["B"] - 0.5 * bool(params.get("FAST"))
+
+
+def timed(job):
+    return Status.OK, Status.OK, {"ms": ms(job.params), "checksum": 1.0}
+
+
+class Recording:
+    """A strategy as the driver sees it, recording what it was asked and told."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.asked: list[dict] = []
+        self.told: list[tuple[dict, float | None]] = []
+        self.most_open = 0  # the most configs asked and not yet told
+
+    def ask(self, n: int = 1):
+        configs = self.inner.ask(n)
+        self.asked.extend(dict(c) for c in configs)
+        self.most_open = max(self.most_open, len(self.asked) - len(self.told))
+        return configs
+
+    def tell(self, config, value):
+        self.told.append((dict(config), value))
+        self.inner.tell(config, value)
+
+    def __getattr__(self, name):  # exhausted, best, phase_of
+        return getattr(self.inner, name)
+
+
+def sweep(spec, db: Path, fake: FakeExecutor, record: list | None = None, **options) -> object:
+    """One sweep of ``spec`` into ``db`` on ``fake``; ``record`` collects its strategies."""
+    def factory(name, space, seed, max_evals):
+        s = Recording(make_strategy(name, space, seed=seed, budget_hint=max_evals))
+        if record is not None:
+            record.append(s)
+        return s
+
+    with Store(db) as store:
+        return Sweep(spec, store, fake, SweepOptions(**options), strategy_factory=factory).run()
+
+
+def stored(db: Path) -> dict[tuple, object]:
+    with Store(db) as store:
+        return {tuple(r.params.values()): r for r in store.results() if r.status is not Status.PRUNED}
+
+
+# -- results -----------------------------------------------------------------------------------
+
+def test_every_config_is_built_run_judged_and_stored_with_its_status(tmp_path):
+    spec = toy(tmp_path, extra="[check]\nexpected = { checksum = 1.0 }\n")
+    fake = FakeExecutor({
+        (1, 1): (Status.OK, Status.OK, {"ms": 3.0, "checksum": 1.0}),
+        (1, 2): (Status.COMPILE_ERROR, None),
+        (2, 1): (Status.OK, Status.HANG),
+        (2, 2): (Status.OK, Status.OK, {"checksum": 1.0}),  # no objective
+        (3, 1): (Status.OK, Status.OK, {"ms": 1.0, "checksum": 2.0}),  # a wrong answer
+        (3, 2): Planned(Status.REGS_LIMIT, None, message="k: 300 registers > 255"),
+    })
+    summary = sweep(spec, tmp_path / "r.db", fake)
+    rows = stored(tmp_path / "r.db")
+    assert {k: r.status for k, r in rows.items()} == {
+        (1, 1): Status.OK, (1, 2): Status.COMPILE_ERROR, (2, 1): Status.HANG, (2, 2): Status.NO_RESULT,
+        (3, 1): Status.CHECKSUM_MISMATCH, (3, 2): Status.REGS_LIMIT}
+    assert rows[(3, 2)].message == "k: 300 registers > 255" and "objective 'ms'" in rows[(2, 2)].message
+    assert rows[(1, 1)].gpu_name == "fake" and rows[(1, 2)].gpu_name is None  # never ran
+    assert sorted(tuple(j.params.values()) for j, _ in fake.runs) == [(1, 1), (2, 1), (2, 2), (3, 1)]
+    assert summary.evaluated == 6 and summary.counts["OK"] == 1
+    assert summary.best[("base", "default", "fake")].params == {"A": 1, "B": 1}
+    assert fake.shutdowns == []  # the caller owns the executor
+
+
+def test_results_are_told_in_the_order_asked_whatever_order_they_finish(tmp_path):
+    spec = toy(tmp_path, a=range(8), b=range(6))
+    record: list = []
+    fake = FakeExecutor(timed, gpu_models=("fake", "fake"), build_jobs=2, completion="shuffled", seed=1)
+    sweep(spec, tmp_path / "r.db", fake, record, strategy="random", max_evals=30, lookahead=5)
+    fake.shutdown()
+    (s,) = record
+    assert [c for c, _ in s.told] == s.asked and len(s.asked) == 30
+    assert [v for _, v in s.told] == [ms(c) for c in s.asked]
+    assert s.most_open <= 5  # the window
+
+
+@pytest.mark.parametrize("strategy", ["random", "surrogate"])
+def test_a_seeded_search_is_the_same_however_its_results_arrive(tmp_path, strategy):
+    asked = []
+    for i, completion in enumerate(["immediate", "shuffled", "shuffled"]):
+        folder = tmp_path / str(i)
+        folder.mkdir()
+        record: list = []
+        fake = FakeExecutor(timed, gpu_models=("fake",) * 3, completion=completion, seed=i)
+        sweep(toy(folder, a=range(8), b=range(6)), folder / "r.db", fake, record, strategy=strategy,
+              max_evals=25, seed=4, lookahead=6)
+        fake.shutdown()
+        asked.append(record[0].asked)
+    assert asked[0] == asked[1] == asked[2]
+
+
+# -- budgets and resume --------------------------------------------------------------------------
+
+def test_max_evals_counts_what_the_store_holds(tmp_path):
+    spec = toy(tmp_path, a=range(8), b=range(6))
+    db = tmp_path / "r.db"
+    first = sweep(spec, db, FakeExecutor(timed), strategy="surrogate", max_evals=20)
+    assert first.evaluated == 20
+    fake = FakeExecutor(timed)
+    again = sweep(spec, db, fake, strategy="surrogate", max_evals=20)
+    assert (again.evaluated, again.resumed) == (0, 20) and fake.builds == [] and fake.runs == []
+    more = sweep(spec, db, FakeExecutor(timed), strategy="surrogate", max_evals=26)
+    assert (more.evaluated, more.resumed) == (6, 20) and len(stored(db)) == 26
+
+
+def test_max_evals_counts_per_shape_and_variant(tmp_path):
+    spec = toy(tmp_path, a=range(8), b=range(6), extra="""
+        [shapes.small]
+        defines = { N = 1 }
+        [shapes.large]
+        defines = { N = 2 }
+    """)
+    summary = sweep(spec, tmp_path / "r.db", FakeExecutor(timed), strategy="random", max_evals=7)
+    with Store(tmp_path / "r.db") as store:
+        assert len(store.evaluated("base", "small")) == len(store.evaluated("base", "large")) == 7
+    assert summary.evaluated == 14
+
+
+@pytest.mark.parametrize("strategy", ["grid", "random", "phased", "bayes", "surrogate", "auto"])
+def test_a_search_stopped_and_resumed_ends_where_an_uninterrupted_one_does(tmp_path, strategy):
+    if strategy == "bayes":
+        pytest.importorskip("optuna")
+    extra = PHASED if strategy == "phased" else ""
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    options = dict(strategy=strategy, seed=3, lookahead=4)
+    sweep(toy(one, a=range(8), b=range(6), extra=extra), one / "r.db", FakeExecutor(timed), max_evals=24, **options)
+    spec = toy(two, a=range(8), b=range(6), extra=extra)
+    for budget in (5, 11, 24):  # stopped twice on the way
+        sweep(spec, two / "r.db", FakeExecutor(timed, completion="shuffled"), max_evals=budget, **options)
+    assert set(stored(one / "r.db")) == set(stored(two / "r.db"))
+    assert len(stored(one / "r.db")) == 24 or strategy == "phased"
+
+
+def test_patience_stops_after_that_many_evaluations_without_improvement(tmp_path):
+    spec = toy(tmp_path, a=[2, 3, 4, 5, 6, 7], b=[1])  # grid order: each worse than the last
+    summary = sweep(spec, tmp_path / "r.db", FakeExecutor(timed), patience=3, lookahead=1)
+    assert summary.evaluated == 4
+
+
+def test_the_window_is_kept_for_the_target_and_reused(tmp_path):
+    spec = toy(tmp_path, a=range(8), b=range(6))
+    db = tmp_path / "r.db"
+    record: list = []
+    sweep(spec, db, FakeExecutor(timed, completion="shuffled"), record, strategy="random", max_evals=10, lookahead=3)
+    with Store(db) as store:
+        assert store.get_meta("window:base:default") == 3
+    big = FakeExecutor(timed, gpu_models=("fake",) * 4, build_jobs=8)  # would ask 20 ahead
+    sweep(spec, db, big, record, strategy="random", max_evals=30)
+    assert [s.most_open for s in record] == [3, 3]
+
+
+# -- stored results that stand, and those that do not ----------------------------------------------
+
+def test_rerun_failed_evaluates_the_failures_again_and_all_everything(tmp_path):
+    spec = toy(tmp_path)
+    db = tmp_path / "r.db"
+
+    def failing_two(job):
+        return (Status.COMPILE_ERROR, None) if job.params["A"] == 2 else timed(job)
+
+    assert sweep(spec, db, FakeExecutor(failing_two)).evaluated == 6
+    assert sweep(spec, db, FakeExecutor(timed)).evaluated == 0
+    fake = FakeExecutor(timed)
+    assert sweep(spec, db, fake, rerun="failed").evaluated == 2
+    assert sorted(tuple(j.params.values()) for j in fake.builds) == [(2, 1), (2, 2)]
+    assert all(r.status is Status.OK for r in stored(db).values())
+    assert sweep(spec, db, FakeExecutor(timed), rerun="all").evaluated == 6
+
+
+def test_a_result_of_another_gpu_model_is_run_again(tmp_path):
+    spec = toy(tmp_path, a=[1, 2], b=[1])
+    db = tmp_path / "r.db"
+    assert sweep(spec, db, FakeExecutor(timed, gpu_models=("ModelA",))).evaluated == 2
+    assert sweep(spec, db, FakeExecutor(timed, gpu_models=("ModelA", "ModelB"))).evaluated == 0
+    assert sweep(spec, db, FakeExecutor(timed, gpu_models=("ModelB",))).evaluated == 2
+    assert {r.gpu_name for r in stored(db).values()} == {"ModelB"}
+    unknown = sweep(spec, db, FakeExecutor(timed, gpu_models=None, run_slots=2))  # a cluster: models unknown
+    assert (unknown.evaluated, unknown.resumed) == (0, 2)
+
+
+def test_a_sweep_without_gpus_reports_no_gpu_figures(tmp_path):
+    spec = toy(tmp_path, a=[1, 2], b=[1])
+    assert not sweep(spec, tmp_path / "a.db", FakeExecutor(timed, gpu_models=("none",))).has_gpu
+    assert sweep(spec, tmp_path / "b.db", FakeExecutor(timed, gpu_models=None)).has_gpu
+
+
+# -- direction, reference, phases ------------------------------------------------------------------
+
+def test_direction_max_ranks_the_largest_first_and_tells_it_negated(tmp_path):
+    spec = toy(tmp_path, sweep='direction = "max"')
+    record: list = []
+    summary = sweep(spec, tmp_path / "r.db", FakeExecutor(timed), record)
+    assert all(v == -ms(c) for c, v in record[0].told)
+    best = summary.best[("base", "default", "fake")]
+    assert best.metrics["ms"] == max(ms(c) for c, _ in record[0].told)
+
+
+REFERENCE = """
+[check]
+keys = ["checksum"]
+reference = "defaults"
+"""
+
+
+def test_the_reference_runs_first_and_every_other_config_is_checked_against_it(tmp_path):
+    spec = toy(tmp_path, a=[2, 1, 3], extra=REFERENCE)  # the defaults: A=2, B=1
+
+    def answer(job):
+        wrong = job.params["A"] == 3 and job.params["B"] == 2
+        return Status.OK, Status.OK, {"ms": ms(job.params), "checksum": 7.0 if wrong else 5.0}
+
+    fake = FakeExecutor(answer, completion="shuffled")
+    sweep(spec, tmp_path / "r.db", fake)
+    fake.shutdown()
+    assert dict(fake.builds[0].params) == {"A": 2, "B": 1} and fake.builds[0].is_reference
+    rows = stored(tmp_path / "r.db")
+    assert rows[(2, 1)].phase == "reference"
+    assert rows[(3, 2)].status is Status.CHECKSUM_MISMATCH and "expected 5" in rows[(3, 2)].message
+    assert all(r.status is Status.OK and r.verified for k, r in rows.items() if k != (3, 2))
+
+
+def test_when_the_reference_fails_the_others_are_unverified(tmp_path):
+    spec = toy(tmp_path, a=[2, 1, 3], extra=REFERENCE)
+    fake = FakeExecutor(lambda job: (Status.OK, Status.CRASH) if job.is_reference else timed(job))
+    sweep(spec, tmp_path / "r.db", fake)
+    rows = stored(tmp_path / "r.db")
+    assert rows[(2, 1)].status is Status.CRASH
+    others = [r for k, r in rows.items() if k != (2, 1)]
+    assert all(r.status is Status.OK and not r.verified and "unverified" in r.message for r in others)
+
+
+def test_phased_with_a_reference_reaches_tier_two(tmp_path):
+    spec = toy(tmp_path, a=[1, 5, 7], b=[2, 4], extra=PHASED + REFERENCE)
+    sweep(spec, tmp_path / "r.db", FakeExecutor(timed), strategy="phased")
+    phases = {r.phase for r in stored(tmp_path / "r.db").values()}
+    assert {"reference", "tier1", "tier2"} <= phases
+
+
+# -- the harness -----------------------------------------------------------------------------------
+
+HARNESS = """
+[build.harness]
+command = ["true", "-o", "{harness}", "toy.c"]
+"""
+
+
+def test_the_harness_is_built_once_before_any_run_and_handed_to_every_run(tmp_path):
+    spec = toy(tmp_path, run='["{harness}", "{binary}"]', extra=HARNESS)
+    fake = FakeExecutor(timed, completion="shuffled")
+    summary = sweep(spec, tmp_path / "r.db", fake)
+    fake.shutdown()
+    assert fake.builds[0].is_harness and sum(j.is_harness for j in fake.builds) == 1
+    assert len(fake.runs) == 6 and {h for _, h in fake.runs} == {fake.runs[0][1]} and fake.runs[0][1] is not None
+    assert summary.evaluated == 6
+
+
+def test_a_harness_that_does_not_build_stops_the_sweep_before_any_run(tmp_path):
+    spec = toy(tmp_path, run='["{harness}", "{binary}"]', extra=HARNESS)
+    fake = FakeExecutor(timed, harness=Status.COMPILE_ERROR)
+    with pytest.raises(KsweepError, match=r"the harness \(\[build.harness\]\) did not build"):
+        sweep(spec, tmp_path / "r.db", fake)
+    assert fake.runs == [] and stored(tmp_path / "r.db") == {}
+
+
+def test_a_harness_linked_into_each_build_that_does_not_build_stops_the_sweep(tmp_path):
+    spec = toy(tmp_path, build='["true", "{defines}", "-o", "{binary}", "toy.c", "{harness}"]', extra=HARNESS)
+    fake = FakeExecutor(timed, harness=Status.COMPILE_ERROR)
+    with pytest.raises(KsweepError, match="did not build"):
+        sweep(spec, tmp_path / "r.db", fake)
+    assert stored(tmp_path / "r.db") == {}
+
+
+# -- failures of the host -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("message, said", [
+    ("cannot start '/opt/runner': No such file or directory", "the run command cannot be started"),
+    ("exit code 1: CUDA error: no CUDA-capable device is detected", "no CUDA GPU is visible"),
+])
+def test_a_run_failing_for_the_host_stops_the_sweep_and_is_not_stored(tmp_path, message, said):
+    spec = toy(tmp_path)
+    fake = FakeExecutor(lambda job: Planned(Status.OK, Status.RUN_ERROR, message=message))
+    with pytest.raises(EnvironmentProblem, match=said):
+        sweep(spec, tmp_path / "r.db", fake)
+    assert stored(tmp_path / "r.db") == {}
+
+
+def test_a_build_command_that_cannot_start_stops_the_sweep(tmp_path):
+    spec = toy(tmp_path)
+    fake = FakeExecutor(lambda job: Planned(Status.COMPILE_ERROR, None, message="cannot start 'cc': not found"))
+    with pytest.raises(EnvironmentProblem, match="the build command cannot be started"):
+        sweep(spec, tmp_path / "r.db", fake)
+    assert stored(tmp_path / "r.db") == {}
+
+
+def test_a_cuda_program_sweep_without_a_gpu_is_refused_before_building(tmp_path):
+    nvcc = tmp_path / "bin" / "nvcc"  # never run: only its name says what it builds
+    nvcc.parent.mkdir()
+    nvcc.write_text("#!/bin/sh\nexit 1\n")
+    nvcc.chmod(0o755)
+    (tmp_path / "k.cu").write_text("__global__ void k() {}\nint main() { k<<<1, 1>>>(); return 0; }\n")
+    spec = toy(tmp_path, build=f'["{nvcc}", "{{defines}}", "-o", "{{binary}}", "k.cu"]')
+    spec_text = spec.path.read_text().replace('sources = ["toy.c"]', 'sources = ["k.cu"]')
+    spec.path.write_text(spec_text)
+    spec = load_spec(spec.path)
+    fake = FakeExecutor(timed, gpu_models=("none",))
+    with pytest.raises(EnvironmentProblem, match="no NVIDIA GPU"):
+        sweep(spec, tmp_path / "r.db", fake)
+    assert fake.builds == []
+    assert sweep(spec, tmp_path / "r.db", FakeExecutor(timed, gpu_models=("none",)), gpu_check=False).evaluated == 6
+
+
+# -- Ctrl-C ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("stage", ["build", "run"])
+def test_ctrl_c_keeps_what_finished_and_never_stores_a_stopped_outcome(tmp_path, stage):
+    spec = toy(tmp_path)
+
+    def answer(job):
+        if tuple(job.params.values()) != (2, 2):
+            return timed(job)
+        return (STOPPED, None) if stage == "build" else (Status.OK, STOPPED)
+
+    fake = FakeExecutor(answer)
+    with pytest.raises(Interrupted) as caught:
+        sweep(spec, tmp_path / "r.db", fake, lookahead=1)
+    rows = stored(tmp_path / "r.db")
+    assert set(rows) == {(1, 1), (1, 2), (2, 1)}  # asked before it, in grid order
+    assert caught.value.summary.interrupted and caught.value.summary.evaluated == 3
+    assert fake.shutdowns == [True]  # the driver cancelled the executor
+
+
+# -- replayed data ---------------------------------------------------------------------------------
+
+def test_a_sweep_of_recorded_results_stores_what_was_recorded(tmp_path):
+    data = synthetic_dataset(a_values=10)  # every config with a >= 9 failed at run time
+    path = tmp_path / "replay.toml"
+    (tmp_path / "k.c").write_text("int main(void) { return 0; }\n")
+    path.write_text(textwrap.dedent("""
+        [sweep]
+        name = "replay"
+        objective = "time"
+        [params]
+        a = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+        b = [1, 2, 4, 8, 16]
+        c = [0, 1, 2]
+        f = [0, 1]
+        [build]
+        sources = ["k.c"]
+        command = ["true", "{defines}", "-o", "{binary}", "k.c"]
+    """))
+    fake = FakeExecutor.replaying(data, metric="time", gpu_models=("RTX",) * 2, completion="shuffled")
+    summary = sweep(load_spec(path), tmp_path / "r.db", fake, strategy="surrogate", max_evals=60, seed=1)
+    fake.shutdown()
+    rows = list(stored(tmp_path / "r.db").values())
+    assert len(rows) == 60 and summary.evaluated == 60
+    for r in rows:
+        i = fake_index(data, r.params)
+        if r.status is Status.OK:
+            assert r.metrics["time"] == pytest.approx(float(data.values[i]))
+        else:
+            assert r.status is Status.RUN_ERROR and r.params["a"] == 9
+    assert summary.best[("base", "default", "RTX")].metrics["time"] <= 1.05 * data.optimum
+
+
+def fake_index(data, params) -> int:
+    from ksweep.replay import ReplaySpace
+
+    return ReplaySpace(data).index(params)
