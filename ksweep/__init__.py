@@ -1,10 +1,21 @@
 """ksweep: an autotuner for CUDA kernels.
 
     import ksweep
-    sweep = ksweep.load_spec("megakernel.toml")
-    plan = ksweep.make_plan(sweep)  # .total, .valid, .pruned
-    space = ksweep.Space({"A": [1, 2, 4], "B": [1, 2]}, ["A * B <= 4"])
+    spec = ksweep.load_spec("sgemm.toml")
+    ksweep.make_plan(spec)                                 # .total, .valid, .pruned
+    summary, db = ksweep.run_sweep(spec, options=ksweep.SweepOptions(strategy="auto", max_evals=100))
+    with ksweep.Store(db) as store:
+        best = min((r for r in store.results() if r.value("ms") is not None), key=lambda r: r.value("ms"))
+    ksweep.tune_kernel("vadd", "vadd.cu", {"N": 1 << 20}, "args.py:make", {"BLOCK": [64, 128, 256]},
+                       grid=["cdiv(N, BLOCK)"], block=["BLOCK"])
+
+The names below the first group load on first use (the sweep, the store and the search
+strategies pull in numpy, rich and the run machinery; a spec alone does not).
 """
+
+from __future__ import annotations
+
+import importlib
 
 from .errors import KsweepError, SpecError
 from .space.plan import make_plan
@@ -13,17 +24,27 @@ from .spec.load import load_spec, spec_from_dict
 from .spec.model import Build, Check, Constraint, Derived, Harness, Objective, Param, Run, Shape, Spec, Variant
 from .status import Status
 
+# public name -> module that defines it (imported when the name is first used)
+_LAZY = {
+    "run_sweep": "ksweep.api", "tune": "ksweep.api", "tune_kernel": "ksweep.api", "TuneResult": "ksweep.api",
+    "SweepRun": "ksweep.api", "SweepOptions": "ksweep.sweep.driver", "Summary": "ksweep.sweep.driver",
+    "Store": "ksweep.store.sqlite", "Result": "ksweep.result", "make_strategy": "ksweep.strategies",
+    "load_dataset": "ksweep.replay.importers", "Observer": "ksweep.observer",
+}
 
-def tune_kernel(*args, **kwargs):
-    """Tune a bare __global__ kernel (see ksweep.kernel.api.tune_kernel)."""
-    from .kernel.api import tune_kernel as _tune
 
-    return _tune(*args, **kwargs)
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'ksweep' has no attribute {name!r}")
 
 
 __all__ = [
-    "Build", "Check", "Constraint", "Derived", "Harness", "KsweepError", "Objective", "Param", "Run", "Shape",
-    "Space", "Spec", "SpecError", "Status", "Variant", "load_spec", "make_plan", "spec_from_dict",
-    "tune_kernel",
+    "Build", "Check", "Constraint", "Derived", "Harness", "KsweepError", "Objective", "Observer", "Param", "Result",
+    "Run", "Shape", "Space", "Spec", "SpecError", "Status", "Store", "Summary", "SweepOptions", "SweepRun",
+    "TuneResult", "Variant", "load_dataset", "load_spec", "make_plan", "make_strategy", "run_sweep", "spec_from_dict",
+    "tune", "tune_kernel",
 ]
 __version__ = "0.1.0"

@@ -2,9 +2,28 @@
 
 Expected failures of a *configuration* (a compile error, a hang, a wrong checksum)
 are never exceptions: they are results with a status. Exceptions are for mistakes of
-the *user* (a bad spec, a missing file) and for bugs. Every user-facing exception
-carries a one-line message that names the file, the key and the fix; the CLI prints
-that line and exits with code 2.
+the *user* (a bad spec, a missing file), for a host that cannot run the sweep at all,
+and for bugs. Every user-facing exception carries a one-line message that names the
+file, the key and the fix; the CLI prints that line and exits with code 2.
+
+    KsweepError                    a user-facing error, one line
+    ├── ExprError                  an expression outside the language, or failing to evaluate
+    ├── SpecError                  the spec is malformed or inconsistent (names file and key)
+    │   └── PlaceholderError       (spec/templates.py) a command names a placeholder nothing fills
+    ├── TemplateError              a command template cannot be expanded (also PlaceholderError's base)
+    ├── SpaceTooLarge              (space/space.py) len() of a space above 2**63 configs
+    ├── NoBudget                   a space too large to sweep without --max-evals or --time-limit
+    ├── UnknownStrategy            a strategy name that is not registered
+    ├── DatasetError               a recorded-results file that cannot be read
+    ├── StoreError                 a results database that cannot be opened or is another spec's
+    │   └── StoreInUse             another sweep is writing it (names its PID)
+    ├── EnvironmentProblem         every config would fail for a reason outside it (no GPU, ...)
+    └── MissingDependency          an optional dependency is not installed (with the pip line)
+    Interrupted (KeyboardInterrupt) Ctrl-C stopped a sweep; carries what it had evaluated
+
+Low-level errors (OSError, sqlite3, TOML, ast) are translated into these once, where they
+happen (``raise SpecError(...) from None``); internal ones (kernel/backend.py's CudaError,
+run/protocol.py's ProtocolError) become results or messages before they reach a user.
 """
 
 from __future__ import annotations

@@ -28,7 +28,8 @@ from ksweep.run.gpus import NO_GPU, Gpu  # noqa: E402
 from ksweep.run.program import RunOutcome  # noqa: E402
 from ksweep.space.space import Space  # noqa: E402
 from ksweep.sweep.jobs import JobFactory  # noqa: E402
-from ksweep.sweep.local import build_rules, make_builder, make_dask_executor, workspace  # noqa: E402
+from ksweep.api import make_dask_executor  # noqa: E402
+from ksweep.sweep.local import build_rules, make_builder, workspace  # noqa: E402
 
 from conftest import GCC_BUILD  # noqa: E402
 from test_multigpu import DEVICES, devices_spec, sweep_with  # noqa: E402

@@ -16,7 +16,7 @@ from ksweep.space.space import Space
 from ksweep.spec.kernel import kernel_spec_from_dict
 from ksweep.store.sqlite import Store
 from ksweep.sweep.driver import SweepOptions
-from ksweep.sweep.local import run_sweep
+from ksweep.api import run_sweep
 
 from conftest import KERNELS as HERE, vadd_kernel_spec
 
@@ -191,10 +191,11 @@ def test_templated_kernel_cubin_builds(tmp_path):
                      reference='"defaults"')
     spec = load_spec(tmp_path / "k.toml")
     from ksweep.sweep.local import make_builder
+    from ksweep.api import mode_for
     from ksweep.sweep.jobs import JobFactory
 
     space = Space.from_spec(spec)
-    factory = JobFactory(spec, spec.shape(None), spec.variant(None), space)
+    factory = JobFactory(spec, spec.shape(None), spec.variant(None), space, mode_for(spec))
     job = factory.make({"TILE": 128})
     assert "-DTILE=128" not in job.build_argv and "-DN=1024" in job.build_argv
     assert job.launch == {"grid": [8, 1, 1], "block": [128, 1, 1], "smem": 0}

@@ -11,7 +11,7 @@ import pytest
 from ksweep import Status, load_spec
 from ksweep.store.sqlite import Store
 from ksweep.sweep.driver import SweepOptions
-from ksweep.sweep.local import run_sweep
+from ksweep.api import run_sweep
 
 from conftest import GCC_BUILD
 
@@ -173,6 +173,12 @@ env = {{ KSWEEP_TEST_LOG = "LOGFILE" }}
 """
 
 
+def _alive_from(folder) -> bool:
+    """Whether a process (not a zombie) runs a program from ``folder``."""
+    out = subprocess.run(["ps", "-ww", "-eo", "stat,args"], capture_output=True, text=True).stdout
+    return any(not line.lstrip().startswith("Z") and str(folder) in line for line in out.splitlines()[1:])
+
+
 def test_resume_after_sigkill_runs_no_config_twice(program_dir):
     log = program_dir.dir / "executions.log"
     spec = program_dir(SLOW.replace("LOGFILE", str(log)))
@@ -195,6 +201,9 @@ def test_resume_after_sigkill_runs_no_config_twice(program_dir):
     time.sleep(0.15)  # the next program (400 ms) is now mid-run: kill -9 lands inside it
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    deadline = time.time() + 60  # the program it was running dies with it (before the log is moved)
+    while time.time() < deadline and _alive_from(program_dir.dir):
+        time.sleep(0.02)
     with Store(db) as store:  # readable after kill -9
         finished = {f"MODE=10 X={r.params['X']}" for r in store.results()}
     assert 3 <= len(finished) < 12

@@ -14,9 +14,7 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import TemplateError
 from ..spec.model import define_value
-
-_WHOLE = re.compile(r"^\{(\w+)\}$")
-_FIELD = re.compile(r"\{\{|\}\}|\{(\w+)\}")
+from ..spec.templates import FIELD as _FIELD, WHOLE as _WHOLE  # the template syntax, defined with its checks
 
 
 def expand(

@@ -59,6 +59,10 @@ class PtxasReport:
     def to_json(self) -> list[dict]:
         return [k.__dict__ | {"spills": k.spills} for k in self.kernels]
 
+    def result_fields(self) -> dict:
+        """The report as a Result's resource fields (regs, spills, smem and the per-function list)."""
+        return {"regs": self.registers, "spills": self.spills, "smem": self.smem, "kernels": tuple(self.to_json())}
+
 
 def parse_ptxas(text: str) -> PtxasReport:
     """All kernels reported in ``text`` (compiler stderr), in order of appearance."""

@@ -11,7 +11,7 @@ import sys
 from ..errors import KsweepError
 
 # One module per command, each with add_parser(subparsers) and run(args) -> int.
-COMMANDS = ("plan", "run", "report", "plot", "replay", "bench_strategies", "tune_kernel")
+COMMANDS = ("plan", "run", "report", "plot", "replay", "bench_strategies")
 
 
 def version() -> str:
@@ -43,13 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ksweep {version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"ksweep.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"ksweep.cli.{name}":
-                continue  # a command not shipped in this build
-            raise
-        module.add_parser(sub)
+        importlib.import_module(f"ksweep.cli.{name}").add_parser(sub)
     return parser
 
 

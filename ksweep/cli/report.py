@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from ..report.export import to_csv, to_json
 from ..report.table import render, wide_console
 from ..store.sqlite import Store
@@ -33,8 +31,7 @@ def load_results(db: str, shape=None, variant=None):
     with Store(db, create=False) as store:
         results = store.results(variant=variant, shape=shape)
         objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
-        rows = store.db.execute("SELECT key, value FROM meta WHERE key LIKE 'params:%'").fetchall()
-    order = {tuple(k.split(":")[1:]): json.loads(v) for k, v in rows}
+        order = store.param_orders()
     return results, objective, order
 
 

@@ -11,12 +11,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import KsweepError
-from ..report.export import to_csv
-from ..report.progress import make_observer
+from ..api import tune
+from ..report.progress import make_observer, summary_line
 from ..report.table import render, wide_console
+from ..spec.checks import check_modes
 from ..spec.load import load_spec
 from ..sweep.driver import SweepOptions
-from ..sweep.local import default_db_path, make_dask_executor, run_sweep
+from ..sweep.local import default_db_path
 from .report import load_results
 
 
@@ -130,6 +131,7 @@ def run(args) -> int:
         print(f"ksweep: warning: {warning}", file=sys.stderr)
     if args.persistent is not None:
         spec = replace(spec, run=replace(spec.run, persistent=args.persistent))
+        check_modes(spec)  # e.g. --persistent on a [kernel] spec
     if args.strategy not in STRATEGIES:
         close = difflib.get_close_matches(args.strategy, STRATEGIES, n=1)
         raise KsweepError(f"--strategy {args.strategy}: unknown" + (f" (did you mean '{close[0]}'?)" if close else "")
@@ -143,50 +145,33 @@ def run(args) -> int:
     gpus = parse_gpus(args.gpus)
     signal.signal(signal.SIGTERM, _sigterm)
     observer = make_observer(spec.objective.metric, args.quiet)
-    interrupted, summary = False, None
     db = Path(args.db) if args.db else default_db_path(spec)
-    executor = None
     try:
-        executor = _executor(spec, args, gpus)
-        summary, db = run_sweep(spec, db=db, options=options, gpus=gpus, jobs=args.jobs, observer=observer,
-                                executor=executor, start_gap=args.start_gap)
+        done = tune(spec, db=db, options=options, gpus=gpus, jobs=args.jobs, cluster=args.cluster,
+                    fake_gpus=args.fake_gpus, shared_cache=args.shared_cache, start_gap=args.start_gap,
+                    observer=observer)
     except KeyboardInterrupt as exc:
-        interrupted = True
-        done = getattr(exc, "summary", None)
-        evaluated = done.evaluated if done is not None else 0
-    finally:
-        if executor is not None:
-            executor.shutdown(cancel=interrupted)
-    if interrupted:
-        print(f"ksweep: interrupted: {evaluated} evaluated — run the same command to resume", file=sys.stderr)
+        stopped = getattr(exc, "summary", None)
+        print(f"ksweep: interrupted: {stopped.evaluated if stopped else 0} evaluated — run the same command "
+              f"to resume", file=sys.stderr)
+        _show(spec, args, options, db, None)
+        return 130
+    _show(spec, args, options, done.db, done.summary)
+    return 0
+
+
+def _show(spec, args, options: SweepOptions, db: Path, summary) -> None:
+    """The final table, the run's summary line, and where the results are."""
     if not db.exists():
-        return 130 if interrupted else 0
+        return
     results, _, order = load_results(str(db))
-    csv_path = db.with_suffix(".csv")
-    csv_path.write_text(to_csv(results))
     console = wide_console()
     if not args.quiet:
         render([r for r in results if _selected(r, options)], spec.objective.metric, spec.objective.direction,
                console, param_order=order, top=args.top)
     if summary is not None:
-        runs = (f"GPU {summary.gpu_seconds:.1f} s, GPU idle {100 * summary.gpu_idle_share:.0f}%, "
-                if summary.has_gpu else f"runs {summary.gpu_seconds:.1f} s, ") if summary.evaluated else ""
-        console.print(
-            f"{summary.evaluated} evaluated, {summary.resumed} resumed from the store; "
-            f"wall {summary.wall_seconds:.1f} s, build CPU {summary.build_cpu_seconds:.1f} s, "
-            f"{runs}{summary.configs_per_minute:.1f} configs/min", soft_wrap=True)
-    console.print(f"results: {db}  csv: {csv_path}", soft_wrap=True)
-    return 130 if interrupted else 0
-
-
-def _executor(spec, args, gpus):
-    """None (run_sweep's local executor) unless --cluster asks for a Dask one."""
-    if args.cluster is None:
-        if args.fake_gpus or args.shared_cache:
-            raise KsweepError("--fake-gpus and --shared-cache apply to a Dask cluster: add --cluster local")
-        return None
-    return make_dask_executor(spec, args.cluster, gpus=gpus, fake_gpus=args.fake_gpus, jobs=args.jobs,
-                              shared_cache=args.shared_cache, start_gap=args.start_gap)
+        console.print(summary_line(summary), soft_wrap=True)
+    console.print(f"results: {db}  csv: {db.with_suffix('.csv')}", soft_wrap=True)
 
 
 def _selected(r, options: SweepOptions) -> bool:

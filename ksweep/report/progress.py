@@ -133,6 +133,18 @@ class RichProgress:
         self.live.stop()
 
 
+def summary_line(summary) -> str:
+    """One line on a finished run: counts, wall time, build CPU, and the run side (GPU figures
+    only where runs had GPUs, none when nothing was evaluated)."""
+    runs = ""
+    if summary.evaluated:
+        runs = (f"GPU {summary.gpu_seconds:.1f} s, GPU idle {100 * summary.gpu_idle_share:.0f}%, "
+                if summary.has_gpu else f"runs {summary.gpu_seconds:.1f} s, ")
+    return (f"{summary.evaluated} evaluated, {summary.resumed} resumed from the store; "
+            f"wall {summary.wall_seconds:.1f} s, build CPU {summary.build_cpu_seconds:.1f} s, "
+            f"{runs}{summary.configs_per_minute:.1f} configs/min")
+
+
 def make_observer(metric: str, quiet: bool = False):
     from ..observer import NullObserver
 

@@ -122,11 +122,8 @@ def _cuda_sources(paths) -> bool:
 
 
 def needs_gpu(spec) -> bool:
-    """Kernel mode, or a command that runs what nvcc built ({binary} or {harness} first) from
-    sources with CUDA code in them."""
-    if spec.kernel is not None:
-        return True
-
+    """Whether a command runs what nvcc built ({binary} or {harness} first) from sources
+    with CUDA code in them."""
     def nvcc(command) -> bool:
         return bool(command) and os.path.basename(command[0]).startswith("nvcc")
 

@@ -16,10 +16,15 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping
 
-# the patterns of ksweep.build.argv.expand, so that what is checked here is what it fills
-from ..build.argv import _FIELD, _WHOLE
 from ..errors import SpecError, TemplateError
 from .names import did_you_mean
+
+# The template syntax of commands: ``{NAME}`` stands alone for a list placeholder or inside
+# an argument for a value; ``{{`` and ``}}`` are literal braces. build/argv.py's ``expand``
+# fills exactly these patterns, so what is checked here is what it fills.
+WHOLE = re.compile(r"^\{(\w+)\}$")
+FIELD = re.compile(r"\{\{|\}\}|\{(\w+)\}")
+_WHOLE, _FIELD = WHOLE, FIELD
 
 # -- reasons ----------------------------------------------------------------------------
 

@@ -30,8 +30,10 @@ from ..errors import EnvironmentProblem, Interrupted, KsweepError, SpecError, St
 from ..job import Job, config_id
 from ..observer import NullObserver, Observer
 from ..result import Result
+from ..run.base import Executor
 from ..run.gpus import Gpu
-from ..run.environment import build_problem, run_problem
+from ..run.environment import build_problem, missing_programs, run_problem
+from ..run.modes import Mode, program_mode
 from ..run.program import RunOutcome
 from ..space.space import Space
 from ..spec.model import Spec
@@ -102,9 +104,11 @@ class _Entry:
 
 
 class Sweep:
-    def __init__(self, spec: Spec, store: Store, executor, options: SweepOptions = SweepOptions(),
-                 observer: Observer | None = None, strategy_factory: Callable | None = None):
+    def __init__(self, spec: Spec, store: Store, executor: Executor, options: SweepOptions = SweepOptions(),
+                 observer: Observer | None = None, strategy_factory: Callable | None = None,
+                 mode: Mode | None = None):
         self.spec = spec
+        self.mode = mode or program_mode(spec)  # chosen by the wiring (ksweep/api.py)
         self.store = store
         self.executor = executor
         self.options = options
@@ -167,15 +171,15 @@ class Sweep:
 
     def _preflight(self) -> None:
         """What would make every config fail, found before anything is built."""
-        problem = environment_before_building(self.spec, self._gpu_models, self.options.gpu_check,
-                                              getattr(self.executor, "backend", "cuda"))
+        problem = missing_programs(self.spec) or self.mode.host_problem(self.spec, self._gpu_models,
+                                                                        self.options.gpu_check)
         if problem:
             raise EnvironmentProblem(f"{self.spec.label}: {problem}")
 
     def _sweep_target(self, shape, variant, budget: Budget) -> None:
         space = Space.from_spec(self.spec, shape.name, variant.name)
         self.store.set_meta(f"params:{variant.name}:{shape.name}", list(space.names))
-        factory = JobFactory(self.spec, shape, variant, space)
+        factory = JobFactory(self.spec, shape, variant, space, self.mode)
         if self.options.record_pruned and space.raw_size <= PRUNED_RECORD_LIMIT:
             self._record_pruned(space, variant.name, shape.name)
         stored = self._reusable(space, factory, variant.name, shape.name)
@@ -253,8 +257,7 @@ class Sweep:
                                                   reference, job.is_reference, outcome.outputs_checked)
         result = Result(
             variant=job.variant, shape=job.shape, params=dict(job.params), derived=dict(job.derived),
-            status=status, message=message, verified=verified, metrics=metrics, regs=build.report.registers,
-            spills=build.report.spills, smem=build.report.smem, kernels=tuple(build.report.to_json()),
+            status=status, message=message, verified=verified, metrics=metrics, **build.report.result_fields(),
             build_argv=job.build_argv, cache_key=job.cache_key, cached=build.cached, phase=job.phase,
             gpu_index=gpu.index if gpu else None, gpu_name=gpu.name if gpu else None,
             gpu_uuid=gpu.uuid if gpu else None, driver=gpu.driver if gpu else None,
@@ -287,26 +290,16 @@ class Sweep:
         budget.record(value, counted=counted)
 
     # -- reference and pruned configs -------------------------------------------------
-    def _reference_config(self, space) -> dict | None:
-        """The config every other is checked against: the defaults, or kernel mode's own choice."""
-        defaults = {p.name: p.default for p in space.params}
-        k = self.spec.kernel
-        if k is not None:
-            if isinstance(k.reference, dict):
-                return {**defaults, **k.reference}
-            return defaults if k.reference == "defaults" else None
-        return defaults if self.spec.check.reference == "defaults" else None
-
     def _reference(self, target: "_Target"):
         """Evaluate (or resume) the reference config before any other, and tell it first."""
         space, factory = target.space, target.factory
-        defaults = self._reference_config(space)
+        defaults = self.mode.reference_config(self.spec, {p.name: p.default for p in space.params})
         if defaults is None:
             return None
         verdict = space.explain(defaults) if set(defaults) == set(space.names) else None
         if verdict is None or not verdict.ok:
             why = f"{verdict.constraint}: {verdict.reason}" if verdict else "it does not name every parameter"
-            key = "kernel.reference" if self.spec.kernel is not None else "check.reference"
+            key = self.mode.reference_key
             raise SpecError(f"the reference config is not valid for shape {factory.shape.name}, variant "
                             f"{factory.variant.name}: {why}", path=self.spec.label, key=key)
         job = factory.make(defaults, phase="reference", is_reference=True)
@@ -500,34 +493,10 @@ class _Target:
         self.done_asking = True
 
 
-def executor_gpu_models(executor) -> set[str] | None:
+def executor_gpu_models(executor: Executor) -> set[str] | None:
     """The GPU models an executor runs on (``{"none"}`` without GPUs), or None when unknown."""
-    models = getattr(executor, "gpu_models", None)
+    models = executor.gpu_models
     return set(models) if models is not None else None
-
-
-def environment_before_building(spec: Spec, gpu_models: set[str] | None, gpu_check: bool,
-                                backend: str = "cuda") -> str | None:
-    """Why every config of this spec would fail on this host, if that is known before building
-    (``backend``: kernel mode's GPU backend; another than "cuda" is a stand-in for tests)."""
-    from ..run.environment import missing_programs, needs_gpu
-
-    missing = missing_programs(spec)
-    if missing:
-        return missing
-    if spec.kernel is not None and backend != "cuda":
-        return None
-    if spec.kernel is not None:
-        import importlib.util
-
-        if importlib.util.find_spec("cuda") is None:
-            return ("kernel mode needs cuda-python, which is not installed: pip install 'ksweep[gpu]' "
-                    "(or pip install cuda-python)")
-    if gpu_check and gpu_models == {"none"} and needs_gpu(spec):
-        return ("this spec runs CUDA programs, but this host has no NVIDIA GPU (nvidia-smi found none): "
-                "run it on a machine with a GPU (ksweep plan works anywhere), or pass --no-gpu-check "
-                "if its programs need no GPU")
-    return None
 
 
 @contextlib.contextmanager

@@ -1,0 +1,229 @@
+"""The front door: sweep a spec, or tune a bare kernel, with everything wired.
+
+This module sits above the layers (spec → space → strategy → build → run → verify →
+store → report): it is where a spec's run mode and executor are chosen, once.
+
+    import ksweep
+    spec = ksweep.load_spec("sgemm.toml")
+    summary, db = ksweep.run_sweep(spec, options=ksweep.SweepOptions(strategy="auto", max_evals=100))
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .errors import KsweepError
+from .kernel.executor import KernelExecutor
+from .kernel.mode import KernelMode
+from .report.export import to_csv
+from .result import Result
+from .run.executor import LocalExecutor
+from .run.gpus import Gpu, detect_gpus, select_gpus
+from .run.modes import Mode, program_mode
+from .spec.expr import parse
+from .spec.limits import builtin_limits
+from .spec.load import DEFAULT_ARCH
+from .spec.model import Constraint, Objective, Param, Shape, Spec
+from .spec.kernel import KernelSpec, Timing
+from .status import Status
+from .store.sqlite import Store
+from .sweep.driver import Summary, SweepOptions
+from .sweep.local import build_rules, make_builder, run_with, scratch_dir, workspace
+
+
+def mode_for(spec: Spec, kernel_backend: str = "cuda") -> Mode:
+    """The run mode of a spec: kernel mode for a [kernel] spec, else a process per run or a
+    persistent host (``[run] persistent``)."""
+    return KernelMode(kernel_backend) if spec.kernel is not None else program_mode(spec)
+
+
+def make_executor(spec: Spec, gpus: list[int] | None = None, jobs: int | None = None,
+                  kernel_backend: str = "cuda", start_gap: float | None = None):
+    """The local executor of a spec: program mode, or kernel mode's persistent workers.
+    ``start_gap`` (else ``[run] start_gap``, else automatic): seconds between run starts."""
+    gpu_list = select_gpus(detect_gpus(), gpus)
+    build_jobs = jobs or spec.build.jobs or os.cpu_count()
+    scratch = scratch_dir(spec)
+    if spec.kernel is None:
+        gap = start_gap if start_gap is not None else spec.run.start_gap
+        return LocalExecutor(make_builder(spec), gpu_list, scratch, build_jobs=build_jobs, start_gap=gap)
+    sizes = {s.name: {**spec.constants, **s.constants, **s.defines} for s in spec.shape_list()}
+    return KernelExecutor(make_builder(spec), gpu_list, scratch, spec.kernel, spec.root, sizes,
+                          build_jobs=build_jobs, backend=kernel_backend)
+
+
+def make_dask_executor(spec: Spec, cluster: str, *, gpus: list[int] | None = None, fake_gpus: int | None = None,
+                       jobs: int | None = None, shared_cache: str | Path | None = None,
+                       start_gap: float | None = None):
+    """A DaskExecutor for ``--cluster``: 'local' starts a LocalCluster on this host (one worker
+    per GPU, or per fake GPU, plus a build worker); an address connects to a running scheduler."""
+    from .run import dask_executor
+
+    if spec.kernel is not None:
+        raise KsweepError(f"{spec.label}: --cluster runs program-mode specs; a [kernel] spec runs on this "
+                          f"host's GPUs (drop --cluster, and use --gpus to pick them)")
+    rules = build_rules(spec)
+    gap = start_gap if start_gap is not None else spec.run.start_gap
+    if cluster == "local":
+        if fake_gpus:
+            chosen = [Gpu(index=i, name="fake") for i in (gpus or range(fake_gpus))]
+        else:
+            chosen = select_gpus(detect_gpus(), gpus)
+        return dask_executor.start_local(
+            chosen, rules, shared_cache=shared_cache or workspace(spec) / "cache",
+            build_threads=jobs or spec.build.jobs or os.cpu_count(), start_gap=gap,
+        )
+    if gpus is not None or fake_gpus:
+        raise KsweepError(f"--gpus and --fake-gpus choose the GPUs of this host; on the cluster {cluster} "
+                          f"every worker started with --resources GPU=1 runs (drop them, or use --cluster local)")
+    return dask_executor.connect(cluster, rules, shared_cache=shared_cache, start_gap=gap)
+
+
+def run_sweep(spec: Spec, *, db: str | Path | None = None, options: SweepOptions = SweepOptions(),
+              gpus: list[int] | None = None, jobs: int | None = None, observer=None,
+              executor=None, kernel_backend: str = "cuda", start_gap: float | None = None) -> tuple[Summary, Path]:
+    """Sweep a spec on this host (or on ``executor``, which the caller then shuts down):
+    build, run, verify and store every config the strategy proposes; resumes from ``db``."""
+    return run_with(spec, lambda: make_executor(spec, gpus, jobs, kernel_backend, start_gap),
+                    mode_for(spec, kernel_backend), db=db, options=options, observer=observer, executor=executor)
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """What ``tune`` did: the summary (None when interrupted), the database and its CSV."""
+
+    summary: Summary | None
+    db: Path
+    csv: Path | None
+
+
+def tune(spec: Spec, *, db: str | Path | None = None, options: SweepOptions = SweepOptions(),
+          gpus: list[int] | None = None, jobs: int | None = None, cluster: str | None = None,
+          fake_gpus: int | None = None, shared_cache: str | Path | None = None, start_gap: float | None = None,
+          observer=None) -> SweepRun:
+    """``ksweep run``'s workflow as a call: choose the executor (this host, or a Dask cluster
+    with ``cluster``), run the sweep, and write every stored result to a CSV beside the
+    database. Ctrl-C raises ``ksweep.errors.Interrupted`` (its ``summary`` says what was
+    evaluated) after the executor is shut down; the CSV is written either way."""
+    from .sweep.local import default_db_path
+
+    if cluster is None and (fake_gpus or shared_cache):
+        raise KsweepError("--fake-gpus and --shared-cache apply to a Dask cluster: add --cluster local")
+    db_path = Path(db) if db else default_db_path(spec)
+    executor = None
+    interrupted = False
+    try:
+        if cluster is not None:
+            executor = make_dask_executor(spec, cluster, gpus=gpus, fake_gpus=fake_gpus, jobs=jobs,
+                                          shared_cache=shared_cache, start_gap=start_gap)
+        summary, db_path = run_sweep(spec, db=db_path, options=options, gpus=gpus, jobs=jobs, observer=observer,
+                                     executor=executor, start_gap=start_gap)
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:
+        if executor is not None:
+            executor.shutdown(cancel=interrupted)
+        csv = write_csv(db_path)
+    return SweepRun(summary, db_path, csv)
+
+
+def write_csv(db: Path) -> Path | None:
+    """Every result of a database as CSV beside it (``.csv``); None when there is no database."""
+    if not db.exists():
+        return None
+    with Store(db, create=False) as store:
+        results = store.results()
+    path = db.with_suffix(".csv")
+    path.write_text(to_csv(results))
+    return path
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    best: Result | None
+    results: tuple[Result, ...]
+    db: Path
+
+    @property
+    def best_params(self) -> dict[str, Any] | None:
+        return dict(self.best.params) if self.best else None
+
+
+def tune_kernel(
+    kernel_name: str,
+    kernel_source: str | Path,
+    problem_size: Mapping[str, Any],
+    arguments: str | Sequence[Any],
+    tune_params: Mapping[str, Sequence[Any]],
+    *,
+    grid: Sequence[str],
+    block: Sequence[str],
+    smem: str | None = None,
+    restrictions: Sequence[str] = (),
+    outputs: Sequence[int] = (),
+    reference: str | Sequence[Any] | Mapping[str, Any] = "defaults",
+    atol: float = 1e-6,
+    rtol: float = 1e-5,
+    arch: str = DEFAULT_ARCH,
+    flags: Sequence[str] = ("-O3",),
+    timing: Timing | None = None,
+    strategy: str = "grid",
+    max_evals: int | None = None,
+    db: str | Path | None = None,
+    gpus: list[int] | None = None,
+    jobs: int | None = None,
+    backend: str = "cuda",
+    timeout: float = 10.0,
+    observer=None,
+) -> TuneResult:
+    """Tune a ``__global__`` kernel.
+
+    ``arguments`` is ``"file.py:function"`` (called as ``function(sizes, seed)``, so the
+    check runs on fresh inputs), or a list of numpy arrays and scalars. ``grid`` and
+    ``block`` are expressions of the parameters and problem sizes; a templated
+    ``kernel_name`` such as ``"sgemm<{BM}, {BN}>"`` is instantiated per config.
+    ``reference`` is ``"file.py:function"`` (returns the expected outputs), a list of
+    expected outputs, a reference config (dict), or ``"defaults"``.
+    """
+    source = Path(kernel_source).resolve()
+    root = source.parent
+    work = workspace(root)
+    work.mkdir(parents=True, exist_ok=True)
+    if not isinstance(arguments, str):
+        path = work / "arguments.npz"
+        np.savez(path, *[np.asarray(a) for a in arguments])
+        kinds = [type(a).__name__ for a in arguments]
+        (work / "arguments.kinds").write_text(" ".join(kinds))
+        arguments = f"npz:{path}"
+    if not isinstance(reference, (str, Mapping)):
+        path = work / "reference.npz"
+        np.savez(path, *[np.asarray(r) for r in reference])
+        reference = f"npz:{path}"
+    kspec = KernelSpec(
+        source=source, name=kernel_name, grid=tuple(parse(g) for g in grid),
+        block=tuple(parse(b) for b in block), smem=parse(smem) if smem else None, args=arguments,
+        outputs=tuple(outputs), reference=dict(reference) if isinstance(reference, Mapping) else reference,
+        atol=atol, rtol=rtol, flags=tuple(flags), defines="<" not in kernel_name,
+        timing=timing or Timing(), timeout=timeout,
+    )
+    spec = Spec(
+        name=kernel_name.split("<")[0],
+        params=tuple(Param(name, tuple(values)) for name, values in tune_params.items()),
+        constraints=tuple(Constraint(f"restriction {i}", expr=parse(r), reason=r) for i, r in enumerate(restrictions)),
+        shapes=(Shape("default", defines=dict(problem_size)),),
+        limits=builtin_limits(arch), arch=arch, objective=Objective("ms", "min"), kernel=kspec,
+        path=root / f"{source.stem}.kernel",
+    )
+    summary, db_path = run_sweep(spec, db=db, options=SweepOptions(strategy=strategy, max_evals=max_evals),
+                                 gpus=gpus, jobs=jobs, observer=observer, kernel_backend=backend)
+    with Store(db_path) as store:
+        results = tuple(store.results())
+    ok = [r for r in results if r.status is Status.OK]
+    best = min(ok, key=lambda r: r.metrics["ms"]) if ok else None
+    return TuneResult(best, results, db_path)

@@ -1,0 +1,81 @@
+"""Kernel mode as a run mode (run/modes.py): a cubin per config, built from a generated
+wrapper of the user's source, launched by ksweep's own GPU worker (kernel/executor.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..build.cache import file_digest
+from ..run.modes import ConfigExtras, Mode, Templates
+from ..spec.load import DEFAULT_ARCH
+from ..workspace import workspace
+from .launch import launch_dims, wrapper_source
+
+
+class KernelMode(Mode):
+    name = "kernel"
+
+    def __init__(self, backend: str = "cuda"):
+        self.backend = backend  # "cuda", or a stand-in for tests
+
+    def templates(self, spec, t: Templates) -> Templates:
+        k = spec.kernel
+        build = t.build
+        if not build:
+            arch = (spec.arch or DEFAULT_ARCH).replace("sm_", "")
+            build = ("nvcc", "-cubin", f"-gencode=arch=compute_{arch},code=sm_{arch}", "-Xptxas=-v", *k.flags,
+                     "{defines}", "-o", "{binary}", "{kernel_wrapper}")
+        params = t.params if k.defines else tuple(replace(p, define=False) for p in t.params)
+        # templated kernels get their parameters as template arguments, not -D flags
+        return replace(t, build=build, run=(), sources=(k.source, *t.sources), params=params)
+
+    def config(self, spec, names: Mapping[str, Any]) -> ConfigExtras:
+        wrapper = self._wrapper(spec, names)
+        return ConfigExtras(values={"kernel_wrapper": str(wrapper)}, sources=(wrapper,),
+                            launch=launch_dims(spec.kernel, names, spec.label))
+
+    def key_parts(self, spec) -> dict[str, Any]:
+        k = spec.kernel
+        files = []
+        for ref in (k.args, k.reference):
+            if isinstance(ref, str) and ":" in ref:
+                path = (spec.root / ref.rsplit(":", 1)[0]).resolve()
+                if path.is_file():
+                    files.append((str(path), file_digest(path)))
+        return {"kernel": k, "kernel_files": files}
+
+    reference_key = "kernel.reference"
+
+    def reference_config(self, spec, defaults: dict) -> dict | None:
+        k = spec.kernel
+        if isinstance(k.reference, dict):
+            return {**defaults, **k.reference}
+        return defaults if k.reference == "defaults" else None
+
+    def needs_gpu(self, spec) -> bool:
+        return True
+
+    def host_problem(self, spec, gpu_models: set[str] | None, gpu_check: bool) -> str | None:
+        if self.backend != "cuda":
+            return None
+        if importlib.util.find_spec("cuda") is None:
+            return ("kernel mode needs cuda-python, which is not installed: pip install 'ksweep[gpu]' "
+                    "(or pip install cuda-python)")
+        return super().host_problem(spec, gpu_models, gpu_check)
+
+    @staticmethod
+    def _wrapper(spec, values: Mapping[str, Any]) -> Path:
+        text = wrapper_source(spec.kernel, values)
+        folder = workspace(spec) / "kernel"
+        path = folder / f"{hashlib.sha256(text.encode()).hexdigest()[:20]}.cu"
+        if not path.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(text)
+            os.replace(tmp, path)
+        return path

@@ -1,0 +1,57 @@
+"""The front door: what `import ksweep` offers, and that it is enough to run a sweep."""
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import ksweep
+
+EXPORTED = {
+    # the spec
+    "load_spec", "spec_from_dict", "Spec", "Param", "Derived", "Constraint", "Shape", "Variant", "Build", "Run",
+    "Check", "Objective", "Harness", "Space", "make_plan",
+    # the sweep and its results
+    "run_sweep", "tune", "tune_kernel", "TuneResult", "SweepRun", "SweepOptions", "Summary", "Store", "Result",
+    "Status", "Observer",
+    # search and replay
+    "make_strategy", "load_dataset",
+    # errors
+    "KsweepError", "SpecError",
+}
+
+
+def test_exported_members():
+    assert set(ksweep.__all__) == EXPORTED
+    for name in EXPORTED:
+        assert getattr(ksweep, name) is not None, name
+
+
+def test_importing_ksweep_loads_no_sweep_machinery():
+    code = "import sys, ksweep; print(any(m.startswith(('ksweep.sweep', 'ksweep.run', 'rich')) for m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_a_sweep_through_the_front_door(tmp_path):
+    shutil.copy(Path(__file__).parent / "programs" / "toy.c", tmp_path)
+    shutil.copy(Path(__file__).parent / "programs" / "toy.h", tmp_path)
+    (tmp_path / "toy.toml").write_text(textwrap.dedent("""
+        [sweep]
+        name = "toy"
+        [params]
+        A = [6, 7, 8]
+        B = [4]
+        [build]
+        sources = ["toy.c"]
+        command = ["gcc", "-O0", "{defines}", "-o", "{binary}", "toy.c"]
+    """))
+    spec = ksweep.load_spec(tmp_path / "toy.toml")
+    run = ksweep.tune(spec, options=ksweep.SweepOptions(strategy="grid"))
+    assert run.summary.evaluated == 3 and run.csv.exists()
+    with ksweep.Store(run.db) as store:
+        best = min((r for r in store.results() if r.value("ms") is not None), key=lambda r: r.value("ms"))
+    assert best.params == {"A": 7, "B": 4} and isinstance(best, ksweep.Result)
+    summary, db = ksweep.run_sweep(spec, options=ksweep.SweepOptions(strategy="grid"))
+    assert (summary.evaluated, summary.resumed, db) == (0, 3, run.db)
