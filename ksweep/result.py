@@ -35,7 +35,6 @@ class Result:
     driver: str | None = None
     build_seconds: float | None = None
     run_seconds: float | None = None
-    started: float | None = None
     finished: float | None = None
     deps: tuple = ()  # (path, digest) of every file its build read beyond the listed sources
 

@@ -49,6 +49,22 @@ class BuildRules:
         return Status.OK, ""
 
 
+def built(binary: Path | None, **fields) -> BuildResult:
+    """A build that produced its binary (the fake executor's too)."""
+    return BuildResult(Status.OK, binary=binary, **fields)
+
+
+def failed_build(status: Status, message: str, **fields) -> BuildResult:
+    """A build that failed with ``status`` (a recorded or planned failure)."""
+    return BuildResult(status, message, **fields)
+
+
+def harness_failure(harness: BuildResult) -> BuildResult:
+    """A config's build that cannot happen because the harness it links did not build."""
+    return BuildResult(Status.COMPILE_ERROR, f"the harness did not build: {harness.message}", log=harness.log,
+                       harness_failed=True)
+
+
 def lost_build(reason: str) -> BuildResult:
     """A build that killed every cluster worker it was given (run/dask_executor.py)."""
     return BuildResult(Status.COMPILE_ERROR, reason)
@@ -78,8 +94,7 @@ class Builder:
             if isinstance(built, Stopped):
                 return built
             if built.status is not Status.OK:
-                return BuildResult(Status.COMPILE_ERROR, f"the harness did not build: {built.message}",
-                                   log=built.log, harness_failed=True)
+                return harness_failure(built)
             result = self._build(job, str(built.binary), registry)
             return replace(result, cpu_seconds=result.cpu_seconds + built.cpu_seconds)  # 0 unless built just now
         return self._build(job, None, registry)

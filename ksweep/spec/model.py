@@ -8,7 +8,7 @@ does I/O; a ``Spec`` gives the ``SpaceParts`` of each shape × variant, of which
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Mapping
@@ -330,14 +330,6 @@ class Spec:
             fixed=self.fixed_names(shape, variant),
             label=self.label,
         )
-
-    def with_params(self, **values_by_name) -> "Spec":
-        """A copy whose named params take only the given values (used by phased search)."""
-        params = tuple(
-            replace(p, values=tuple(values_by_name[p.name])) if p.name in values_by_name else p
-            for p in self.params
-        )
-        return replace(self, params=params)
 
 
 def _applies(d: Derived, shape: str, variant: str) -> bool:

@@ -33,10 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from ..build.builder import BuildResult
+from ..build.builder import BuildResult, built, failed_build, harness_failure
 from ..job import Job
 from ..run.base import Executor
 from ..run.gpus import Gpu
+from ..run.classify import not_run
 from ..run.program import RunOutcome
 from ..status import STOPPED, Status, Stopped
 
@@ -236,11 +237,11 @@ class FakeExecutor(Executor):
         if isinstance(status, Stopped):
             return STOPPED  # not kept: the next sweep builds it
         if status is Status.OK:
-            built = BuildResult(Status.OK, binary=_binary(harness))
+            result = built(_binary(harness))
         else:
-            built = BuildResult(status, f"{status.value} (the harness, planned by FakeExecutor)")
+            result = failed_build(status, f"{status.value} (the harness, planned by FakeExecutor)")
         with self._cond:
-            return self._harnesses.setdefault(harness.cache_key, built)
+            return self._harnesses.setdefault(harness.cache_key, result)
 
     def _build(self, job: Job) -> BuildResult | Stopped:
         if job.is_harness:
@@ -251,13 +252,12 @@ class FakeExecutor(Executor):
             if isinstance(harness, Stopped):
                 return STOPPED
             if harness.status is not Status.OK:
-                return BuildResult(Status.COMPILE_ERROR, f"the harness did not build: {harness.message}",
-                                   harness_failed=True)
+                return harness_failure(harness)
         if isinstance(plan.build, Stopped):
             return STOPPED
         if plan.build is not Status.OK:
-            return BuildResult(plan.build, plan.failure_message(plan.build))
-        return BuildResult(Status.OK, binary=_binary(job))
+            return failed_build(plan.build, plan.failure_message(plan.build))
+        return built(_binary(job))
 
     def _run(self, job: Job) -> tuple[RunOutcome | Stopped, Path | None]:
         with self._cond:
@@ -270,7 +270,8 @@ class FakeExecutor(Executor):
             if isinstance(harness, Stopped):
                 return STOPPED, None
             if harness.status is not Status.OK:
-                return RunOutcome(Status.RUN_ERROR, f"the harness did not build: {harness.message}", gpu=gpu), None
+                status, message, _ = not_run(f"the harness did not build: {harness.message}")
+                return RunOutcome(status, message, gpu=gpu), None
             harness_path = harness.binary
         plan = self._plan(job)
         if plan.run is None:
