@@ -185,9 +185,18 @@ class Space:
         due: list[list[Constraint]] = []
         bound: set[str] = set()
         applied: set[str] = set()
+        # Constraints apply in spec order over the configs still valid: a constraint is due
+        # once its names are bound *and* every earlier constraint of the group is due, so a
+        # later one may rely on an earlier one (``X != 0`` before ``Y // X``).
         for p in order:
             bound.add(p)
-            now = [c for c in cons if c.name not in applied and self._deps[c.name] <= bound]
+            now = []
+            for c in cons:  # spec order
+                if c.name in applied:
+                    continue
+                if not self._deps[c.name] <= bound:
+                    break
+                now.append(c)
             applied.update(c.name for c in now)
             due.append(now)
         if not order:  # constraints over constants only
@@ -221,16 +230,18 @@ class Space:
         new = {name: np.repeat(col, k) for name, col in cols.items()}
         new[p] = np.tile(np.arange(k, dtype=idx_dtype), n)
         m = n * k
-        if due[step]:
-            env = _RowEnv(self, order[: step + 1], new, m)
-            mask = np.ones(m, dtype=bool)
-            for c in due[step]:
-                ok = self._check(c, env, m, mask)
-                mask &= ok
-            if not mask.all():
-                new = {name: col[mask] for name, col in new.items()}
-                m = int(mask.sum())
-            env = mask = None  # free the step's temporaries before recursing: peak memory
+        env = None
+        for c in due[step]:  # each on the rows every earlier constraint kept
+            if m == 0:
+                break
+            if env is None:
+                env = _RowEnv(self, order[: step + 1], new, m)
+            ok = self._check(c, env, m)
+            if not ok.all():
+                new = {name: col[ok] for name, col in new.items()}
+                m = int(ok.sum())
+                env = None  # derived values were for the old rows
+        env = ok = None  # free the step's temporaries before recursing: peak memory
         if m == 0:
             return 0 if count_only else {name: col[:0] for name, col in new.items()} | {
                 q: np.zeros(0, dtype=np.uint8) for q in order[step + 1 :]
@@ -335,6 +346,29 @@ class Space:
             drawn.setdefault(rng.randrange(self._size))
         return [self[i] for i in drawn]
 
+    def _derive_into(self, env: dict, name: str) -> None:
+        """Put derived ``name`` and the derived values it reads into ``env``."""
+        for d in self._derived_chain[name]:
+            if d not in env:
+                try:
+                    env[d] = self._derived_by_name[d].expr.evaluate(env)
+                except ExprError as exc:
+                    raise SpecError(str(exc), path=self.label, key=f"derived.{d}") from None
+
+    def derive_known(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """The derived values of one config that can be computed (for a pruned config, some
+        may not be: ``N // BN`` when BN = 0)."""
+        env = dict(self.fixed)
+        env.update(config)
+        out = {}
+        for d in self.derived:
+            try:
+                self._derive_into(env, d.name)
+                out[d.name] = env[d.name]
+            except SpecError:
+                continue
+        return out
+
     def derive(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """The derived values of one config, in spec order."""
         env = dict(self.fixed)
@@ -348,11 +382,15 @@ class Space:
         return out
 
     def explain(self, config: Mapping[str, Any]) -> Verdict:
-        """Check one config against every constraint, in spec order."""
+        """Check one config against every constraint, in spec order. A derived value is
+        computed when a constraint first reads it, so a value that cannot be computed for
+        a config an earlier constraint excludes (``N // BN`` after ``BN > 0``) is never asked."""
         env = dict(self.fixed)
         env.update(config)
-        env.update(self.derive(config))
         for c in self.constraints:
+            wanted = c.expr.names if c.expr is not None else self._derived_by_name
+            for name in [n for n in self._derived_by_name if n in wanted]:  # spec order
+                self._derive_into(env, name)
             if c.expr is not None:
                 try:
                     ok, reason = bool(c.expr.evaluate(env)), None
