@@ -43,17 +43,18 @@ def mode_for(spec: Spec, kernel_backend: str = "cuda") -> Mode:
 
 
 def make_executor(spec: Spec, gpus: list[int] | None = None, jobs: int | None = None,
-                  kernel_backend: str = "cuda", start_gap: float | None = None):
+                  kernel_backend: str = "cuda", start_gap: float | None = None, cache: str | Path | None = None):
     """The local executor of a spec: program mode, or kernel mode's persistent workers.
-    ``start_gap`` (else ``[run] start_gap``, else automatic): seconds between run starts."""
+    ``start_gap`` (else ``[run] start_gap``, else automatic): seconds between run starts.
+    ``cache``: the build cache's folder (else ``.ksweep/cache`` beside the spec)."""
     gpu_list = select_gpus(detect_gpus(), gpus)
     build_jobs = jobs or spec.build.jobs or os.cpu_count()
     scratch = scratch_dir(spec)
     if spec.kernel is None:
         gap = start_gap if start_gap is not None else spec.run.start_gap
-        return LocalExecutor(make_builder(spec), gpu_list, scratch, build_jobs=build_jobs, start_gap=gap)
+        return LocalExecutor(make_builder(spec, cache and Path(cache)), gpu_list, scratch, build_jobs=build_jobs, start_gap=gap)
     sizes = {s.name: {**spec.constants, **s.constants, **s.defines} for s in spec.shape_list()}
-    return KernelExecutor(make_builder(spec), gpu_list, scratch, spec.kernel, spec.root, sizes,
+    return KernelExecutor(make_builder(spec, cache and Path(cache)), gpu_list, scratch, spec.kernel, spec.root, sizes,
                           build_jobs=build_jobs, backend=kernel_backend)
 
 
@@ -86,10 +87,15 @@ def make_dask_executor(spec: Spec, cluster: str, *, gpus: list[int] | None = Non
 
 def run_sweep(spec: Spec, *, db: str | Path | None = None, options: SweepOptions = SweepOptions(),
               gpus: list[int] | None = None, jobs: int | None = None, observer=None,
-              executor=None, kernel_backend: str = "cuda", start_gap: float | None = None) -> tuple[Summary, Path]:
+              executor=None, kernel_backend: str = "cuda", start_gap: float | None = None,
+              cache: str | Path | None = None) -> tuple[Summary, Path]:
     """Sweep a spec on this host (or on ``executor``, which the caller then shuts down):
-    build, run, verify and store every config the strategy proposes; resumes from ``db``."""
-    return run_with(spec, lambda: make_executor(spec, gpus, jobs, kernel_backend, start_gap),
+    build, run, verify and store every config the strategy proposes; resumes from ``db``.
+    ``cache``: the build cache's folder (else ``cache/`` beside ``db`` when it is given, else
+    ``.ksweep/cache`` beside the spec)."""
+    if cache is None and db is not None:
+        cache = Path(db).parent / "cache"
+    return run_with(spec, lambda: make_executor(spec, gpus, jobs, kernel_backend, start_gap, cache),
                     mode_for(spec, kernel_backend), db=db, options=options, observer=observer, executor=executor)
 
 
@@ -105,7 +111,7 @@ class SweepRun:
 def tune(spec: Spec, *, db: str | Path | None = None, options: SweepOptions = SweepOptions(),
           gpus: list[int] | None = None, jobs: int | None = None, cluster: str | None = None,
           fake_gpus: int | None = None, shared_cache: str | Path | None = None, start_gap: float | None = None,
-          observer=None) -> SweepRun:
+          observer=None, cache: str | Path | None = None) -> SweepRun:
     """``ksweep run``'s workflow as a call: choose the executor (this host, or a Dask cluster
     with ``cluster``), run the sweep, and write every stored result to a CSV beside the
     database. Ctrl-C raises ``ksweep.errors.Interrupted`` (its ``summary`` says what was
@@ -115,14 +121,16 @@ def tune(spec: Spec, *, db: str | Path | None = None, options: SweepOptions = Sw
     if cluster is None and (fake_gpus or shared_cache):
         raise KsweepError("--fake-gpus and --shared-cache apply to a Dask cluster: add --cluster local")
     db_path = Path(db) if db else default_db_path(spec)
+    if cache is None and db:
+        cache = db_path.parent / "cache"
     executor = None
     interrupted = False
     try:
         if cluster is not None:
             executor = make_dask_executor(spec, cluster, gpus=gpus, fake_gpus=fake_gpus, jobs=jobs,
-                                          shared_cache=shared_cache, start_gap=start_gap)
+                                          shared_cache=shared_cache or cache, start_gap=start_gap)
         summary, db_path = run_sweep(spec, db=db_path, options=options, gpus=gpus, jobs=jobs, observer=observer,
-                                     executor=executor, start_gap=start_gap)
+                                     executor=executor, start_gap=start_gap, cache=cache)
     except KeyboardInterrupt:
         interrupted = True
         raise

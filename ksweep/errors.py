@@ -18,6 +18,7 @@ file, the key and the fix; the CLI prints that line and exits with code 2.
     ├── StoreError                 a results database that cannot be opened or is another spec's
     │   └── StoreInUse             another sweep is writing it (names its PID)
     ├── EnvironmentProblem         every config would fail for a reason outside it (no GPU, ...)
+    │   └── SystematicFailure      the first configs all failed to compile with the same error
     └── MissingDependency          an optional dependency is not installed (with the pip line)
     Interrupted (KeyboardInterrupt) Ctrl-C stopped a sweep; carries what it had evaluated
 
@@ -91,6 +92,11 @@ class Interrupted(KeyboardInterrupt):
 class EnvironmentProblem(KsweepError):
     """Every config would fail the same way for a reason outside the config: no GPU, a
     missing program or module. The sweep stops, and nothing is stored as evaluated."""
+
+
+class SystematicFailure(EnvironmentProblem):
+    """The first configs of a sweep all failed to compile with the same error: a mistake
+    of the source or the spec, not of the configs. Nothing of it is stored."""
 
 
 class MissingDependency(KsweepError):

@@ -54,7 +54,7 @@ def define_flags(params, config: Mapping[str, Any], derived_defs, derived: Mappi
         flags.extend(p.defines(config[p.name]))
     for d in derived_defs:
         if d.define and d.name in derived:
-            flags.append(f"-D{d.name}={define_value(derived[d.name])}")
+            flags.append(f"-D{d.define_name}={define_value(derived[d.name])}")
     for name, value in fixed_defines.items():
         flags.append(f"-D{name}={define_value(value)}")
     return flags

@@ -25,6 +25,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser("run", help="sweep a spec: build, run, verify, store, report")
     p.add_argument("spec", help="the sweep spec (TOML)")
     p.add_argument("--db", help="results database (default: .ksweep/<spec>.db beside the spec)")
+    p.add_argument("--cache", metavar="DIR",
+                   help="build cache folder (default: cache/ beside --db when it is given, else .ksweep/cache "
+                        "beside the spec)")
     p.add_argument("--jobs", "-j", type=count_of("--jobs"), help="parallel builds (default: all cores)")
     p.add_argument("--strategy", default="auto",
                    help="auto (default), grid, phased, random, bayes or surrogate; see docs/strategies.md")
@@ -149,7 +152,7 @@ def run(args) -> int:
     try:
         done = tune(spec, db=db, options=options, gpus=gpus, jobs=args.jobs, cluster=args.cluster,
                     fake_gpus=args.fake_gpus, shared_cache=args.shared_cache, start_gap=args.start_gap,
-                    observer=observer)
+                    observer=observer, cache=args.cache)
     except KeyboardInterrupt as exc:
         stopped = getattr(exc, "summary", None)
         print(f"ksweep: interrupted: {stopped.evaluated if stopped else 0} evaluated — run the same command "
@@ -157,7 +160,21 @@ def run(args) -> int:
         _show(spec, args, options, db, None)
         return 130
     _show(spec, args, options, done.db, done.summary)
+    failed = no_success(done.summary)
+    if failed:
+        print(f"ksweep: {failed}", file=sys.stderr)
+        return 1
     return 0
+
+
+def no_success(summary) -> str | None:
+    """'no config succeeded: 12 COMPILE_ERROR, 3 HANG' when configs were evaluated (or
+    resumed) and none of them is OK; None otherwise."""
+    counts = {k: n for k, n in summary.counts.items() if k != "PRUNED" and n}
+    if not counts or counts.get("OK"):
+        return None
+    parts = ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    return f"no config succeeded: {parts} (the table above gives each one's message)"
 
 
 def _show(spec, args, options: SweepOptions, db: Path, summary) -> None:

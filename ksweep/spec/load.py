@@ -10,6 +10,7 @@ from typing import Any, Mapping
 
 from ..errors import SpecError
 from .checks import check_modes, require_sources
+from .collisions import collisions, include_dirs, read_sources
 from .context import Ctx
 from .kernel import kernel_spec_from_dict
 from .limits import KNOWN_ARCHS, LIMIT_KEYS, builtin_limits
@@ -19,6 +20,7 @@ from .pyref import load_python
 from .templates import check_placeholders, define_warnings, reason_names, unknown
 
 _FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
+_MACRO = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SCALARS = (bool, int, float, str)
 DEFAULT_ARCH = "sm_90"
 
@@ -64,7 +66,14 @@ def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
     root = path.parent if path else Path.cwd()
     ctx.keys(dict(data), _TOP_KEYS, "")
 
-    sweep = ctx.keys(data.get("sweep", {}), {"name", "arch", "objective", "direction", "description"}, "sweep")
+    sweep = ctx.keys(data.get("sweep", {}), {"name", "arch", "objective", "direction", "description",
+                                             "define_prefix"}, "sweep")
+    prefix = sweep.get("define_prefix", "")
+    if not isinstance(prefix, str) or (prefix and not _MACRO.match(prefix)):
+        raise ctx.error("sweep.define_prefix", f"expected the start of a C identifier such as \"K10_\", got {prefix!r}")
+    description = sweep.get("description", "")
+    if not isinstance(description, str):
+        raise ctx.error("sweep.description", f"expected a string, got {description!r}")
     arch = sweep.get("arch")
     if arch is not None and arch not in KNOWN_ARCHS:
         close = did_you_mean(str(arch), KNOWN_ARCHS)
@@ -106,8 +115,9 @@ def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
             ctx.keys(spec, {"expr", "define", "shapes", "variants"}, where)
             if "expr" not in spec:
                 raise ctx.error(where, "needs 'expr'")
+            define, macro = _define(ctx, spec.get("define", False), f"{where}.define")
             derived.append(Derived(
-                name=name, expr=ctx.expr(spec["expr"], where), define=bool(spec.get("define", False)),
+                name=name, expr=ctx.expr(spec["expr"], where), define=define, macro=macro,
                 shapes=_opt_set(ctx, spec, "shapes", where), variants=_opt_set(ctx, spec, "variants", where),
             ))
         else:
@@ -138,12 +148,49 @@ def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
         params=tuple(params), derived=tuple(derived), constants=constants,
         constraints=tuple(constraints), shapes=shapes, variants=variants, limits=limits,
         arch=arch, build=build, run=run, check=check, objective=objective, path=path, kernel=kernel,
+        define_prefix=prefix, description=description,
     )
+    if prefix:
+        spec = _with_prefix(spec, prefix)
     check_modes(spec)
     validate_names(spec)
     check_placeholders(spec)
-    warnings = define_warnings(spec)
+    warnings = define_warnings(spec) + collision_warnings(spec)
     return replace(spec, warnings=warnings) if warnings else spec
+
+
+def collision_warnings(spec: Spec) -> tuple[str, ...]:
+    """A -D name that is also an identifier of the sources the build reads (spec/collisions.py)."""
+    if spec.kernel is not None:
+        return ()
+    where: dict[str, str] = {}  # macro -> the spec key that makes it
+    for p in spec.params:
+        if p.define:
+            where.setdefault(p.define_name, f"{'params' if p.tier == 1 else 'switches'}.{p.name}")
+    for owner, kind in [*((s, "shapes") for s in spec.shapes), *((v, "variants") for v in spec.variants)]:
+        for p in owner.params:
+            if p.define:
+                where.setdefault(p.define_name, f"{kind}.{owner.name}.params.{p.name}")
+        for name in owner.defines:
+            where.setdefault(spec.define_prefix + name, f"{kind}.{owner.name}.defines.{name}")
+    for d in spec.derived:
+        if d.define:
+            where.setdefault(d.define_name, f"derived.{d.name}")
+    if not where:
+        return ()
+    sources = [*spec.build.sources, *(s for v in spec.variants for s in v.sources or ())]
+    commands = [spec.build.command, *(v.build_command or () for v in spec.variants)]
+    texts = read_sources(spec.root, sources, [d for c in commands for d in include_dirs(c)])
+    out = []
+    for name, (path, line, text) in collisions(where, texts).items():
+        try:
+            shown = path.relative_to(spec.root)
+        except ValueError:
+            shown = path.name
+        out.append(f"{spec.label}: {where[name]}: -D{name} would also rewrite the identifier {name} in "
+                   f"{shown}:{line} ({text[:60]}): give the macro another name, e.g. define = \"KS_{name}\" "
+                   "or [sweep] define_prefix = \"KS_\"")
+    return tuple(out)
 
 
 def validate_names(spec: Spec) -> None:
@@ -205,8 +252,30 @@ def _param(ctx: Ctx, name: str, spec: Any, tier: int, where: str) -> Param:
         default = spec.get("default", values[0])
         if default not in values:
             raise ctx.error(f"{where}.default", f"default {default!r} is not one of the values {list(values)}")
-        return Param(name=name, values=values, default=default, tier=tier, define=bool(spec.get("define", True)))
+        define, macro = _define(ctx, spec.get("define", True), f"{where}.define")
+        return Param(name=name, values=values, default=default, tier=tier, define=define, macro=macro)
     return Param(name=name, values=_values(ctx, spec, where), tier=tier)
+
+
+def _define(ctx: Ctx, value: Any, where: str) -> tuple[bool, str | None]:
+    """``define``: true/false, or the macro name the compiler sees (``define = "K10_BM"``)."""
+    if isinstance(value, bool):
+        return value, None
+    if isinstance(value, str) and _MACRO.match(value):
+        return True, value
+    raise ctx.error(where, f"expected true, false or a macro name such as \"K10_BM\", got {value!r}")
+
+
+def _with_prefix(spec: Spec, prefix: str) -> Spec:
+    """Every -D name ksweep writes gets ``prefix`` unless a ``define = "NAME"`` chose it."""
+    def fix(items):
+        return tuple(replace(p, macro=prefix + p.name) if p.define and p.macro is None else p for p in items)
+
+    return replace(
+        spec, params=fix(spec.params), derived=fix(spec.derived),
+        shapes=tuple(replace(s, params=fix(s.params)) for s in spec.shapes),
+        variants=tuple(replace(v, params=fix(v.params)) for v in spec.variants),
+    )
 
 
 def _switch(ctx: Ctx, name: str, spec: Any) -> Param:
@@ -303,8 +372,16 @@ def _scalar_table(ctx: Ctx, table: Any, where: str) -> dict:
 
 
 def _build(ctx: Ctx, spec: Any, root: Path) -> Build:
-    ctx.keys(spec, {"command", "sources", "timeout", "jobs", "env", "allow_spills", "max_registers", "harness"},
-             "build")
+    ctx.keys(spec, {"command", "sources", "timeout", "jobs", "env", "allow_spills", "max_registers", "harness",
+                    "kernels"}, "build")
+    kernels = spec.get("kernels")
+    if kernels is not None:
+        try:
+            if not isinstance(kernels, str):
+                raise re.error("expected a string")
+            re.compile(kernels)
+        except re.error as exc:
+            raise ctx.error("build.kernels", f"not a regular expression ({exc}): e.g. \"sgemmWarptiling\"") from None
     sources = _sources(ctx, spec.get("sources", []), root, "build.sources")
     jobs = spec.get("jobs")
     return Build(
@@ -316,6 +393,7 @@ def _build(ctx: Ctx, spec: Any, root: Path) -> Build:
         env={k: str(v) for k, v in _scalar_table(ctx, spec.get("env", {}), "build.env").items()},
         allow_spills=bool(spec.get("allow_spills", False)),
         max_registers=int(ctx.number(spec["max_registers"], "build.max_registers")) if "max_registers" in spec else None,
+        kernels=kernels,
     )
 
 

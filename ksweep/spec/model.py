@@ -36,7 +36,10 @@ class Param:
     """One tunable: Tier 1 (``params``) or Tier 2 (``switches``).
 
     A ``flag`` switch takes the values (False, True) and is passed as a bare ``-DNAME``
-    when true and not at all when false.
+    when true and not at all when false. ``macro`` is the name the compiler sees when it
+    differs from the parameter's (``define = "K10_BM"``, or ``[sweep] define_prefix``), so
+    that a parameter called ``BM`` never becomes a macro that rewrites the user's own
+    identifiers (``template <int BM>``).
     """
 
     name: str
@@ -45,18 +48,23 @@ class Param:
     tier: int = 1
     flag: bool = False
     define: bool = True
+    macro: str | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "values", tuple(self.values))
         if self.default is None and self.values:
             object.__setattr__(self, "default", self.values[0])
 
+    @property
+    def define_name(self) -> str:
+        return self.macro or self.name
+
     def defines(self, value: Any) -> tuple[str, ...]:
         if not self.define:
             return ()
         if self.flag:
-            return (f"-D{self.name}",) if value else ()
-        return (f"-D{self.name}={define_value(value)}",)
+            return (f"-D{self.define_name}",) if value else ()
+        return (f"-D{self.define_name}={define_value(value)}",)
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,11 @@ class Derived:
     define: bool = False
     shapes: frozenset[str] | None = None
     variants: frozenset[str] | None = None
+    macro: str | None = None  # the compiler's name for it, when not ``name`` (see Param)
+
+    @property
+    def define_name(self) -> str:
+        return self.macro or self.name
 
 
 @dataclass(frozen=True)
@@ -179,6 +192,7 @@ class Build:
     env: Mapping[str, str] = field(default_factory=dict)
     allow_spills: bool = False
     max_registers: int | None = None  # None: the target's regs_per_thread
+    kernels: str | None = None  # regex (mangled or demangled names) of the kernels judged and shown
 
     def __post_init__(self):
         object.__setattr__(self, "command", tuple(self.command))
@@ -267,6 +281,8 @@ class Spec:
     objective: Objective = field(default_factory=Objective)
     path: Path | None = None  # the spec file, when loaded from one
     kernel: KernelSpec | None = None  # kernel mode ([kernel]): spec/kernel.py
+    define_prefix: str = ""  # [sweep] define_prefix: put before every -D name ksweep writes
+    description: str = ""  # [sweep] description: shown by plan and kept in the store
     # one-line problems that do not stop a sweep ("spec.toml: build.command: ..."); the CLI
     # prints each as "ksweep: warning: ..." on stderr
     warnings: tuple[str, ...] = field(default=(), compare=False)

@@ -26,7 +26,7 @@ from typing import Callable, Mapping
 
 from ..build import deps as depfiles
 from ..build.builder import BuildResult
-from ..errors import EnvironmentProblem, Interrupted, KsweepError, SpecError, StoreError
+from ..errors import EnvironmentProblem, Interrupted, KsweepError, SpecError, StoreError, SystematicFailure
 from ..job import Job, config_id
 from ..observer import NullObserver, Observer
 from ..result import Result
@@ -41,6 +41,7 @@ from ..status import Status, Stopped
 from ..store.sqlite import Store
 from ..strategies.base import Budget, space_size
 from ..verify import judge
+from .systematic import SameErrorGuard
 from .jobs import JobFactory
 
 PRUNED_RECORD_LIMIT = 20_000  # raw configs up to which every pruned config is stored with its reason
@@ -117,6 +118,7 @@ class Sweep:
         self.summary = Summary(gpu_slots=executor.run_slots, has_gpu=models is None or models != {"none"})
         self._gpu_models = models
         self._make_strategy = strategy_factory or self._default_strategy
+        self._same_error = SameErrorGuard()
 
     def _default_strategy(self, name: str, space, seed: int, max_evals: int | None):
         o = self.options
@@ -135,8 +137,10 @@ class Sweep:
                                               "direction": self.spec.objective.direction})
             with _one_blas_thread():
                 self._run_targets(start)
+            self.flush_held()
         except KeyboardInterrupt:
             self.summary.interrupted = True
+            self.flush_held()  # finished compile errors are results: Ctrl-C loses nothing finished
             self.executor.shutdown(cancel=True)
             raise Interrupted(self.summary) from None
         except BaseException:
@@ -264,10 +268,30 @@ class Sweep:
             build_seconds=build.seconds, run_seconds=outcome.seconds if outcome else None,
             finished=time.time(), deps=tuple(dict.fromkeys((*build.deps, *harness_deps))),
         )
+        if not job.is_harness:
+            verdict = self._same_error.see(build.status is not Status.COMPILE_ERROR, message, result)
+            if verdict == "stop":
+                raise SystematicFailure(
+                    f"{self.spec.label}: the first {len(self._same_error.held)} configs all failed to compile with "
+                    f"the same error, so every config would: {message[:600]} — fix the source or the build "
+                    "command (a parameter whose -D macro rewrites an identifier of the program? give it "
+                    "define = \"KS_NAME\" or [sweep] define_prefix; `ksweep plan` warns of such names)")
+            if verdict == "hold":
+                return result
+            for held in self._same_error.release():
+                self._store(held)
+        self._store(result)
+        return result
+
+    def _store(self, result: Result) -> None:
         self.store.put(result)
         self.summary.evaluated += 1
         self._observe(result, resumed=False)
-        return result
+
+    def flush_held(self) -> None:
+        """Store the compile errors kept back by the same-error guard (the sweep ends)."""
+        for held in self._same_error.release():
+            self._store(held)
 
     def resumed(self, result: Result) -> None:
         self.summary.resumed += 1
@@ -317,7 +341,7 @@ class Sweep:
                 continue
             try:
                 verdict = space.explain(config)
-                derived = space.derive(config)
+                derived = space.derive_known(config)
             except SpecError as exc:
                 verdict, derived = None, {}
                 message = str(exc)

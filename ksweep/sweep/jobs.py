@@ -9,6 +9,7 @@ import json
 from typing import Any, Mapping
 
 from ..build.argv import define_flags, expand
+from ..build.builder import BuildRules
 from ..build.cache import cache_key
 from ..errors import SpecError
 from ..job import Job
@@ -42,7 +43,8 @@ class JobFactory:
                                                 build_key=f"{where}.command", run_key=run_key))
         self.build_template, self.run_template, self.harness_template = t.build, t.run, t.harness
         self.sources, self.params = t.sources, t.params
-        self.fixed_defines = {**variant.defines, **shape.defines}
+        prefix = spec.define_prefix
+        self.fixed_defines = {prefix + k: v for k, v in {**variant.defines, **shape.defines}.items()}
         self.fixed = spec.fixed_names(shape, variant)
         self.persistent = self.mode.persistent
         self.rel_sources = rel_sources
@@ -58,6 +60,8 @@ class JobFactory:
             "timeout": spec.run.timeout, "env": sorted(spec.run.env.items()),
             "output_limit": spec.run.output_limit, "persistent": self.persistent,
             "check": _plain(spec.check), "objective": _plain(spec.objective),
+            # what judges a build's ptxas report: it decides OK, REGS_LIMIT or SPILLS
+            "build_rules": BuildRules.of(spec).key(),
         }
         parts.update({k: _plain(v) for k, v in self.mode.key_parts(spec).items()})
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()

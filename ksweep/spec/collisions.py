@@ -1,0 +1,78 @@
+"""Macro names that would rewrite the user's own identifiers (pure, but for reading sources).
+
+ksweep passes each parameter as ``-DNAME=value``. In a real codebase the same name is
+often also a template parameter or a constant (``template <const int BM, ...>``,
+``const uint K10_BM = 128;``); the macro then replaces it everywhere and every config fails
+to compile, although the program builds alone. A name is reported when a source the
+build reads *declares* it as an identifier: a template parameter, a constant, a variable,
+a function parameter or a type alias (``int BM``, ``const uint K10_BM =``, ``typename BM``,
+``using BM =``). Plain uses are not reported: a program may rely on ``-DP0=...`` alone.
+
+The sources read are the spec's, plus the headers they include with quotes, found beside
+the including file or in a ``-I`` folder of the build command (the compiler's own
+dependency list is only known after a build).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterable, Sequence
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_STRING = re.compile(r'"(?:\\.|[^"\\\n])*"')
+_TYPES = ("int", "uint", "unsigned", "long", "short", "size_t", "auto", "char", "bool", "float", "double",
+          "typename", "class", "int32_t", "int64_t", "uint32_t", "uint64_t", "index_t")
+_MAX_FILES = 200
+_MAX_BYTES = 4 * 1024 * 1024
+
+
+def read_sources(root: Path, sources: Sequence[str], include_dirs: Sequence[str] = ()) -> dict[Path, str]:
+    """The text of ``sources`` and of the headers they include with quotes, transitively."""
+    dirs = [root / d for d in include_dirs]
+    todo = [root / s for s in sources]
+    out: dict[Path, str] = {}
+    while todo and len(out) < _MAX_FILES:
+        path = todo.pop()
+        try:
+            path = path.resolve()
+            if path in out or not path.is_file() or path.stat().st_size > _MAX_BYTES:
+                continue
+            text = path.read_text(errors="replace")
+        except OSError:
+            continue
+        out[path] = text
+        for name in _INCLUDE.findall(text):
+            for base in (path.parent, *dirs):
+                if (base / name).is_file():
+                    todo.append(base / name)
+                    break
+    return out
+
+
+def include_dirs(argv: Iterable[str]) -> list[str]:
+    """The ``-I`` folders of a build command (``-Idir`` and ``-I dir``), placeholders left out."""
+    out, args = [], list(argv)
+    for i, a in enumerate(args):
+        d = args[i + 1] if a == "-I" and i + 1 < len(args) else a[2:] if a.startswith("-I") and len(a) > 2 else None
+        if d and "{" not in d:
+            out.append(d)
+    return out
+
+
+def collisions(names: Iterable[str], texts: dict[Path, str]) -> dict[str, tuple[Path, int, str]]:
+    """name -> (file, line, the line) for each macro name that a source declares as an identifier."""
+    code = {path: _STRING.sub('""', _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text))
+            for path, text in texts.items()}
+    found: dict[str, tuple[Path, int, str]] = {}
+    for name in dict.fromkeys(names):
+        declared = re.compile(r"(?:\b(?:%s)\s*(?:const\s+)?|\busing\s+)%s\s*[=,;>)\[{]"
+                              % ("|".join(_TYPES), re.escape(name)))
+        for path, clean in code.items():
+            hit = next((no for no, line in enumerate(clean.splitlines(), 1)
+                        if not line.lstrip().startswith("#") and declared.search(line)), None)
+            if hit is not None:
+                found[name] = (path, hit, texts[path].splitlines()[hit - 1].strip())
+                break
+    return found
