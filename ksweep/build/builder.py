@@ -11,6 +11,7 @@ from ..process import ProcessRegistry, run_process
 from ..status import STOPPED, Status, Stopped
 from . import deps as depfiles
 from .cache import BuildCache
+from .demangle import aliases, short_name
 from .ptxas import PtxasReport, parse_ptxas
 
 BUILD_NICE = 10  # builds yield the CPU to the host side of timed runs
@@ -36,15 +37,29 @@ class BuildRules:
 
     max_registers: int | None = 255
     allow_spills: bool = False
+    kernels: str | None = None  # [build] kernels: the regex of the kernels judged (None: all)
+
+    @classmethod
+    def of(cls, spec) -> "BuildRules":
+        """A spec's rules: ``[build] max_registers`` (else the target's limit),
+        ``allow_spills`` and the regex of the kernels judged."""
+        return cls(max_registers=spec.build.max_registers or spec.limits.get("regs_per_thread"),
+                   allow_spills=spec.build.allow_spills, kernels=spec.build.kernels)
+
+    def key(self) -> list:
+        """What of the rules decides a build's status (a result's key covers it)."""
+        return [self.max_registers, self.allow_spills, self.kernels]
 
     def judge(self, report: PtxasReport) -> tuple[Status, str]:
+        """REGS_LIMIT or SPILLS from the judged kernels of ``report`` (``PtxasReport.select``);
+        the message names the kernel, demangled and shortened."""
         regs = report.registers
         if self.max_registers is not None and regs is not None and regs > self.max_registers:
-            worst = max(report.kernels, key=lambda k: k.registers or 0)
-            return Status.REGS_LIMIT, f"{worst.name}: {regs} registers > {self.max_registers}"
+            worst = max(report.judged, key=lambda k: k.registers or 0)
+            return Status.REGS_LIMIT, f"{short_name(worst.name)}: {regs} registers > {self.max_registers}"
         if not self.allow_spills and report.spills:
-            k = next(k for k in report.kernels if k.spills)
-            return Status.SPILLS, (f"{k.name}: {k.spill_stores} bytes spill stores, "
+            k = next(k for k in report.judged if k.spills)
+            return Status.SPILLS, (f"{short_name(k.name)}: {k.spill_stores} bytes spill stores, "
                                    f"{k.spill_loads} bytes spill loads")
         return Status.OK, ""
 
@@ -161,7 +176,7 @@ class Builder:
         return [list(d) for d in depfiles.digests([p for p in found if p not in known])]
 
     def _result(self, meta: dict, entry: Path, job: Job, cached: bool) -> BuildResult:
-        report = parse_ptxas(meta["log"])
+        report = parse_ptxas(meta["log"]).select(self.rules.kernels, aliases)
         seconds = 0.0 if cached else meta["seconds"]
         cpu = 0.0 if cached else meta.get("cpu_seconds", 0.0)
         if not meta["ok"]:

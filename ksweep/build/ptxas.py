@@ -13,7 +13,7 @@ Handles the wording of nvcc 11-13, e.g.::
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")
 _PROPS = re.compile(r"Function properties for (\S+)")
@@ -33,6 +33,7 @@ class KernelResources:
     stack_frame: int = 0
     smem: int = 0
     barriers: int | None = None
+    judged: bool = True  # chosen by [build] kernels (all are, without it)
 
     @property
     def spills(self) -> int:
@@ -41,20 +42,39 @@ class KernelResources:
 
 @dataclass(frozen=True)
 class PtxasReport:
+    """Every function ptxas reported; the figures (registers, spills, smem) and the
+    pruning look only at the judged ones (``select``)."""
+
     kernels: tuple[KernelResources, ...]
 
     @property
+    def judged(self) -> tuple[KernelResources, ...]:
+        return tuple(k for k in self.kernels if k.judged)
+
+    @property
     def registers(self) -> int | None:
-        regs = [k.registers for k in self.kernels if k.registers is not None]
+        regs = [k.registers for k in self.judged if k.registers is not None]
         return max(regs) if regs else None
 
     @property
     def spills(self) -> int | None:
-        return sum(k.spills for k in self.kernels) if self.kernels else None
+        return sum(k.spills for k in self.judged) if self.judged else None
 
     @property
     def smem(self) -> int | None:
-        return max(k.smem for k in self.kernels) if self.kernels else None
+        return max(k.smem for k in self.judged) if self.judged else None
+
+    def select(self, pattern: str | None, aliases=None) -> "PtxasReport":
+        """The same report with only the kernels whose name matches ``pattern``
+        (``re.search``) judged; every kernel when ``pattern`` is None. ``aliases(names)``
+        gives other names of each (demangled: ``void tuned<64>(float*)``, ``tuned<64>``)."""
+        if pattern is None:
+            return self
+        rx = re.compile(pattern)
+        other = aliases([k.name for k in self.kernels]) if aliases else {}
+        return PtxasReport(tuple(
+            replace(k, judged=any(rx.search(n) for n in (k.name, *other.get(k.name, ()))))
+            for k in self.kernels))
 
     def to_json(self) -> list[dict]:
         return [k.__dict__ | {"spills": k.spills} for k in self.kernels]

@@ -27,10 +27,7 @@ def default_db_path(spec: Spec) -> Path:
 
 
 def build_rules(spec: Spec) -> BuildRules:
-    return BuildRules(
-        max_registers=spec.build.max_registers or spec.limits.get("regs_per_thread"),
-        allow_spills=spec.build.allow_spills,
-    )
+    return BuildRules.of(spec)
 
 
 def make_builder(spec: Spec, cache_dir: Path | None = None) -> Builder:
