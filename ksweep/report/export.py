@@ -12,6 +12,7 @@ import csv
 import io
 import json
 import math
+import shlex
 from typing import Iterable, Sequence
 
 from ..result import Result
@@ -75,10 +76,16 @@ def to_csv(results: Sequence[Result]) -> str:
             _blank(r.regs), _blank(r.spills), _blank(r.smem), *[_blank(r.metrics.get(k)) for k in metrics],
             int(r.cached), _blank(r.gpu_index), r.gpu_name or "", r.gpu_uuid or "", r.driver or "",
             _blank(r.build_seconds), _blank(r.run_seconds), _blank(r.finished), r.cache_key or "",
-            " ".join(r.build_argv),
+            paste_able(r.build_argv),
         ])
     return buf.getvalue()
 
 
 def _blank(v):
     return "" if v is None else v
+
+
+def paste_able(argv) -> str:
+    """A config's build command as one shell line a user can paste to rebuild it: quoted,
+    writing ``prog`` in the current folder (``{binary}`` is a cache path while ksweep builds)."""
+    return shlex.join(a.replace("{binary}", "prog") for a in argv) if argv else ""

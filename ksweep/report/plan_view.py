@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -10,6 +11,8 @@ def print_plan(spec, plan, console: Console | None = None) -> None:
     console = console or Console()
     console.print(f"[bold]{spec.name}[/bold] ({spec.label}): {plan.total:,} configs, "
                   f"{plan.valid:,} valid, {plan.total - plan.valid:,} pruned", soft_wrap=True)
+    if getattr(spec, "description", ""):
+        console.print(escape(spec.description), soft_wrap=True)
     for e in plan.entries:
         console.print()
         console.print(f"[bold]shape {e.shape} · variant {e.variant}[/bold]: "
@@ -23,15 +26,33 @@ def print_plan(spec, plan, console: Console | None = None) -> None:
             table.add_row(name, f"{n:,}")
         console.print(table)
         if e.examples:
-            # one column per config: parameter and derived names run down the side
-            ex = Table(show_edge=False, box=None, padding=(0, 2), title_justify="left",
-                       title=f"first {len(e.examples)} valid configs")
-            ex.add_column("", no_wrap=True)
-            for i in range(len(e.examples)):
-                ex.add_column(f"#{i + 1}", justify="right")
-            params, derived = e.examples[0]
-            for name in params:
-                ex.add_row(name, *(str(p[name]) for p, _ in e.examples))
-            for name in derived:
-                ex.add_row(f"[dim]{name}[/dim]", *(f"[dim]{d[name]}[/dim]" for _, d in e.examples))
-            console.print(ex)
+            _print_examples(console, e.examples)
+
+
+def _print_examples(console: Console, examples) -> None:
+    """One column per config, parameter and derived names down the side; values are never
+    cut: configs that do not fit the console's width go to a further table below."""
+    params, derived = examples[0]
+    names = [*params, *derived]
+    label = max(len(n) for n in names) if names else 0
+    cells = [[str(p[n]) for n in params] + [str(d[n]) for n in derived] for p, d in examples]
+    widths = [max(len(f"#{i + 1}"), *(len(c) for c in col)) for i, col in enumerate(cells)]
+    start = 0
+    while start < len(examples):
+        used, end = label + 4, start
+        while end < len(examples) and (end == start or used + widths[end] + 4 <= console.width):
+            used += widths[end] + 4
+            end += 1
+        title = (f"first {len(examples)} valid configs" if start == 0 else "") + (
+            f" (#{start + 1}–#{end})" if end - start < len(examples) else "")
+        ex = Table(show_edge=False, box=None, padding=(0, 2), title_justify="left", title=title or None)
+        ex.add_column("", no_wrap=True, min_width=label)
+        for i in range(start, end):
+            ex.add_column(f"#{i + 1}", justify="right", no_wrap=True, min_width=widths[i])
+        for j, name in enumerate(names):
+            style = "dim" if j >= len(params) else ""
+            row = [cells[i][j] for i in range(start, end)]
+            ex.add_row(*((f"[dim]{escape(x)}[/dim]" for x in [name, *row]) if style else
+                         (escape(x) for x in [name, *row])))
+        console.print(ex)
+        start = end

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import math
+import re
 import sys
+from contextlib import contextmanager
 from typing import Iterable, Sequence
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
+
+from ..build.demangle import short_name
 
 from ..result import Result
 from ..status import Status
@@ -30,9 +35,9 @@ def _fmt(v) -> str:
     if isinstance(v, float):
         if not math.isfinite(v):
             return str(v)  # nan, inf, -inf
-        if v == int(v) and abs(v) >= 1000:
+        if 1000 <= abs(v) < 1e15:  # every digit of the integer part, one decimal
             return f"{v:.1f}"
-        return f"{v:.4g}" if abs(v) < 1e6 else f"{v:.6g}"
+        return f"{v:.4g}" if abs(v) < 1000 else f"{v:.6g}"
     return str(v)
 
 
@@ -50,7 +55,12 @@ def render(results: Iterable[Result], objective: str, direction: str, console: C
            title_suffix: str = "") -> None:
     """One table per variant × shape (× GPU model × phase). ``top`` N > 0 shows the N best
     valid configs and at most N of the others, with a line counting the rest; None or 0
-    shows every row."""
+    shows every row.
+
+    Numbers are never cut: every parameter, resource and metric column is as wide as its
+    widest cell, and the table is printed wider than the console when it must be. Only
+    messages give way: shortened in the NOTE column when it has room (kernel names
+    demangled and shortened), otherwise numbered and listed under the table."""
     limit = top if top and top > 0 else None
     groups = group_results(results)
     for (variant, shape, gpu, phase), rows in groups.items():
@@ -65,38 +75,105 @@ def render(results: Iterable[Result], objective: str, direction: str, console: C
         shown_others = others[:limit]
         metrics = metric_columns(ok or ranked, objective)
         has_checksum = any("checksum" in r.metrics for r in ranked)
+        has_kernel = any(len(_judged(r)) > 1 for r in ranked)
         title = f"variant {variant} · shape {shape}" + (f" · {gpu}" if gpu else "") + (
             f" · phase {phase}" if phase else "") + title_suffix
         title += f" — {len(ok)} ok, {len(failed)} failed or pruned"
         if unranked:
             title += f", {len(unranked)} unranked"
-        table = Table(title=escape(title), title_justify="left", show_edge=False, box=None, padding=(0, 1),
-                      header_style="bold")
-        for n in names:
-            table.add_column(escape(n), justify="right", no_wrap=True)
-        for col in ("REGS", "SPILL", "SMEM_KB"):
-            table.add_column(col, justify="right")
-        for m in metrics:
-            table.add_column(escape(m.upper()), justify="right")
-        if has_checksum:
-            table.add_column("CHECKSUM", justify="right")
-        table.add_column("STATUS", no_wrap=True)
+
+        headers = [*names, "REGS", "SPILL", "SMEM_KB", *(["KERNEL"] if has_kernel else []),
+                   *(m.upper() for m in metrics), *(["CHECKSUM"] if has_checksum else []), "STATUS"]
+        body: list[tuple[list[str], str, str]] = []  # (plain cells, status markup, note)
         for i, r in enumerate(shown_ok):
-            status = "[bold green]BEST[/]" if i == 0 else "ok"
-            table.add_row(*_row(r, names, metrics, has_checksum), status)
+            body.append((_row(r, names, metrics, has_checksum, has_kernel), "[bold green]BEST[/]" if i == 0 else "ok",
+                         ""))
         for r in shown_others:
             if r.status is Status.OK:
-                status = f"[yellow]OK[/] {escape(unranked_reason(r, objective))}: not ranked"
+                status, note = "[yellow]OK[/]", f"{unranked_reason(r, objective)}: not ranked"
             elif r.status is Status.PRUNED:
-                status = f"[dim]PRUNED[/] {escape(r.message)}"
+                status, note = "[dim]PRUNED[/]", r.message
             else:
-                status = f"[red]{r.status.value}[/] {escape(r.message)}"
-            table.add_row(*_row(r, names, metrics, has_checksum), status)
-        console.print(table)
+                status, note = f"[red]{r.status.value}[/]", r.message
+            body.append((_row(r, names, metrics, has_checksum, has_kernel), status, one_line(note)))
+
+        widths = [len(h) for h in headers]
+        for cells, status, _ in body:
+            for j, c in enumerate([*cells, Text.from_markup(status).plain]):
+                widths[j] = max(widths[j], len(c))
+        needed = sum(w + 2 for w in widths)
+        notes = [n for _, _, n in body if n]
+        room = console.width - needed - 2
+        footnotes: dict[str, int] = {}
+        in_column = bool(notes) and room >= _MIN_NOTE
+        if notes and not in_column:  # room for the footnote marks: ' [12]'
+            widths[-1] += len(f" [{len(set(notes))}]")
+            needed += len(f" [{len(set(notes))}]")
+        table = Table(title=escape(title), title_justify="left", show_edge=False, box=None, padding=(0, 1),
+                      header_style="bold")
+        for j, h in enumerate(headers):
+            justify = "left" if h in ("STATUS", "KERNEL") else "right"
+            table.add_column(escape(h), justify=justify, no_wrap=True, min_width=widths[j])
+        if in_column:
+            table.add_column("NOTE", no_wrap=True, overflow="ellipsis",
+                             max_width=min(room, max(len(n) for n in notes)))
+        for cells, status, note in body:
+            row = [escape(c) for c in cells]
+            if in_column:
+                table.add_row(*row, status, escape(note))
+            elif note:
+                mark = footnotes.setdefault(note, len(footnotes) + 1)
+                table.add_row(*row, f"{status} [{mark}]")
+            else:
+                table.add_row(*row, status)
+        with _at_least(console, needed + (min(room, max(map(len, notes))) + 2 if in_column else 0)):
+            console.print(table)
+        for note, mark in footnotes.items():
+            console.print(escape(_cut(f"  [{mark}] {note}", _MAX_NOTE)), soft_wrap=True)
         note = _more_note(len(ok) - len(shown_ok), others[len(shown_others):])
         if note:
             console.print(note, soft_wrap=True)
         console.print()
+
+
+_MIN_NOTE = 24  # narrower than this, messages go under the table
+_MAX_NOTE = 400  # a footnote longer than this is cut (the full message: ksweep report --format csv)
+_MANGLED = re.compile(r"\b_Z\w+")
+
+
+def one_line(message: str) -> str:
+    """A message on one line, mangled kernel names demangled and shortened."""
+    text = " ".join((message or "").split())
+    return _MANGLED.sub(lambda m: short_name(m.group(0)), text)
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@contextmanager
+def _at_least(console: Console, width: int):
+    """Print wider than the console when a table needs it: numbers are never cut."""
+    old = console.width
+    if width > old:
+        console.width = width
+    try:
+        yield
+    finally:
+        console.width = old
+
+
+def _judged(r: Result) -> list[dict]:
+    return [k for k in r.kernels if isinstance(k, dict) and k.get("judged", True)]
+
+
+def _kernel_cell(r: Result) -> str:
+    """The kernel REGS comes from (the judged kernel with the most registers), shortened."""
+    judged = _judged(r)
+    if len(judged) <= 1:
+        return short_name(judged[0]["name"], 32) if judged else "-"
+    worst = max(judged, key=lambda k: k.get("registers") or 0)
+    return short_name(worst["name"], 32) + f" (+{len(judged) - 1})"
 
 
 def _more_note(more_ok: int, hidden: Sequence[Result]) -> str:
@@ -115,10 +192,13 @@ def _more_note(more_ok: int, hidden: Sequence[Result]) -> str:
     return escape(f"  … and {', '.join(parts)} (ksweep report --top 0 / --all)")
 
 
-def _row(r: Result, names, metrics, has_checksum) -> list[str]:
+def _row(r: Result, names, metrics, has_checksum, has_kernel=False) -> list[str]:
+    """The plain text of a row's cells, STATUS and NOTE apart."""
     cells = [_fmt(r.params.get(n)) for n in names]
     cells += [_fmt(r.regs), _fmt(r.spills), _fmt(round(r.smem / 1024) if r.smem is not None else None)]
+    if has_kernel:
+        cells.append(_kernel_cell(r))
     cells += [_fmt(r.metrics.get(m)) for m in metrics]
     if has_checksum:
         cells.append(_fmt(r.metrics.get("checksum")))
-    return [escape(c) for c in cells]
+    return cells
