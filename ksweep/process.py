@@ -321,6 +321,11 @@ def run_process(
     if nice:
         _lower_priority(proc.pid, nice)
     registry.track(proc.pid)
+    if registry.stopping():
+        # kill_all() came between the check above and track() (a slow start on a loaded
+        # machine): it sets the flag before it reads the groups, so either it saw this one or
+        # this sees the flag. Without this the command ran to its timeout, and Ctrl-C with it.
+        _kill_group(proc.pid)
     wake_r, wake_w = os.pipe()
     captures = (_Capture(proc.stdout, output_limit, wake_r), _Capture(proc.stderr, output_limit, wake_r))
     for capture in captures:
