@@ -9,6 +9,8 @@ from typing import Any, Mapping
 
 from types import MappingProxyType
 
+from .physics import Work
+
 
 BINARY_NAME = "prog"  # a build's output file, unless the job names another
 
@@ -41,6 +43,7 @@ class Job:
     is_harness: bool = False  # this job builds a harness: no run, no ptxas limits
     build_key: str | None = None  # the build cache's key when it differs from cache_key (a harness it does not link)
     output: str = BINARY_NAME  # the file name of the build's output
+    work: Work | None = None  # what one run must do ([physics]): the physics gate's input
 
     @property
     def build_cache_key(self) -> str:

@@ -20,6 +20,7 @@ class Status(str, Enum):
     RUN_ERROR = "RUN_ERROR"
     NO_RESULT = "NO_RESULT"
     CHECKSUM_MISMATCH = "CHECKSUM_MISMATCH"
+    IMPOSSIBLE = "IMPOSSIBLE"  # faster than the hardware allows ([physics]): never ranked
 
     def __str__(self) -> str:
         return self.value
@@ -40,7 +41,7 @@ class Status(str, Enum):
 
 # Report order of failures: closest to success first.
 FAILURE_ORDER = [
-    Status.CHECKSUM_MISMATCH, Status.NO_RESULT, Status.RUN_ERROR, Status.CUDA_ERROR,
+    Status.IMPOSSIBLE, Status.CHECKSUM_MISMATCH, Status.NO_RESULT, Status.RUN_ERROR, Status.CUDA_ERROR,
     Status.CRASH, Status.HANG, Status.SPILLS, Status.REGS_LIMIT, Status.COMPILE_ERROR, Status.PRUNED,
 ]
 

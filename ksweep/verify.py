@@ -36,7 +36,7 @@ def verify(metrics: Mapping[str, float], check: Check,
 
 def judge(metrics: Mapping[str, float], objective: str, check: Check,
           reference: Mapping[str, float] | None, is_reference: bool,
-          outputs_checked: bool = False) -> tuple[Status, str, bool]:
+          outputs_checked: bool = False, impossible: str | None = None) -> tuple[Status, str, bool]:
     """(status, message, verified) of a run that ended OK with ``metrics``.
 
     ``objective``: the objective's metric name, which must be among the metrics;
@@ -48,15 +48,22 @@ def judge(metrics: Mapping[str, float], objective: str, check: Check,
     Verified means the metrics passed a check against an expected value, a bound or the
     reference (the reference config itself passes against what it is checked against). Not
     verified: no check asked for, or a check against the reference when the reference failed
-    (the message says so, as reports show it)."""
+    (the message says so, as reports show it).
+
+    ``impossible``: why the run's time is below what the hardware allows (physics.check),
+    or None: such a run is ``IMPOSSIBLE`` (a wrong checksum is said first)."""
     if objective not in metrics:
         keys = ", ".join(metrics) or "no keys"
         return Status.NO_RESULT, f"objective '{objective}' missing from @@RESULT ({keys})", False
     if not check.active:
+        if impossible:
+            return Status.IMPOSSIBLE, impossible, False
         return Status.OK, "", outputs_checked
     problem = verify(metrics, check, None if is_reference else reference)
     if problem:
         return Status.CHECKSUM_MISMATCH, problem, False
+    if impossible:
+        return Status.IMPOSSIBLE, impossible, False
     if check.reference == "defaults" and reference is None and not is_reference:
         return Status.OK, "unverified: the reference (defaults) config failed", False
     return Status.OK, "", True

@@ -14,7 +14,8 @@ from .collisions import collisions, include_dirs, read_sources
 from .context import Ctx
 from .kernel import kernel_spec_from_dict
 from .limits import KNOWN_ARCHS, LIMIT_KEYS, builtin_limits
-from .model import Build, Check, Constraint, Derived, Harness, Objective, Param, Run, Shape, Spec, Variant
+from .model import Build, Check, Constraint, Derived, Harness, Objective, Param, Physics, Run, Shape, Spec, Variant
+from .peaks import DTYPES
 from .names import did_you_mean, resolve_names
 from .pyref import load_python
 from .templates import check_placeholders, define_warnings, reason_names, unknown
@@ -26,7 +27,7 @@ DEFAULT_ARCH = "sm_90"
 
 _TOP_KEYS = {
     "sweep", "limits", "constants", "params", "switches", "derived", "constraints",
-    "shapes", "variants", "build", "run", "check", "kernel",
+    "shapes", "variants", "build", "run", "check", "kernel", "physics",
 }
 
 
@@ -137,6 +138,7 @@ def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
     run = _run(ctx, data.get("run", {}))
     check = _check(ctx, data.get("check", {}))
     kernel = kernel_spec_from_dict(data["kernel"], root, ctx.label) if "kernel" in data else None
+    physics = _physics(ctx, data["physics"]) if "physics" in data else None
 
     if build.harness is not None and kernel is None and not any(
             "{harness}" in a for cmd in (build.command, run.command, *(v.build_command or () for v in variants),
@@ -148,7 +150,7 @@ def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
         params=tuple(params), derived=tuple(derived), constants=constants,
         constraints=tuple(constraints), shapes=shapes, variants=variants, limits=limits,
         arch=arch, build=build, run=run, check=check, objective=objective, path=path, kernel=kernel,
-        define_prefix=prefix, description=description,
+        define_prefix=prefix, description=description, physics=physics,
     )
     if prefix:
         spec = _with_prefix(spec, prefix)
@@ -213,6 +215,13 @@ def validate_names(spec: Spec) -> None:
                 for name in reason_names(c.reason or ""):
                     if name not in visible:
                         raise unknown("name", name, visible, spec.label, f"constraint '{c.name}'.reason")
+            work = [(f"shapes.{shape.name}.{k}", getattr(shape, k)) for k in ("flops", "bytes")]
+            if spec.physics is not None:
+                work += [(f"physics.{k}", getattr(spec.physics, k)) for k in ("flops", "bytes")]
+            for key, expr in work:
+                for name in sorted(expr.names) if expr is not None else ():
+                    if name not in visible:
+                        raise unknown("name", name, visible, spec.label, key)
 
 
 def _table(ctx: Ctx, data: Mapping, key: str) -> dict:
@@ -326,9 +335,34 @@ def _constraints(ctx: Ctx, items: Any, root: Path) -> list[Constraint]:
     return out
 
 
+def _physics(ctx: Ctx, spec: Any) -> Physics:
+    if not isinstance(spec, dict):
+        raise ctx.error("physics", "expected a table: [physics] with flops = \"2 * M * N * K\", dtype = \"fp32\"")
+    ctx.keys(spec, {"flops", "bytes", "dtype", "time", "unit", "margin", "peak_tflops", "bandwidth_gbs"}, "physics")
+    dtype = spec.get("dtype", "fp32")
+    if dtype not in DTYPES:
+        close = did_you_mean(str(dtype), DTYPES)
+        raise ctx.error("physics.dtype", f"unknown data type {dtype!r}" + (f" — did you mean '{close}'?" if close
+                        else f" (known: {', '.join(DTYPES)})"))
+    time = spec.get("time", "ms")
+    unit = spec.get("unit", time if time in ("s", "ms", "us", "ns") else "ms")
+    if unit not in ("s", "ms", "us", "ns"):
+        raise ctx.error("physics.unit", f"expected s, ms, us or ns, got {unit!r}")
+    if not isinstance(time, str):
+        raise ctx.error("physics.time", f"expected the @@RESULT key of the run's time, got {time!r}")
+    return Physics(
+        flops=ctx.expr(spec["flops"], "physics.flops") if "flops" in spec else None,
+        bytes=ctx.expr(spec["bytes"], "physics.bytes") if "bytes" in spec else None,
+        dtype=dtype, time=time, unit=unit,
+        margin=ctx.number(spec.get("margin", 0.10), "physics.margin", positive=False),
+        peak_tflops=ctx.number(spec["peak_tflops"], "physics.peak_tflops") if "peak_tflops" in spec else None,
+        bandwidth_gbs=ctx.number(spec["bandwidth_gbs"], "physics.bandwidth_gbs") if "bandwidth_gbs" in spec else None,
+    )
+
+
 def _shape(ctx: Ctx, name: str, spec: Any, seen: dict[str, str]) -> Shape:
     where = f"shapes.{name}"
-    ctx.keys(spec, {"defines", "args", "params", "constants"}, where)
+    ctx.keys(spec, {"defines", "args", "params", "constants", "flops", "bytes"}, where)
     defines = _scalar_table(ctx, spec.get("defines", {}), f"{where}.defines")
     constants = _scalar_table(ctx, spec.get("constants", {}), f"{where}.constants")
     params = tuple(
@@ -341,6 +375,8 @@ def _shape(ctx: Ctx, name: str, spec: Any, seen: dict[str, str]) -> Shape:
     return Shape(
         name=name, defines=defines, constants=constants, params=params,
         args=ctx.str_list(spec.get("args", []), f"{where}.args"),
+        flops=ctx.expr(spec["flops"], f"{where}.flops") if "flops" in spec else None,
+        bytes=ctx.expr(spec["bytes"], f"{where}.bytes") if "bytes" in spec else None,
     )
 
 

@@ -133,6 +133,8 @@ class Shape:
     args: tuple[str, ...] = ()
     params: tuple[Param, ...] = ()
     constants: Mapping[str, Any] = field(default_factory=dict)
+    flops: Expr | None = None  # this shape's [physics] flops, when it differs
+    bytes: Expr | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "defines", _frozen_map(self.defines))
@@ -238,6 +240,25 @@ class Check:
 
 
 @dataclass(frozen=True)
+class Physics:
+    """``[physics]``: the work of one run, for the physics gate (ksweep/physics.py).
+
+    ``flops`` and ``bytes`` are expressions over the config's names (a shape may give its
+    own); ``time`` the @@RESULT metric holding the run's time, in ``unit``; ``dtype`` the
+    data type whose peak applies; ``margin`` how far below the floor a time may fall
+    before it is impossible; ``peak_tflops``/``bandwidth_gbs`` override the GPU table."""
+
+    flops: Expr | None = None
+    bytes: Expr | None = None
+    dtype: str = "fp32"
+    time: str = "ms"
+    unit: str = "ms"
+    margin: float = 0.10
+    peak_tflops: float | None = None
+    bandwidth_gbs: float | None = None
+
+
+@dataclass(frozen=True)
 class Objective:
     metric: str = "ms"
     direction: str = "min"  # or "max"
@@ -281,6 +302,7 @@ class Spec:
     objective: Objective = field(default_factory=Objective)
     path: Path | None = None  # the spec file, when loaded from one
     kernel: KernelSpec | None = None  # kernel mode ([kernel]): spec/kernel.py
+    physics: Physics | None = None  # [physics]: the physics gate
     define_prefix: str = ""  # [sweep] define_prefix: put before every -D name ksweep writes
     description: str = ""  # [sweep] description: shown by plan and kept in the store
     # one-line problems that do not stop a sweep ("spec.toml: build.command: ..."); the CLI

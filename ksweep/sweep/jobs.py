@@ -11,7 +11,8 @@ from typing import Any, Mapping
 from ..build.argv import define_flags, expand
 from ..build.builder import BuildRules
 from ..build.cache import cache_key
-from ..errors import SpecError
+from ..errors import ExprError, SpecError
+from ..physics import Work
 from ..job import Job
 from ..run.modes import Mode, Templates, program_mode
 from ..spec.model import Shape, Spec, Variant
@@ -121,8 +122,20 @@ class JobFactory:
             build_timeout=self.spec.build.timeout, run_timeout=self.spec.run.timeout, build_env=env,
             run_env=dict(self.spec.run.env), output_limit=self.spec.run.output_limit, phase=phase,
             is_reference=is_reference, launch=launch, persistent=self.persistent, harness=self.harness,
-            build_key=build_key,
+            build_key=build_key, work=self._work({**self.fixed, **config, **derived}),
         )
+
+    def _work(self, env: Mapping[str, Any]) -> Work | None:
+        """The flops and bytes of one run of this config ([physics], a shape's own first)."""
+        physics = self.spec.physics
+        if physics is None:
+            return None
+        exprs = [self.shape.flops or physics.flops, self.shape.bytes or physics.bytes]
+        try:
+            flops, nbytes = (float(e.evaluate(env)) if e is not None else None for e in exprs)
+        except ExprError as exc:
+            raise SpecError(str(exc), path=self.spec.label, key="physics") from None
+        return Work(flops=flops, bytes=nbytes)
 
     def _linked_harness_key(self, build_argv) -> str:
         return self.harness.cache_key if self.harness is not None and _uses_harness(*build_argv) else ""
