@@ -20,6 +20,7 @@ import numpy as np
 from .errors import KsweepError
 from .kernel.executor import KernelExecutor
 from .kernel.mode import KernelMode
+from .report.confirmed import confirmed
 from .report.export import to_csv
 from .result import Result
 from .run.executor import LocalExecutor
@@ -147,8 +148,10 @@ def write_csv(db: Path) -> Path | None:
         return None
     with Store(db, create=False) as store:
         results = store.results()
+        direction = store.get_meta("objective", {"direction": "min"}).get("direction", "min")
+        conf = confirmed(results, store.measurements(), direction, store.default_configs())
     path = db.with_suffix(".csv")
-    path.write_text(to_csv(results))
+    path.write_text(to_csv(results, conf))
     return path
 
 

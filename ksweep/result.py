@@ -37,6 +37,8 @@ class Result:
     run_seconds: float | None = None
     finished: float | None = None
     deps: tuple = ()  # (path, digest) of every file its build read beyond the listed sources
+    # the GPU around the run (NVML: clocks, temperature, power, throttle reasons; run/gpu_state.py)
+    gpu_state: Mapping[str, Any] = field(default_factory=dict)
 
     def value(self, metric: str) -> float | None:
         """The objective's value, only for a config that passed everything (and a finite number:
@@ -49,3 +51,23 @@ class Result:
         except (TypeError, ValueError):
             return None
         return v if v is not None and math.isfinite(v) else None
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One confirmation run of a config (ksweep/confirm.py): its round, how it ended and
+    the objective's value when it ended OK."""
+
+    variant: str
+    shape: str
+    params: Mapping[str, Any]
+    result_key: str  # the result key it was measured under: another experiment's never count
+    round: int
+    status: Status
+    value: float | None = None
+    message: str = ""
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    gpu_name: str | None = None
+    gpu_uuid: str | None = None
+    gpu_state: Mapping[str, Any] = field(default_factory=dict)
+    finished: float | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..report.export import to_csv, to_json
+from ..report.confirmed import confirmed
 from ..report.table import render, wide_console
 from ..store.sqlite import Store
 
@@ -28,20 +29,28 @@ def count(text: str) -> int:
 
 
 def load_results(db: str, shape=None, variant=None):
+    results, objective, order, _ = load_all(db, shape, variant)
+    return results, objective, order
+
+
+def load_all(db: str, shape=None, variant=None):
+    """Results, objective, parameter order and what the confirmation runs say."""
     with Store(db, create=False) as store:
         results = store.results(variant=variant, shape=shape)
         objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
         order = store.param_orders()
-    return results, objective, order
+        conf = confirmed(results, store.measurements(variant, shape), objective["direction"],
+                         store.default_configs())
+    return results, objective, order, conf
 
 
 def run(args) -> int:
-    results, objective, order = load_results(args.db, args.shape, args.variant)
+    results, objective, order, conf = load_all(args.db, args.shape, args.variant)
     if args.format == "csv":
-        print(to_csv(results), end="")
+        print(to_csv(results, conf), end="")
     elif args.format == "json":
-        print(to_json(results))
+        print(to_json(results, conf))
     else:
         render(results, objective["metric"], objective["direction"], wide_console(), param_order=order,
-               top=None if args.all else args.top)
+               top=None if args.all else args.top, confirmations=conf)
     return 0

@@ -10,6 +10,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from ..confirm import Confirmation
 from ..errors import KsweepError
 from ..api import tune
 from ..report.progress import make_observer, summary_line
@@ -18,7 +19,7 @@ from ..spec.checks import check_modes
 from ..spec.load import load_spec
 from ..sweep.driver import SweepOptions
 from ..sweep.local import default_db_path
-from .report import load_results
+from .report import load_all
 
 
 def add_parser(sub) -> None:
@@ -41,6 +42,12 @@ def add_parser(sub) -> None:
     p.add_argument("--rerun", choices=("failed", "all"),
                    help="evaluate again the stored configs that failed, or all of them (default: resume, "
                         "re-evaluating only configs whose result key changed)")
+    p.add_argument("--confirm", metavar="K,R", default="5,3",
+                   help="after each shape/variant, measure the K best configs and the default again in R "
+                        "interleaved rounds; BEST, TIE and the speed-up over the default come from those "
+                        "(default 5,3; not counted by --max-evals)")
+    p.add_argument("--no-confirm", dest="confirm", action="store_const", const=None,
+                   help="no confirmation runs: BEST is the single best measurement")
     p.add_argument("--no-gpu-check", dest="gpu_check", action="store_false",
                    help="run a spec of CUDA programs on a host without a GPU (its programs need none)")
     p.add_argument("--shape", action="append", help="only this shape (repeatable)")
@@ -122,6 +129,15 @@ def _known(option: str, asked, names: list[str], what: str) -> tuple[str, ...] |
     return tuple(asked)
 
 
+def _confirmation(text: str | None) -> Confirmation | None:
+    if text is None:
+        return None
+    try:
+        return Confirmation.parse(text)
+    except ValueError as exc:
+        raise KsweepError(str(exc)) from None
+
+
 def _sigterm(signum, frame):
     raise KeyboardInterrupt
 
@@ -143,7 +159,7 @@ def run(args) -> int:
         strategy=args.strategy, seed=args.seed, max_evals=args.max_evals, time_limit=args.time_limit,
         patience=args.patience, shapes=_known("--shape", args.shape, [s.name for s in spec.shape_list()], "shape"),
         variants=_known("--variant", args.variant, [v.name for v in spec.variant_list()], "variant"),
-        rerun=args.rerun, gpu_check=args.gpu_check,
+        rerun=args.rerun, gpu_check=args.gpu_check, confirm=_confirmation(args.confirm),
     )
     gpus = parse_gpus(args.gpus)
     signal.signal(signal.SIGTERM, _sigterm)
@@ -181,11 +197,11 @@ def _show(spec, args, options: SweepOptions, db: Path, summary) -> None:
     """The final table, the run's summary line, and where the results are."""
     if not db.exists():
         return
-    results, _, order = load_results(str(db))
+    results, _, order, conf = load_all(str(db))
     console = wide_console()
     if not args.quiet:
         render([r for r in results if _selected(r, options)], spec.objective.metric, spec.objective.direction,
-               console, param_order=order, top=args.top)
+               console, param_order=order, top=args.top, confirmations=conf)
     if summary is not None:
         console.print(summary_line(summary), soft_wrap=True)
     console.print(f"results: {db}  csv: {db.with_suffix('.csv')}", soft_wrap=True)

@@ -15,13 +15,26 @@ import math
 import shlex
 from typing import Iterable, Sequence
 
+from ..job import config_id
 from ..result import Result
 
 FIXED = ("variant", "shape", "phase", "status", "message", "regs", "spills", "smem", "cached",
          "gpu_index", "gpu_name", "gpu_uuid", "driver", "build_seconds", "run_seconds", "finished", "cache_key")
 
 
-def to_records(results: Iterable[Result]) -> list[dict]:
+def _confirmation(r: Result, conf) -> dict | None:
+    """The confirmation of one result (report/confirmed.py), or None when it had none."""
+    c = (conf or {}).get((r.variant, r.shape))
+    v = c.verdicts.get(config_id(r.params)) if c else None
+    if v is None:
+        return None
+    iv = v.interval
+    return {"median": iv.median if iv.n else None, "ci95_lo": iv.lo if iv.n else None,
+            "ci95_hi": iv.hi if iv.n else None, "n": iv.n, "mark": v.mark, "failed_runs": v.failed,
+            "default": c.default == config_id(r.params)}
+
+
+def to_records(results: Iterable[Result], conf=None) -> list[dict]:
     return [
         {
             "variant": r.variant, "shape": r.shape, "params": dict(r.params), "derived": dict(r.derived),
@@ -30,6 +43,8 @@ def to_records(results: Iterable[Result]) -> list[dict]:
             "gpu": {"index": r.gpu_index, "name": r.gpu_name, "uuid": r.gpu_uuid, "driver": r.driver},
             "build_argv": list(r.build_argv), "cache_key": r.cache_key,
             "build_seconds": r.build_seconds, "run_seconds": r.run_seconds, "finished": r.finished,
+            "confirmation": _confirmation(r, conf), "gpu_state": dict(r.gpu_state) or None,
+            "throttled": bool((r.gpu_state or {}).get("throttled")),
         }
         for r in results
     ]
@@ -46,11 +61,11 @@ def finite_or_none(value):
     return value
 
 
-def to_json(results: Iterable[Result]) -> str:
-    return json.dumps(finite_or_none(to_records(results)), indent=2, default=str, allow_nan=False)
+def to_json(results: Iterable[Result], conf=None) -> str:
+    return json.dumps(finite_or_none(to_records(results, conf)), indent=2, default=str, allow_nan=False)
 
 
-def to_csv(results: Sequence[Result]) -> str:
+def to_csv(results: Sequence[Result], conf=None) -> str:
     params, derived, metrics = [], [], []
     for r in results:
         for k in r.params:
@@ -65,7 +80,8 @@ def to_csv(results: Sequence[Result]) -> str:
     header = ["variant", "shape", "phase", *params, *[f"derived.{k}" for k in derived],
               "status", "message", "regs", "spills", "smem", *[f"metric.{k}" for k in metrics],
               "cached", "gpu_index", "gpu_name", "gpu_uuid", "driver", "build_seconds", "run_seconds",
-              "finished", "cache_key", "build_argv"]
+              "finished", "cache_key", "build_argv", "confirm_median", "confirm_ci95_lo", "confirm_ci95_hi",
+              "confirm_n", "confirm_mark", "throttled", "sm_clock_mhz"]
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(header)
@@ -76,9 +92,16 @@ def to_csv(results: Sequence[Result]) -> str:
             _blank(r.regs), _blank(r.spills), _blank(r.smem), *[_blank(r.metrics.get(k)) for k in metrics],
             int(r.cached), _blank(r.gpu_index), r.gpu_name or "", r.gpu_uuid or "", r.driver or "",
             _blank(r.build_seconds), _blank(r.run_seconds), _blank(r.finished), r.cache_key or "",
-            paste_able(r.build_argv),
+            paste_able(r.build_argv), *_confirm_csv(_confirmation(r, conf)),
+            int(bool((r.gpu_state or {}).get("throttled"))), _blank((r.gpu_state or {}).get("sm_clock_mhz")),
         ])
     return buf.getvalue()
+
+
+def _confirm_csv(c: dict | None) -> list:
+    if c is None:
+        return ["", "", "", "", ""]
+    return [_blank(c["median"]), _blank(c["ci95_lo"]), _blank(c["ci95_hi"]), c["n"], c["mark"]]
 
 
 def _blank(v):

@@ -140,9 +140,17 @@ def summary_line(summary) -> str:
     if summary.evaluated:
         runs = (f"GPU {summary.gpu_seconds:.1f} s, GPU idle {100 * summary.gpu_idle_share:.0f}%, "
                 if summary.has_gpu else f"runs {summary.gpu_seconds:.1f} s, ")
+    confirm = ""
+    if getattr(summary, "confirm_runs", 0):
+        confirm = (f"; {summary.confirm_runs} confirmation runs in {summary.confirm_seconds:.1f} s "
+                   f"({100 * summary.confirm_seconds / summary.wall_seconds:.0f}% of the wall time)"
+                   if summary.wall_seconds > 0 else "")
+    clocks = getattr(summary, "clocks", None)
+    if clocks:
+        confirm += f"; {clocks}"
     return (f"{summary.evaluated} evaluated, {summary.resumed} resumed from the store; "
             f"wall {summary.wall_seconds:.1f} s, build CPU {summary.build_cpu_seconds:.1f} s, "
-            f"{runs}{summary.configs_per_minute:.1f} configs/min")
+            f"{runs}{summary.configs_per_minute:.1f} configs/min{confirm}")
 
 
 def make_observer(metric: str, quiet: bool = False):

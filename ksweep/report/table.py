@@ -6,7 +6,7 @@ import math
 import re
 import sys
 from contextlib import contextmanager
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -14,6 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..build.demangle import short_name
+from ..job import config_id
+from .confirmed import Confirmed
 
 from ..result import Result
 from ..status import Status
@@ -52,7 +54,7 @@ def metric_columns(results: Sequence[Result], objective: str) -> list[str]:
 
 def render(results: Iterable[Result], objective: str, direction: str, console: Console,
            param_order: dict[tuple[str, str], list[str]] | None = None, top: int | None = None,
-           title_suffix: str = "") -> None:
+           title_suffix: str = "", confirmations: Mapping[tuple[str, str], Confirmed] | None = None) -> None:
     """One table per variant × shape (× GPU model × phase). ``top`` N > 0 shows the N best
     valid configs and at most N of the others, with a line counting the rest; None or 0
     shows every row.
@@ -60,7 +62,12 @@ def render(results: Iterable[Result], objective: str, direction: str, console: C
     Numbers are never cut: every parameter, resource and metric column is as wide as its
     widest cell, and the table is printed wider than the console when it must be. Only
     messages give way: shortened in the NOTE column when it has room (kernel names
-    demangled and shortened), otherwise numbered and listed under the table."""
+    demangled and shortened), otherwise numbered and listed under the table.
+
+    With ``confirmations`` (report/confirmed.py) the confirmed configs come first, by the
+    median of their confirmation runs, with MEDIAN, CI95 and N columns; BEST and TIE are
+    theirs alone (a config measured once is never BEST when others were confirmed), and a
+    line under the table gives the best's speed-up over the default."""
     limit = top if top and top > 0 else None
     groups = group_results(results)
     for (variant, shape, gpu, phase), rows in groups.items():
@@ -71,6 +78,14 @@ def render(results: Iterable[Result], objective: str, direction: str, console: C
         unranked = [r for r in ranked if r.status is Status.OK and finite_value(r, objective) is None]
         failed = [r for r in ranked if r.status is not Status.OK]
         others = unranked + failed
+        conf = (confirmations or {}).get((variant, shape))
+        marks = conf.verdicts if conf else {}
+        if marks:  # confirmed first, by their median; then the rest as ranked
+            measured = [r for r in ok if config_id(r.params) in marks]
+            sign = 1.0 if direction == "min" else -1.0
+            measured.sort(key=lambda r: (marks[config_id(r.params)].mark not in ("BEST", "TIE"),
+                                         sign * _median(marks[config_id(r.params)])))
+            ok = measured + [r for r in ok if config_id(r.params) not in marks]
         shown_ok = ok[:limit]
         shown_others = others[:limit]
         metrics = metric_columns(ok or ranked, objective)
@@ -83,11 +98,23 @@ def render(results: Iterable[Result], objective: str, direction: str, console: C
             title += f", {len(unranked)} unranked"
 
         headers = [*names, "REGS", "SPILL", "SMEM_KB", *(["KERNEL"] if has_kernel else []),
-                   *(m.upper() for m in metrics), *(["CHECKSUM"] if has_checksum else []), "STATUS"]
+                   *(m.upper() for m in metrics), *(["CHECKSUM"] if has_checksum else []),
+                   *(["MEDIAN", "CI95", "N"] if marks else []), "STATUS"]
         body: list[tuple[list[str], str, str]] = []  # (plain cells, status markup, note)
         for i, r in enumerate(shown_ok):
-            body.append((_row(r, names, metrics, has_checksum, has_kernel), "[bold green]BEST[/]" if i == 0 else "ok",
-                         ""))
+            cells = _row(r, names, metrics, has_checksum, has_kernel)
+            note = _throttled(r)
+            if marks:
+                v = marks.get(config_id(r.params))
+                cells += _confirm_cells(v)
+                status = {"BEST": "[bold green]BEST[/]", "TIE": "[green]TIE[/]"}.get(v.mark if v else "", "ok")
+                if v is not None and v.failed:
+                    note = f"{v.failed} confirmation run(s) failed" + (f"; {note}" if note else "")
+                if conf.default == config_id(r.params):
+                    note = "the default config" + (f"; {note}" if note else "")
+            else:
+                status = "[bold green]BEST[/]" if i == 0 else "ok"
+            body.append((cells, status, note))
         for r in shown_others:
             if r.status is Status.OK:
                 status, note = "[yellow]OK[/]", f"{unranked_reason(r, objective)}: not ranked"
@@ -95,7 +122,8 @@ def render(results: Iterable[Result], objective: str, direction: str, console: C
                 status, note = "[dim]PRUNED[/]", r.message
             else:
                 status, note = f"[red]{r.status.value}[/]", r.message
-            body.append((_row(r, names, metrics, has_checksum, has_kernel), status, one_line(note)))
+            cells = _row(r, names, metrics, has_checksum, has_kernel) + (["-", "-", "-"] if marks else [])
+            body.append((cells, status, one_line(note)))
 
         widths = [len(h) for h in headers]
         for cells, status, _ in body:
@@ -133,6 +161,8 @@ def render(results: Iterable[Result], objective: str, direction: str, console: C
         note = _more_note(len(ok) - len(shown_ok), others[len(shown_others):])
         if note:
             console.print(note, soft_wrap=True)
+        if conf is not None and conf.verdicts:
+            console.print(escape(confirmation_line(conf)), soft_wrap=True)
         console.print()
 
 
@@ -161,6 +191,41 @@ def _at_least(console: Console, width: int):
         yield
     finally:
         console.width = old
+
+
+def confirmation_line(conf: Confirmed) -> str:
+    """'  confirmed: 6 configs × 3 rounds; BEST is 1.27x the default (95% interval 1.21-1.33); 1 TIE'."""
+    ties = sum(v.mark == "TIE" for v in conf.verdicts.values())
+    text = f"  confirmed: {len(conf.verdicts)} configs x {conf.rounds} rounds"
+    if conf.best is None:
+        return text + "; no config passed every confirmation run: no BEST"
+    if conf.speedup is not None and conf.best != conf.default:
+        s = conf.speedup
+        text += f"; BEST is {s.median:.3g}x the default (95% interval {s.lo:.3g}-{s.hi:.3g})"
+    elif conf.best == conf.default:
+        text += "; BEST is the default config"
+    return text + (f"; {ties} TIE (not told apart from BEST by the measurements)" if ties else "")
+
+
+def _median(v) -> float:
+    return v.interval.median if v.interval.n else math.inf
+
+
+def _confirm_cells(v) -> list[str]:
+    if v is None or not v.interval.n:
+        return ["-", "-", "0" if v is not None else "-"]
+    iv = v.interval
+    rel = 100 * iv.half_width / iv.median if iv.median else math.inf
+    return [_fmt(iv.median), f"±{rel:.2f}%", str(iv.n)]
+
+
+def _throttled(r: Result) -> str:
+    """'throttled (power cap)' when the GPU state of the run says so."""
+    state = r.gpu_state or {}
+    if state.get("throttled"):
+        return "measured while throttled: " + ", ".join(state.get("throttle_reasons", ())) if state.get(
+            "throttle_reasons") else "measured while throttled"
+    return ""
 
 
 def _judged(r: Result) -> list[dict]:

@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import StoreError, StoreInUse
-from ..result import Result
+from ..result import Measurement, Result
 from ..status import Status
 
-SCHEMA_VERSION = "3"  # 2: results.deps and the depsets table; 3: results.verified
+SCHEMA_VERSION = "4"  # 2: results.deps and the depsets table; 3: results.verified;
+# 4: results.gpu_state and the measurements table (confirmation runs)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -44,22 +45,37 @@ CREATE TABLE IF NOT EXISTS results (
     regs INTEGER, spills INTEGER, smem INTEGER, kernels TEXT,
     build_argv TEXT, cache_key TEXT, cached INTEGER, phase TEXT,
     gpu_index INTEGER, gpu_name TEXT, gpu_uuid TEXT, driver TEXT,
-    build_seconds REAL, run_seconds REAL, started REAL, finished REAL, deps TEXT, verified INTEGER,
+    build_seconds REAL, run_seconds REAL, started REAL, finished REAL, deps TEXT, verified INTEGER, gpu_state TEXT,
     UNIQUE (variant, shape, config)
 );
 CREATE TABLE IF NOT EXISTS depsets (id TEXT PRIMARY KEY, files TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS measurements (
+    id INTEGER PRIMARY KEY,
+    variant TEXT NOT NULL,
+    shape TEXT NOT NULL,
+    config TEXT NOT NULL,
+    params TEXT NOT NULL,
+    result_key TEXT NOT NULL,
+    round INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    value REAL,
+    message TEXT NOT NULL,
+    metrics TEXT NOT NULL,
+    gpu_name TEXT, gpu_uuid TEXT, gpu_state TEXT, finished REAL,
+    UNIQUE (variant, shape, config, result_key, round)
+);
 """
 
 _COLUMNS = (
     "variant", "shape", "config", "params", "derived", "status", "message", "metrics", "regs", "spills",
     "smem", "kernels", "build_argv", "cache_key", "cached", "phase", "gpu_index", "gpu_name", "gpu_uuid",
-    "driver", "build_seconds", "run_seconds", "started", "finished", "deps", "verified",
+    "driver", "build_seconds", "run_seconds", "started", "finished", "deps", "verified", "gpu_state",
 )
 
 # Columns added to results since schema 1 (schema 2: deps, 3: verified): an older database gets
 # them by ALTER TABLE. Its rows read NULL there: without deps their result keys no longer match,
 # so they rerun; and they are not known to be verified.
-_ADDED_COLUMNS = ("deps TEXT", "verified INTEGER")
+_ADDED_COLUMNS = ("deps TEXT", "verified INTEGER", "gpu_state TEXT")
 
 
 def _dumps(v: Any) -> str:
@@ -108,7 +124,7 @@ class Store:
             return
         if str(version) == SCHEMA_VERSION:
             return
-        if str(version) in ("1", "2"):
+        if str(version) in ("1", "2", "3"):
             columns = {row[1] for row in self.db.execute("PRAGMA table_info(results)")}
             for column in _ADDED_COLUMNS:
                 if column.split()[0] not in columns:
@@ -171,7 +187,7 @@ class Store:
             _dumps(list(r.kernels)), _dumps(list(r.build_argv)), r.cache_key, int(r.cached), r.phase,
             r.gpu_index, r.gpu_name, r.gpu_uuid, r.driver, r.build_seconds, r.run_seconds,
             None, r.finished if r.finished is not None else time.time(), self._depset(r.deps),
-            int(r.verified),
+            int(r.verified), _dumps(dict(r.gpu_state)) if r.gpu_state else None,
         )
         marks = ", ".join("?" * len(_COLUMNS))
         self.db.execute(f"INSERT OR REPLACE INTO results ({', '.join(_COLUMNS)}) VALUES ({marks})", row)
@@ -205,6 +221,10 @@ class Store:
         cur = self.db.execute(f"SELECT {', '.join(_COLUMNS)} FROM results WHERE variant = ? AND shape = ? "
                               f"AND status != ? ORDER BY id", (variant, shape, Status.PRUNED.value))
         return [self._to_result(row) for row in cur]
+
+    def default_configs(self) -> dict[tuple[str, ...], str]:
+        """(variant, shape) -> the config id of the default config, as the confirmation kept it."""
+        return {tuple(k.split(":", 2)[1:]): v for k, v in self.meta_items("default:").items()}
 
     def param_orders(self) -> dict[tuple[str, ...], list[str]]:
         """The parameter names of each (variant, shape) in the spec's order, as the sweep kept them."""
@@ -244,6 +264,39 @@ class Store:
             raise
 
 
+    # -- confirmation runs -------------------------------------------------------------
+    def put_measurement(self, m: Measurement) -> None:
+        """Store one confirmation run (its own transaction: a kill loses no finished one)."""
+        from ..job import config_id
+
+        self.db.execute(
+            "INSERT OR REPLACE INTO measurements (variant, shape, config, params, result_key, round, status, value, "
+            "message, metrics, gpu_name, gpu_uuid, gpu_state, finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (m.variant, m.shape, config_id(m.params), _dumps(dict(m.params)), m.result_key, m.round,
+             m.status.value, m.value, m.message, _dumps(dict(m.metrics)), m.gpu_name, m.gpu_uuid,
+             _dumps(dict(m.gpu_state)) if m.gpu_state else None,
+             m.finished if m.finished is not None else time.time()))
+
+    def measurements(self, variant: str | None = None, shape: str | None = None) -> list[Measurement]:
+        """Confirmation runs, in the order they were stored."""
+        where, args = [], []
+        for name, value in (("variant", variant), ("shape", shape)):
+            if value is not None:
+                where.append(f"{name} = ?")
+                args.append(value)
+        sql = ("SELECT variant, shape, params, result_key, round, status, value, message, metrics, gpu_name, "
+               "gpu_uuid, gpu_state, finished FROM measurements")
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        out = []
+        for row in self.db.execute(sql + " ORDER BY id", args):
+            (variant_, shape_, params, key, round_, status, value, message, metrics, gpu_name, gpu_uuid,
+             gpu_state, finished) = row
+            out.append(Measurement(variant_, shape_, json.loads(params), key, round_, Status(status), value, message,
+                                   json.loads(metrics), gpu_name, gpu_uuid,
+                                   json.loads(gpu_state) if gpu_state else {}, finished))
+        return out
+
     def _to_result(self, row) -> Result:
         return _to_result(row, self._deps)
 
@@ -259,4 +312,5 @@ def _to_result(row, deps=lambda key: ()) -> Result:
         gpu_name=d["gpu_name"], gpu_uuid=d["gpu_uuid"], driver=d["driver"],
         build_seconds=d["build_seconds"], run_seconds=d["run_seconds"], 
         finished=d["finished"], deps=deps(d["deps"]), verified=bool(d["verified"]),
+        gpu_state=json.loads(d["gpu_state"]) if d.get("gpu_state") else {},
     )

@@ -21,15 +21,17 @@ import contextlib
 import itertools
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping
 
+from .. import confirm, physics
+from ..confirm import Confirmation, Interval
 from ..build import deps as depfiles
 from ..build.builder import BuildResult
 from ..errors import EnvironmentProblem, Interrupted, KsweepError, SpecError, StoreError, SystematicFailure
 from ..job import Job, config_id
 from ..observer import NullObserver, Observer
-from ..result import Result
+from ..result import Measurement, Result
 from ..run.base import Executor
 from ..run.gpus import Gpu
 from ..run.environment import build_problem, missing_programs, run_problem
@@ -65,6 +67,25 @@ class Summary:
     interrupted: bool = False
     failed: bool = False  # stopped by an error (a bad database, a host problem): nothing to report
     best: dict[tuple[str, str, str | None], Result] = field(default_factory=dict)
+    sm_clocks: list = field(default_factory=list)  # the median SM clock of each run (NVML), MHz
+    throttled: int = 0  # runs measured while throttled (each measured a second time)
+    confirm_runs: int = 0  # confirmation runs (not counted by --max-evals)
+    confirm_seconds: float = 0.0  # wall time of the confirmation phases
+    speedups: dict[tuple[str, str], Interval] = field(default_factory=dict)  # best over default, confirmed
+
+    def note_gpu_state(self, state: Mapping) -> None:
+        if state.get("sm_clock_mhz"):
+            self.sm_clocks.append(state["sm_clock_mhz"])
+        self.throttled += bool(state.get("throttled"))
+
+    @property
+    def clocks(self) -> str:
+        """'SM clock 1980 MHz median (1755-1980), 2 runs throttled', or '' without NVML data."""
+        if not self.sm_clocks:
+            return ""
+        c = sorted(self.sm_clocks)
+        text = f"SM clock {c[len(c) // 2]} MHz median ({c[0]}-{c[-1]})"
+        return text + (f", {self.throttled} runs throttled" if self.throttled else ", never throttled")
 
     @property
     def gpu_idle_share(self) -> float:
@@ -89,6 +110,8 @@ class SweepOptions:
     record_pruned: bool = True
     rerun: str | None = None  # "failed": evaluate stored failures again; "all": ignore stored results
     gpu_check: bool = True  # refuse, before building, a CUDA program sweep on a host without a GPU
+    # re-measure the leaders and the default after each shape × variant (ksweep/confirm.py); None: no
+    confirm: Confirmation | None = None
 
     def __post_init__(self):
         if self.rerun is not None and self.rerun not in RERUN:
@@ -102,6 +125,7 @@ class _Entry:
     job: Job
     result: Result | None = None
     resumed: bool = False
+    remeasured: bool = False  # its first run was throttled and it was run again
 
 
 class Sweep:
@@ -204,6 +228,8 @@ class Sweep:
         target = _Target(self, space, factory, strategy, budget, stored, window, harness)
         target.reference = self._reference(target)
         target.loop()
+        if self.options.confirm is not None and not budget.exhausted_by_time_or_patience():
+            self._confirm(target, shape.name, variant.name)
 
     def _window(self, variant: str, shape: str) -> int:
         """Configs asked ahead of the results: fixed per shape × variant (kept in the store), so
@@ -245,7 +271,7 @@ class Sweep:
 
     # -- one result ---------------------------------------------------------------------
     def finish(self, job: Job, build: BuildResult, outcome: RunOutcome | None,
-               reference: Mapping[str, float] | None = None, harness_deps: tuple = ()) -> Result:
+               reference: Mapping[str, float] | None = None, harness_deps: tuple = (), observe: bool = True) -> Result:
         """Judge a finished build (and run), store it, and return the stored result. A failure
         that every config would share (environment.py) stops the sweep and is not stored."""
         problem = build_problem(build, job) if outcome is None else run_problem(outcome)
@@ -258,7 +284,8 @@ class Sweep:
             self.summary.gpu_seconds += outcome.seconds
             if status is Status.OK:
                 status, message, verified = judge(metrics, self.spec.objective.metric, self.spec.check,
-                                                  reference, job.is_reference, outcome.outputs_checked)
+                                                  reference, job.is_reference, outcome.outputs_checked,
+                                                  self._impossible(job, metrics, gpu))
         result = Result(
             variant=job.variant, shape=job.shape, params=dict(job.params), derived=dict(job.derived),
             status=status, message=message, verified=verified, metrics=metrics, **build.report.result_fields(),
@@ -267,7 +294,10 @@ class Sweep:
             gpu_uuid=gpu.uuid if gpu else None, driver=gpu.driver if gpu else None,
             build_seconds=build.seconds, run_seconds=outcome.seconds if outcome else None,
             finished=time.time(), deps=tuple(dict.fromkeys((*build.deps, *harness_deps))),
+            gpu_state=dict(outcome.gpu_state) if outcome is not None else {},
         )
+        if outcome is not None and outcome.gpu_state:
+            self.summary.note_gpu_state(outcome.gpu_state)
         if not job.is_harness:
             verdict = self._same_error.see(build.status is not Status.COMPILE_ERROR, message, result)
             if verdict == "stop":
@@ -280,8 +310,22 @@ class Sweep:
                 return result
             for held in self._same_error.release():
                 self._store(held)
-        self._store(result)
+        if observe:
+            self._store(result)
+        else:
+            self.store.put(result)
         return result
+
+    def _impossible(self, job: Job, metrics: Mapping[str, float], gpu: Gpu | None) -> str | None:
+        """Why the run's time is below the physics floor of its GPU, or None."""
+        p = self.spec.physics
+        if p is None or job.work is None:
+            return None
+        value = metrics.get(p.time)
+        if not isinstance(value, (int, float)):
+            return None
+        peaks = physics.gpu_peaks(gpu.name if gpu else None, p.peak_tflops, p.bandwidth_gbs, p.dtype)
+        return physics.check(float(value), p.unit, physics.floor(job.work, p.dtype, peaks), p.margin)
 
     def _store(self, result: Result) -> None:
         self.store.put(result)
@@ -312,6 +356,85 @@ class Sweep:
             value = -value
         strategy.tell(dict(result.params), value)
         budget.record(value, counted=counted)
+
+    # -- confirmation of the leaders (ksweep/confirm.py) ------------------------------------
+    def _confirm(self, target: "_Target", shape: str, variant: str) -> None:
+        """Measure the k best configs and the default again, in interleaved rounds; each run is
+        stored as a measurement (a resumed sweep skips the rounds already stored)."""
+        started = time.monotonic()
+        plan, factory, space = self.options.confirm, target.factory, target.space
+        metric, direction = self.spec.objective.metric, self.spec.objective.direction
+        sign = 1.0 if direction == "min" else -1.0
+        jobs: dict[str, Job] = {}
+        ok = sorted((sign * r.value(metric), i, r) for i, r in enumerate(self.store.evaluated(variant, shape))
+                    if r.value(metric) is not None and self._on_our_gpus(r))
+        for _, _, r in ok:
+            if len(jobs) >= plan.k:
+                break
+            job = factory.make(dict(r.params), phase="confirm")
+            if job.cache_key == r.cache_key:  # a result of this experiment
+                jobs[job.config_id] = job
+        defaults = {p.name: p.default for p in space.params}  # the default config: the speed-up's baseline
+        if defaults in space:
+            is_reference = self.mode.reference_config(self.spec, dict(defaults)) == defaults
+            job = factory.make(defaults, phase="confirm", is_reference=is_reference)
+            self.store.set_meta(f"default:{variant}:{shape}", job.config_id)  # the speed-up's baseline
+            if job.config_id not in jobs:
+                stored = self.store.get(variant, shape, job.config_id)
+                if stored is None or stored.cache_key != job.cache_key:  # never evaluated: it is now, as
+                    # part of the confirmation (not counted by --max-evals, nor shown as progress)
+                    build, outcome = self._measure(target, replace(job, phase="default"))
+                    self.finish(replace(job, phase="default"), build, outcome, target.reference, observe=False)
+                    self.summary.confirm_runs += 1
+                jobs[job.config_id] = job
+        if not jobs:
+            return
+        keys = {cid: job.cache_key for cid, job in jobs.items()}
+        done = {(config_id(m.params), m.round) for m in self.store.measurements(variant, shape)
+                if keys.get(config_id(m.params)) == m.result_key}
+        for round_ in range(plan.rounds):
+            for cid in confirm.order(list(jobs), round_):
+                if (cid, round_) in done:
+                    continue
+                job = jobs[cid]
+                build, outcome = self._measure(target, job)
+                self.store.put_measurement(self._measurement(job, build, outcome, round_, target.reference))
+                self.summary.confirm_runs += 1
+        self.summary.confirm_seconds += time.monotonic() - started
+
+    def _on_our_gpus(self, r: Result) -> bool:
+        return r.gpu_name is None or self._gpu_models is None or r.gpu_name in self._gpu_models
+
+    def _measure(self, target: "_Target", job: Job) -> tuple[BuildResult, RunOutcome | None]:
+        """Build (a cache hit, usually) and run one job now, waiting in short steps (Ctrl-C)."""
+        if target.harness is not None:
+            target.harness.wait()
+        build = _wait(self.executor.submit_build(job))
+        if isinstance(build, Stopped):
+            raise KeyboardInterrupt
+        if build.status is not Status.OK:
+            return build, None
+        outcome = _wait(self.executor.submit_run(job, build))
+        if isinstance(outcome, Stopped):
+            raise KeyboardInterrupt
+        self.summary.gpu_seconds += outcome.seconds
+        return build, outcome
+
+    def _measurement(self, job: Job, build: BuildResult, outcome: RunOutcome | None, round_: int,
+                     reference: Mapping[str, float] | None) -> Measurement:
+        if outcome is None:
+            return Measurement(job.variant, job.shape, dict(job.params), job.cache_key, round_, build.status,
+                               message=build.message)
+        status, message, metrics, gpu = outcome.status, outcome.message, dict(outcome.metrics), outcome.gpu
+        if status is Status.OK:
+            status, message, _ = judge(metrics, self.spec.objective.metric, self.spec.check,
+                                       None if job.is_reference else reference, job.is_reference,
+                                       outcome.outputs_checked, self._impossible(job, metrics, gpu))
+        value = metrics.get(self.spec.objective.metric) if status is Status.OK else None
+        return Measurement(job.variant, job.shape, dict(job.params), job.cache_key, round_, status,
+                           value=float(value) if value is not None else None, message=message, metrics=metrics,
+                           gpu_name=gpu.name if gpu else None, gpu_uuid=gpu.uuid if gpu else None,
+                           gpu_state=dict(getattr(outcome, "gpu_state", None) or {}))
 
     # -- reference and pruned configs -------------------------------------------------
     def _reference(self, target: "_Target"):
@@ -485,6 +608,11 @@ class _Target:
     def _ran(self, entry: _Entry, build: BuildResult, outcome: RunOutcome | Stopped) -> None:
         if isinstance(outcome, Stopped):
             raise KeyboardInterrupt
+        if outcome.status is Status.OK and outcome.gpu_state.get("throttled") and not entry.remeasured:
+            entry.remeasured = True  # measured while throttled: once more (kept, flagged, if again)
+            self.sweep.summary.note_gpu_state(outcome.gpu_state)
+            self.runs[self.executor.submit_run(entry.job, build)] = (entry, build)
+            return
         harness_deps = self.harness.deps if self.harness is not None else ()
         entry.result = self.sweep.finish(entry.job, build, outcome,
                                          None if entry.job.is_reference else self.reference, harness_deps)
@@ -515,6 +643,13 @@ class _Target:
         self.order = self.order[: self.told] + [e for e in self.order[self.told:]
                                                 if e.result is not None or id(e) in in_flight]
         self.done_asking = True
+
+
+def _wait(future):
+    """A future's value, waited for in short steps so that Ctrl-C is seen between them."""
+    while not future.done():
+        wait([future], timeout=WAIT_STEP)
+    return future.result()
 
 
 def executor_gpu_models(executor: Executor) -> set[str] | None:

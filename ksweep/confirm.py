@@ -1,0 +1,143 @@
+"""Confirmation of the leaders (pure): which configs to measure again, and what the
+measurements say.
+
+One measurement per config cannot rank two configs whose times differ by less than the
+noise (on an H100, re-measuring one SGEMM config minutes apart moved it by 0.65%). After
+a shape × variant is searched, the top ``k`` configs and the default config are measured
+again in ``rounds`` interleaved rounds (round r takes the configs in an order rotated by
+r, so a slow drift of the GPU, warming up or throttling, spreads over all of them). BEST
+is then the config with the best median of its confirmation measurements; any config
+whose 95% interval overlaps the best's is a TIE: the data cannot tell them apart.
+
+The interval of a config is Student's t interval of the mean of its ``n`` measurements
+(mean ± t(0.975, n−1)·s/√n), the centre reported being the median. With the default
+three rounds t is 4.30: the interval is wide unless the runs agree closely, which is
+the honest answer for three numbers. The speed-up over the default is the ratio of the
+medians, with the interval [lo_default / hi_best, hi_default / lo_best] (interval
+arithmetic: conservative).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from .job import config_id
+
+# two-sided 95% quantiles of Student's t for 1..30 degrees of freedom; 1.96 beyond
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+         2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+         2.052, 2.048, 2.045, 2.042)
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """``k`` leaders plus the default, measured ``rounds`` more times each."""
+
+    k: int = 5
+    rounds: int = 3
+
+    @classmethod
+    def parse(cls, text: str) -> "Confirmation":
+        """'5,3' -> Confirmation(5, 3); ValueError with the rule otherwise."""
+        parts = text.split(",")
+        if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+            raise ValueError(f"--confirm {text}: give K,R (the K best configs, R rounds), e.g. --confirm 5,3")
+        k, rounds = (int(p) for p in parts)
+        if k < 1 or rounds < 1:
+            raise ValueError(f"--confirm {text}: K and R must be at least 1")
+        return cls(k, rounds)
+
+
+@dataclass(frozen=True)
+class Interval:
+    median: float
+    lo: float
+    hi: float
+    n: int
+
+    @property
+    def half_width(self) -> float:
+        return (self.hi - self.lo) / 2
+
+    def overlaps(self, other: "Interval") -> bool:
+        return self.lo <= other.hi and other.lo <= self.hi
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the confirmation says of one config of a shape × variant."""
+
+    config: str  # config_id
+    interval: Interval
+    mark: str  # "BEST", "TIE" or "" (measured, clearly behind the best)
+    failed: int = 0  # confirmation runs that did not end OK (a flaky config is never BEST)
+
+
+def interval(values: Sequence[float]) -> Interval:
+    """Median and 95% t interval of the mean of ``values`` (one value: a zero-width interval)."""
+    n = len(values)
+    med = statistics.median(values)
+    if n < 2:
+        return Interval(med, med, med, n)
+    mean = statistics.fmean(values)
+    t = _T975[n - 2] if n - 2 < len(_T975) else 1.96
+    half = t * statistics.stdev(values) / math.sqrt(n)
+    return Interval(med, mean - half, mean + half, n)
+
+
+def choose(results: Iterable[Any], metric: str, direction: str, k: int, default: str | None) -> list[str]:
+    """The config ids to confirm: the ``k`` best OK results by ``metric`` (finite values
+    only), then ``default`` when it is not among them."""
+    sign = 1.0 if direction == "min" else -1.0
+    ranked = []
+    for r in results:
+        v = r.value(metric)
+        if v is not None and math.isfinite(v):
+            ranked.append((sign * v, config_id(r.params)))
+    ranked.sort()
+    chosen = [cid for _, cid in ranked[:k]]
+    if default is not None and default not in chosen:
+        chosen.append(default)
+    return chosen
+
+
+def order(configs: Sequence[str], round_: int) -> list[str]:
+    """Round ``round_``'s order: the list rotated by the round number (interleaved rounds)."""
+    if not configs:
+        return []
+    r = round_ % len(configs)
+    return list(configs[r:]) + list(configs[:r])
+
+
+def verdicts(values: Mapping[str, Sequence[float]], failures: Mapping[str, int], direction: str) -> dict[str, Verdict]:
+    """BEST, TIE or '' for each confirmed config. ``values``: config -> the objective of its
+    confirmation runs that ended OK; ``failures``: config -> runs that did not. A config
+    with a failed confirmation run, or none that ended OK, is never BEST nor TIE."""
+    out: dict[str, Verdict] = {}
+    sound = {c: interval(v) for c, v in values.items() if v and not failures.get(c)}
+    best = None
+    if sound:
+        pick = min if direction == "min" else max
+        best = pick(sound, key=lambda c: sound[c].median)
+    for c, v in values.items():
+        iv = interval(v) if v else Interval(math.nan, math.nan, math.nan, 0)
+        mark = ""
+        if c == best:
+            mark = "BEST"
+        elif c in sound and best is not None and sound[c].overlaps(sound[best]):
+            mark = "TIE"
+        out[c] = Verdict(c, iv, mark, failures.get(c, 0))
+    return out
+
+
+def speedup(best: Interval, default: Interval, direction: str) -> Interval:
+    """How many times better the best is than the default, with a conservative interval."""
+    if direction == "min":  # times: default / best
+        return Interval(default.median / best.median, default.lo / best.hi if best.hi > 0 else math.nan,
+                        default.hi / best.lo if best.lo > 0 else math.inf, min(best.n, default.n))
+    return Interval(best.median / default.median, best.lo / default.hi if default.hi > 0 else math.nan,
+                    best.hi / default.lo if default.lo > 0 else math.inf, min(best.n, default.n))
+

@@ -1,0 +1,60 @@
+"""What the stored confirmation runs say, per shape × variant (pure): BEST, TIE, median and
+interval per confirmed config, and the best's speed-up over the default (ksweep/confirm.py)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from ..confirm import Interval, Verdict, speedup, verdicts
+from ..job import config_id
+from ..result import Measurement, Result
+from ..status import Status
+
+
+@dataclass(frozen=True)
+class Confirmed:
+    """The confirmation of one shape × variant."""
+
+    verdicts: Mapping[str, Verdict] = field(default_factory=dict)  # config_id -> verdict
+    default: str | None = None  # config_id of the default config, when it was confirmed
+    speedup: Interval | None = None  # the best over the default
+    rounds: int = 0
+
+    @property
+    def best(self) -> str | None:
+        return next((c for c, v in self.verdicts.items() if v.mark == "BEST"), None)
+
+
+def confirmed(results: Iterable[Result], measurements: Iterable[Measurement], direction: str,
+              defaults: Mapping[tuple[str, str], str] | None = None) -> dict[tuple[str, str], Confirmed]:
+    """(variant, shape) -> Confirmed, from the measurements taken under each result's own
+    key (those of an older experiment are not counted). ``defaults``: (variant, shape) ->
+    the default config's id (the store's meta ``default:<variant>:<shape>``)."""
+    key_of = {(r.variant, r.shape, config_id(r.params)): r.cache_key for r in results}
+    defaults = defaults or {}
+    values: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    failures: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    rounds: dict[tuple, set] = defaultdict(set)
+    for m in measurements:
+        cid = config_id(m.params)
+        group = (m.variant, m.shape)
+        if key_of.get((*group, cid)) != m.result_key:
+            continue
+        rounds[group].add(m.round)
+        if m.status is Status.OK and m.value is not None:
+            values[group][cid].append(m.value)
+        else:
+            failures[group][cid] += 1
+            values[group].setdefault(cid, [])
+    out = {}
+    for group, per_config in values.items():
+        v = verdicts(per_config, failures[group], direction)
+        default = defaults.get(group)
+        best = next((c for c, x in v.items() if x.mark == "BEST"), None)
+        up = None
+        if best is not None and default is not None and default in v and v[default].interval.n:
+            up = speedup(v[best].interval, v[default].interval, direction)
+        out[group] = Confirmed(v, default, up, len(rounds[group]))
+    return out
