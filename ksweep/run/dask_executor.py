@@ -56,6 +56,7 @@ from ..status import Status, Stopped
 from .base import Executor
 from .classify import lost
 from .gate import StartGate, auto_gap
+from .gpu_state import NO_MONITOR, GpuMonitor, NvmlMonitor
 from .gpus import Gpu, detect_gpus
 from .local_run import run_built
 from .persistent import PersistentHost, host_env
@@ -152,6 +153,18 @@ def build_metadata(built: Built) -> BuildResult:
     return built.result
 
 
+_MONITOR: list = []  # this worker process's NVML monitor, made on its first run
+
+
+def _worker_monitor(gpu: Gpu) -> GpuMonitor:
+    """This worker's NVML monitor (one per worker process), or none without a real GPU."""
+    if gpu.index is None or gpu.name == "fake" or os.environ.get(GPU_NAME_ENV):
+        return NO_MONITOR
+    if not _MONITOR:
+        _MONITOR.append(NvmlMonitor())
+    return _MONITOR[0]
+
+
 @lru_cache(maxsize=1)
 def _this_worker_gpu() -> Gpu:
     return worker_gpu(os.environ, detect_gpus())
@@ -212,7 +225,8 @@ def run_task(job: Job, built: Built, start_gap: float = 0.0, harness: Built | No
         gate = StartGate(start_gap) if start_gap > 0 and not job.persistent else None
         host = _worker_host(pin) if job.persistent else None
         outcome = run_built(job, build, replace(gpu, index=None), root / "ksweep-runs", gate=gate,
-                            harness=harness_built, host=host)
+                            harness=harness_built, host=host, monitor=_worker_monitor(gpu),
+                            monitor_index=gpu.index)
         return outcome if isinstance(outcome, Stopped) else replace(outcome, gpu=gpu)
     finally:
         if workdir is not None:

@@ -23,6 +23,7 @@ from ..process import ProcessRegistry
 from ..status import Stopped
 from .base import Executor
 from .gate import StartGate, auto_gap
+from .gpu_state import NO_MONITOR, GpuMonitor, NvmlMonitor
 from .gpus import Gpu
 from .local_run import run_built
 from .persistent import PersistentHost, host_env
@@ -91,12 +92,16 @@ class LocalExecutor(SlotExecutor):
     ``start_gap``: None, automatic), or on its GPU's persistent host."""
 
     def __init__(self, builder: Builder, gpus: list[Gpu], scratch: Path, build_jobs: int | None = None,
-                 start_gap: float | None = None, registry: ProcessRegistry | None = None):
+                 start_gap: float | None = None, registry: ProcessRegistry | None = None,
+                 monitor: GpuMonitor | None = None):
         super().__init__(builder, gpus, scratch, build_jobs, registry)
         self.start_gap = auto_gap(len(gpus)) if start_gap is None else start_gap
         self.gate = StartGate(self.start_gap) if self.start_gap > 0 else None
         self._hosts: dict[int | None, PersistentHost] = {}
         self._hosts_lock = threading.Lock()
+        # NVML on a host with GPUs (clocks and throttling per run), nothing otherwise
+        self.monitor = monitor if monitor is not None else (
+            NvmlMonitor() if any(g.index is not None for g in gpus) else NO_MONITOR)
 
     def run_on(self, gpu: Gpu, job: Job, build: BuildResult) -> RunOutcome | Stopped:
         """Run one built job on one GPU: the binary in its own process, or on the GPU's persistent host."""
@@ -104,7 +109,7 @@ class LocalExecutor(SlotExecutor):
         harness = self.builder.build(job.harness, self.registry) if job.harness is not None else None
         host = self._host(gpu) if job.persistent else None
         return run_built(job, build, gpu, self.scratch, gate=self.gate, harness=harness, host=host,
-                         registry=self.registry)
+                         registry=self.registry, monitor=self.monitor)
 
     def _host(self, gpu: Gpu) -> PersistentHost:
         with self._hosts_lock:

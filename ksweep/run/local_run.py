@@ -3,6 +3,7 @@ local executor's GPU slots and for a Dask worker's GPU alike."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from ..build.builder import BuildResult
@@ -11,6 +12,7 @@ from ..process import ProcessRegistry
 from ..status import STOPPED, Status, Stopped
 from .classify import not_run
 from .gate import StartGate
+from .gpu_state import NO_MONITOR, GpuMonitor, watch
 from .gpus import Gpu
 from .persistent import PersistentHost
 from .program import RunOutcome, run_job
@@ -18,14 +20,26 @@ from .program import RunOutcome, run_job
 
 def run_built(job: Job, build: BuildResult, gpu: Gpu, scratch: Path, *, gate: StartGate | None = None,
               harness: BuildResult | Stopped | None = None, host: PersistentHost | None = None,
-              registry: ProcessRegistry | None = None) -> RunOutcome | Stopped:
+              registry: ProcessRegistry | None = None, monitor: GpuMonitor = NO_MONITOR,
+              monitor_index: int | None = None) -> RunOutcome | Stopped:
     """Run ``job`` (built: ``build``) on ``gpu``, in a fresh folder under ``scratch``.
 
     ``harness``: the built harness of the job's shape × variant (its binary at a path this
     machine reads), handed to the run as ``{harness}``; None when the job has none. One that
     did not build makes the run a RUN_ERROR outcome. ``host``: the GPU's persistent host, for
     a job built for one (``job.persistent``); else the run is a process of its own, started
-    through ``gate`` (starts spaced on this host) and registered with ``registry``."""
+    through ``gate`` (starts spaced on this host) and registered with ``registry``.
+    ``monitor`` watches GPU ``monitor_index`` (default ``gpu.index``) during the run: its
+    clocks, temperature, power and throttling go with the outcome (run/gpu_state.py)."""
+    index = gpu.index if monitor_index is None else monitor_index
+    with watch(monitor, index) as watched:
+        outcome = _run_built(job, build, gpu, scratch, gate, harness, host, registry)
+    if isinstance(outcome, Stopped) or not watched.state:
+        return outcome
+    return replace(outcome, gpu_state=watched.state)
+
+
+def _run_built(job, build, gpu, scratch, gate, harness, host, registry) -> RunOutcome | Stopped:
     harness_path = None
     if harness is not None:
         if isinstance(harness, Stopped):

@@ -26,6 +26,7 @@ class RunOutcome:
     seconds: float = 0.0
     gpu: Gpu | None = None
     outputs_checked: bool = False  # kernel mode: the run compared its outputs with the reference's itself
+    gpu_state: dict = field(default_factory=dict)  # the GPU during the run (run/gpu_state.py)
 
 
 def run_argv(job: Job, build: BuildResult, workdir: Path, harness: Path | None) -> list[str]:

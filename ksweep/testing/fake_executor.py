@@ -56,6 +56,7 @@ class Planned:
     run: Status | Stopped | None = Status.OK
     metrics: Mapping[str, float] = field(default_factory=dict)
     message: str = ""
+    gpu_state: Mapping[str, Any] = field(default_factory=dict)  # what NVML saw during the run
 
     def __post_init__(self):
         build_ok = isinstance(self.build, Stopped) or isinstance(self.build, Status) and (
@@ -280,7 +281,7 @@ class FakeExecutor(Executor):
             return STOPPED, harness_path
         message = "" if plan.run is Status.OK else plan.failure_message(plan.run)
         metrics = dict(plan.metrics) if plan.run is Status.OK else {}
-        return RunOutcome(plan.run, message, metrics, RUN_SECONDS, gpu), harness_path
+        return RunOutcome(plan.run, message, metrics, RUN_SECONDS, gpu, gpu_state=dict(plan.gpu_state)), harness_path
 
     # -- futures -----------------------------------------------------------------------------
     def _check_open(self) -> None:
