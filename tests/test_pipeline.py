@@ -182,8 +182,8 @@ def _alive_from(folder) -> bool:
 def test_resume_after_sigkill_runs_no_config_twice(program_dir):
     log = program_dir.dir / "executions.log"
     spec = program_dir(SLOW.replace("LOGFILE", str(log)))
-    proc = subprocess.Popen([sys.executable, "-m", "ksweep.cli.main", "run", str(spec), "--strategy", "grid", "-q"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "-m", "ksweep.cli.main", "run", str(spec), "--strategy", "grid", "-q",
+                             "--no-confirm"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     db = program_dir.dir / ".ksweep" / "sweep.db"
 
     def stored() -> int:
@@ -210,7 +210,7 @@ def test_resume_after_sigkill_runs_no_config_twice(program_dir):
     first_runs = log.read_text().splitlines()
     log.rename(program_dir.dir / "first.log")
     assert finished <= set(first_runs)
-    r = run_cli("run", str(spec), "--strategy", "grid", "-q")
+    r = run_cli("run", str(spec), "--strategy", "grid", "-q", "--no-confirm")
     assert r.returncode == 0, r.stderr
     second_runs = log.read_text().splitlines()
     # nothing that finished before the kill runs again; each remaining config runs once

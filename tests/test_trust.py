@@ -391,7 +391,8 @@ def test_kill_9_at_random_moments_loses_nothing_and_ends_like_an_uninterrupted_r
     if strategy == "bayes":
         pytest.importorskip("optuna")
     rng = random.Random(12)
-    args = ["--strategy", strategy, "--max-evals", str(evals), "--seed", "5", "-j", "2", "-q"]
+    # the search's own resume (the confirmation phase is killed in test_rankings.py)
+    args = ["--strategy", strategy, "--max-evals", str(evals), "--seed", "5", "-j", "2", "-q", "--no-confirm"]
     extra = PHASED if strategy == "phased" else ""
     clean, killed = tmp_path / "clean", tmp_path / "killed"
     clean.mkdir()

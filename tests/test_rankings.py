@@ -1,0 +1,316 @@
+"""Rankings you can trust: confirmation of the leaders (pure rules, then end to end with a
+gcc program whose timings are noisy from a seeded distribution: a known winner, a known
+tie, a config whose single lucky measurement would win), and the physics gate (a planted
+cheat never ranks)."""
+
+import csv
+import json
+import math
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ksweep import physics
+from ksweep.cli.main import main
+from ksweep.confirm import Confirmation, Interval, choose, interval, order, speedup, verdicts
+from ksweep.result import Result
+from ksweep.spec.load import spec_from_dict
+from ksweep.spec.peaks import peaks_for
+from ksweep.status import Status
+from ksweep.store.sqlite import Store
+from ksweep.errors import SpecError
+
+PROGRAMS = Path(__file__).parent / "programs"
+
+
+# -- the rules, as pure functions ---------------------------------------------------------
+
+def test_interval_is_student_t_around_the_mean_with_the_median_reported():
+    iv = interval([1.0, 1.1, 1.2])
+    assert iv.median == 1.1 and iv.n == 3
+    assert iv.hi - iv.lo == pytest.approx(2 * 4.303 * 0.1 / math.sqrt(3), rel=1e-3)
+    assert interval([2.0]) == Interval(2.0, 2.0, 2.0, 1)
+
+
+def test_verdicts_best_tie_and_a_flaky_config():
+    v = verdicts({"a": [1.00, 1.01, 0.99], "b": [1.005, 1.0, 1.01], "c": [1.3, 1.31, 1.29], "d": [0.5, 0.5]},
+                 {"d": 1}, "min")
+    assert v["a"].mark == "BEST" and v["b"].mark == "TIE" and v["c"].mark == ""
+    assert v["d"].mark == "" and v["d"].failed == 1  # faster, but one confirmation run failed: never BEST
+    up = verdicts({"a": [10.0, 10.1], "b": [9.0, 9.1]}, {}, "max")
+    assert up["a"].mark == "BEST"
+
+
+def test_speedup_interval_is_conservative():
+    s = speedup(Interval(1.0, 0.9, 1.1, 3), Interval(2.0, 1.8, 2.2, 3), "min")
+    assert (s.median, s.lo, s.hi) == (2.0, pytest.approx(1.8 / 1.1), pytest.approx(2.2 / 0.9))
+
+
+def test_choose_and_interleaved_order():
+    results = [Result("v", "s", {"X": x}, Status.OK, metrics={"ms": ms}) for x, ms in
+               [(1, 3.0), (2, 1.0), (3, 2.0), (4, float("nan"))]]
+    results.append(Result("v", "s", {"X": 5}, Status.CRASH))
+    assert choose(results, "ms", "min", 2, '{"X":1}') == ['{"X":2}', '{"X":3}', '{"X":1}']
+    assert choose(results, "ms", "max", 1, None) == ['{"X":1}']
+    assert order(["a", "b", "c"], 0) == ["a", "b", "c"] and order(["a", "b", "c"], 1) == ["b", "c", "a"]
+
+
+def test_confirm_option_is_checked():
+    assert Confirmation.parse("5,3") == Confirmation(5, 3)
+    for bad in ("5", "0,3", "a,b", "5,3,1"):
+        with pytest.raises(ValueError):
+            Confirmation.parse(bad)
+
+
+# -- the physics gate -----------------------------------------------------------------------
+
+def test_peaks_are_matched_by_the_drivers_gpu_name():
+    assert peaks_for("NVIDIA H100 80GB HBM3").name == "H100 SXM"
+    assert peaks_for("NVIDIA H100 PCIe").name == "H100 PCIe"
+    assert peaks_for("NVIDIA H200").bandwidth_gbs == 4800
+    assert peaks_for("NVIDIA A100-SXM4-80GB").name == "A100 80GB SXM"
+    assert peaks_for("NVIDIA B200").tflops["fp8"] == 4500
+    assert peaks_for("NVIDIA GeForce RTX 4090").tflops["fp16"] == 330.3
+    assert peaks_for("NVIDIA GeForce RTX 5090").bandwidth_gbs == 1792
+    assert peaks_for("fake") is None and peaks_for(None) is None
+
+
+def test_floor_takes_the_larger_of_compute_and_memory_time():
+    h100 = peaks_for("NVIDIA H100 80GB HBM3")
+    # an SGEMM 4096^3: 1.37e11 flop at 66.9 TFLOP/s fp32 = 2.05 ms; its 201 MB at 3.35 TB/s = 0.06 ms
+    f = physics.floor(physics.Work(flops=2 * 4096 ** 3, bytes=3 * 4 * 4096 ** 2), "fp32", h100)
+    assert f.seconds == pytest.approx(2 * 4096 ** 3 / 66.9e12) and "TFLOP/s (fp32, H100 SXM)" in f.what
+    copy = physics.floor(physics.Work(bytes=8e9), "fp32", h100)
+    assert copy.seconds == pytest.approx(8e9 / 3350e9) and "GB/s" in copy.what
+    assert physics.check(2.1, "ms", f, 0.1) is None  # 98% of peak: possible
+    too_fast = physics.check(0.07, "ms", f, 0.1)
+    assert too_fast.startswith("0.07 ms is 29.") and "faster than the hardware allows" in too_fast
+    assert physics.check(1.9, "ms", f, 0.1) is None  # within the margin
+    assert physics.check(70.0, "us", f, 0.1) is not None  # the same cheat in microseconds
+
+
+def test_physics_spec_keys_are_checked():
+    with pytest.raises(SpecError, match="did you mean 'fp16'"):
+        spec_from_dict({"params": {"X": [1]}, "physics": {"flops": "2", "dtype": "fp17"}})
+    with pytest.raises(SpecError, match="shapes.s.flops"):
+        spec_from_dict({"params": {"X": [1]}, "physics": {"dtype": "fp32"},
+                        "shapes": {"s": {"defines": {"M": 2}, "flops": "2 * M * NOPE"}}})
+
+
+# -- end to end -------------------------------------------------------------------------------
+
+def _noisy(tmp_path: Path, extra: str = "", values: str = "[1, 2, 3, 4, 5, 6, 7, 8]") -> Path:
+    shutil.copy(PROGRAMS / "noisy.c", tmp_path / "noisy.c")
+    (tmp_path / "noise").mkdir()
+    spec = tmp_path / "noisy.toml"
+    spec.write_text(textwrap.dedent(f"""
+        [params]
+        X = {{ values = {values}, default = 1 }}
+        [build]
+        sources = ["noisy.c"]
+        command = ["gcc", "-O0", "{{defines}}", "-o", "{{binary}}", "noisy.c"]
+        [run]
+        env = {{ NOISE_DIR = "{tmp_path / 'noise'}" }}
+        [check]
+        expected = {{ checksum = 1.0 }}
+        {extra}
+    """))
+    return spec
+
+
+def _cli(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _status_of(out: str) -> dict[int, str]:
+    """X -> the STATUS cell of the table."""
+    marks = {}
+    for line in out.splitlines():
+        cells = line.split()
+        if cells and cells[0].isdigit() and len(cells) > 5:
+            status = next((c for c in cells if c in ("BEST", "TIE", "ok", "IMPOSSIBLE")), None)
+            marks[int(cells[0])] = status
+    return marks
+
+
+def test_a_lucky_single_measurement_does_not_win_after_confirmation(tmp_path, capsys):
+    spec = _noisy(tmp_path)
+    db = tmp_path / "n.db"
+    code, out, err = _cli(capsys, "run", spec, "--db", db, "--strategy", "grid")
+    assert code == 0, err
+    marks = _status_of(out)
+    assert {marks[3], marks[4]} == {"BEST", "TIE"}  # equally fast: the data cannot tell them apart
+    assert marks[5] == "ok"  # 0.8 ms once, 1.3 ms on each confirmation run
+    line = next(ln for ln in out.splitlines() if "confirmed:" in ln)
+    assert "5 configs x 3 rounds" in line and "BEST is 2" in line and "the default" in line
+    with Store(db) as store:
+        ms = store.measurements()
+        assert len(ms) == 15 and {m.round for m in ms} == {0, 1, 2}
+        assert {m.params["X"] for m in ms} == {1, 2, 3, 4, 5}  # the default (X=1) is among the five
+        first_round = [m.params["X"] for m in ms[:5]]
+        second_round = [m.params["X"] for m in ms[5:10]]
+        assert second_round == first_round[1:] + first_round[:1]  # interleaved: rotated each round
+    # the budget counts confirmation runs separately, and a finished sweep resumes with none
+    code, out, _ = _cli(capsys, "run", spec, "--db", db, "--strategy", "grid", "-q")
+    assert code == 0 and "0 evaluated, 8 resumed" in out
+    with Store(db) as store:
+        assert len(store.measurements()) == 15
+    csv_rows = {int(r["X"]): r for r in csv.DictReader((tmp_path / "n.csv").open())}
+    assert {csv_rows[3]["confirm_mark"], csv_rows[4]["confirm_mark"]} == {"BEST", "TIE"}
+    assert csv_rows[5]["confirm_n"] == "3" and csv_rows[8]["confirm_n"] == ""
+    code, out, _ = _cli(capsys, "report", db, "--format", "json")
+    records = {r["params"]["X"]: r for r in json.loads(out)}
+    assert records[1]["confirmation"]["default"] is True and records[1]["confirmation"]["n"] == 3
+
+
+def test_without_confirmation_the_lucky_config_wins(tmp_path, capsys):
+    spec = _noisy(tmp_path)
+    code, out, err = _cli(capsys, "run", spec, "--db", tmp_path / "n.db", "--strategy", "grid", "--no-confirm")
+    assert code == 0, err
+    assert _status_of(out)[5] == "BEST" and "confirmed:" not in out
+
+
+def test_max_evals_does_not_count_confirmation_runs(tmp_path, capsys):
+    spec = _noisy(tmp_path)
+    code, out, err = _cli(capsys, "run", spec, "--db", tmp_path / "n.db", "--strategy", "grid", "--max-evals",
+                          "4", "--confirm", "2,2", "-q")
+    assert code == 0, err
+    assert "4 evaluated" in out and "confirmation runs" in out
+    with Store(tmp_path / "n.db") as store:
+        assert len([r for r in store.results() if r.status is not Status.PRUNED]) == 4
+        # the 2 best (X=3, X=4) and the default (X=1) x 2 rounds
+        assert sorted({m.params["X"] for m in store.measurements()}) == [1, 3, 4]
+        assert len(store.measurements()) == 6
+
+
+def test_a_planted_cheat_is_impossible_and_never_best(tmp_path, capsys):
+    physics_table = """
+        [physics]
+        flops = "2 * 10**9"
+        dtype = "fp32"
+        peak_tflops = 4.0
+    """
+    spec = _noisy(tmp_path, physics_table, values="[1, 3, 5, 6]")
+    text = spec.read_text().replace('"-O0",', '"-O0", "-DCHEAT",')
+    spec.write_text(text)
+    for confirm in ([], ["--no-confirm"]):
+        db = tmp_path / f"cheat{len(confirm)}.db"
+        code, out, err = _cli(capsys, "run", spec, "--db", db, "--strategy", "grid", *confirm)
+        assert code == 0, err
+        marks = _status_of(out)
+        assert marks[6] == "IMPOSSIBLE" and marks[3] == "BEST"
+        with Store(db) as store:
+            (cheat,) = [r for r in store.results() if r.params["X"] == 6]
+        assert cheat.status is Status.IMPOSSIBLE and "faster than the hardware allows" in cheat.message
+        assert cheat.value("ms") is None
+
+
+# -- the GPU's state per run (NVML behind an interface, faked) -------------------------------
+
+def test_watch_sums_up_the_samples_of_a_run():
+    from ksweep.run.gpu_state import FakeMonitor, GpuSample, summarize, watch
+
+    samples = [GpuSample(1980, 2619, 60, 300.0, 0), GpuSample(1755, 2619, 83, 700.0, 0x4 | 0x40),
+               GpuSample(1980, 2619, 70, 310.0, 0x1)]  # 0x1: idle, not throttling
+    state = summarize(samples, {"cuda": "13.0", "driver": "580.1"})
+    assert state["sm_clock_mhz"] == 1980 and state["sm_clock_min_mhz"] == 1755
+    assert state["temperature_max_c"] == 83 and state["power_max_w"] == 700.0
+    assert state["throttled"] and state["throttle_reasons"] == ["hw_thermal", "sw_power_cap"]
+    assert state["cuda_version"] == "13.0" and state["driver_version"] == "580.1"
+    assert not summarize([GpuSample(1980, reasons=0x1)])["throttled"] and summarize([]) == {}
+    calm = FakeMonitor(lambda index, n: GpuSample(1980 - n, 2619, 50, 100.0, 0), {"cuda": "13.0"})
+    with watch(calm, 0, period=0.001) as w:
+        pass
+    assert w.state["samples"] >= 2 and not w.state["throttled"] and w.state["cuda_version"] == "13.0"
+    with watch(calm, None) as none:  # a slot without a GPU: nothing to watch
+        pass
+    assert none.state == {}
+
+
+def test_a_run_measured_while_throttled_is_measured_again(tmp_path):
+    from ksweep.sweep.driver import Sweep, SweepOptions
+    from ksweep.testing import FakeExecutor, Planned
+
+    (tmp_path / "toy.c").write_text("int main(void) { return 0; }\n")
+    (tmp_path / "t.toml").write_text(textwrap.dedent("""
+        [params]
+        A = [1, 2, 3]
+        [build]
+        sources = ["toy.c"]
+        command = ["true", "{defines}", "-o", "{binary}", "toy.c"]
+    """))
+    from ksweep.spec.load import load_spec
+
+    spec = load_spec(tmp_path / "t.toml")
+    calls: dict[int, int] = {}
+    hot = {"throttled": True, "throttle_reasons": ["sw_thermal"], "sm_clock_mhz": 1400}
+    cool = {"throttled": False, "throttle_reasons": [], "sm_clock_mhz": 1980}
+
+    def answer(job):  # build, then runs: A=2's first run is throttled; A=3 is throttled every time
+        a = job.params["A"]
+        calls[a] = calls.get(a, 0) + 1
+        throttled = a == 3 or (a == 2 and calls[a] == 2)
+        return Planned(Status.OK, Status.OK, {"ms": 5.0 - a + (3 if throttled else 0)}, "",
+                       hot if throttled else cool)
+
+    with Store(tmp_path / "t.db") as store:
+        summary = Sweep(spec, store, FakeExecutor(answer), SweepOptions(strategy="grid")).run()
+        rows = {r.params["A"]: r for r in store.results()}
+    assert calls == {1: 2, 2: 3, 3: 3}  # one build each; A=2 and A=3 ran twice
+    assert rows[2].metrics["ms"] == 3.0 and not rows[2].gpu_state["throttled"]  # the calm second run
+    assert rows[3].gpu_state["throttled"] and rows[3].metrics["ms"] == 5.0  # kept, flagged
+    assert summary.throttled == 3 and summary.sm_clocks and "runs throttled" in summary.clocks
+    from io import StringIO
+    from rich.console import Console
+    from ksweep.report.table import render
+
+    buf = StringIO()
+    render(list(rows.values()), "ms", "min", Console(file=buf, width=200))
+    assert "measured while throttled: sw_thermal" in buf.getvalue()
+
+
+def test_kill_9_during_the_confirmation_loses_no_measurement(tmp_path):
+    """Kill the sweep at random moments of its confirmation phase: no stored measurement is
+    lost or taken again, and the resumed sweep ends with every (config, round) once."""
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    spec = _noisy(tmp_path, values="[1, 2, 3, 4, 5, 6]")
+    spec.write_text(spec.read_text().replace("[check]", "timeout = 10\n[check]"))
+    db = tmp_path / "k.db"
+    args = ["--db", str(db), "--strategy", "grid", "--confirm", "3,4", "-q", "-j", "1"]
+    # a slow run (0.1 s) so that kills land inside the confirmation phase
+    spec.write_text(spec.read_text().replace("[run]", "[run]\ncommand = [\"sh\", \"-c\", \"sleep 0.1; exec {binary}\"]"))
+    rng = random.Random(3)
+    seen: dict[tuple, float] = {}
+    kills = 0
+    for _ in range(40):
+        proc = subprocess.Popen([sys.executable, "-m", "ksweep.cli.main", "run", str(spec), *args],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        try:
+            proc.wait(timeout=rng.uniform(0.8, 2.5))
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            kills += 1
+        else:
+            assert proc.returncode == 0
+            break
+        if db.exists():
+            with Store(db) as store:
+                now = {(m.params["X"], m.round): m.finished for m in store.measurements()}
+            assert all(now.get(k) == v for k, v in seen.items()), "a measurement was lost or taken again"
+            seen = now
+    assert kills >= 3
+    with Store(db) as store:
+        final = {(m.params["X"], m.round): m.finished for m in store.measurements()}
+        count = len(store.measurements())
+    assert count == len(final) == 4 * 4  # the 3 best and the default, 4 rounds each, once
+    assert all(final[k] == v for k, v in seen.items())  # what a killed run had stored stayed as it was
