@@ -30,12 +30,18 @@ def test_tiny_sweep(tmp_path, spec, shape, mode):
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     with Store(db) as store:
-        rows = [x for x in store.results() if x.status is not Status.PRUNED]
+        rows = [x for x in store.results() if x.status is not Status.PRUNED and x.phase != "default"]
+        measurements = store.measurements()
     assert len(rows) == 3
     for row in rows:
         assert row.status is Status.OK, (row.params, row.message)
         assert row.metrics["ms"] > 0 and "NVIDIA" in (row.gpu_name or "")
         assert row.regs is not None and row.spills == 0
+        # NVML watched the run: clocks, and the versions (docs/cli.md, "The GPU during each run")
+        assert row.gpu_state["sm_clock_mhz"] > 0 and row.gpu_state["cuda_version"], row.gpu_state
+    # the confirmation: the 3 evaluated configs and the default, 3 rounds each, all OK
+    assert len(measurements) == 3 * len({str(m.params) for m in measurements}) >= 9
+    assert all(m.status is Status.OK and m.value > 0 for m in measurements)
 
 
 def test_resumed_on_the_same_gpu_and_rerun_only_when_asked(tmp_path):
@@ -54,5 +60,5 @@ def test_resumed_on_the_same_gpu_and_rerun_only_when_asked(tmp_path):
     third = subprocess.run([*args, "--rerun", "all"], capture_output=True, text=True, timeout=900)
     assert third.returncode == 0 and "3 evaluated, 0 resumed" in third.stdout, third.stdout[-2000:]
     with Store(db) as store:
-        rows = [x for x in store.results() if x.status is not Status.PRUNED]
+        rows = [x for x in store.results() if x.status is not Status.PRUNED and x.phase != "default"]
     assert len(rows) == 3 and all(r.status is Status.OK and r.cached for r in rows)
