@@ -211,7 +211,9 @@ class Sweep:
         if self.options.record_pruned and space.raw_size <= PRUNED_RECORD_LIMIT:
             self._record_pruned(space, variant.name, shape.name)
         stored = self._reusable(space, factory, variant.name, shape.name)
-        budget.evals = len(stored)  # --max-evals counts what the store holds already
+        # --max-evals counts what the store holds already, but for the default config evaluated
+        # by a confirmation (those runs are counted apart)
+        budget.evals = sum(r.phase != "default" for r in stored.values())
         size = space_size(space)  # len() cannot count a space of more than 2**63 - 1 configs
         # made first: a search the budget cannot bound is refused before anything is shown
         strategy = self._make_strategy(self.options.strategy, space, self.options.seed, budget.max_evals) \
@@ -381,7 +383,7 @@ class Sweep:
             self.store.set_meta(f"default:{variant}:{shape}", job.config_id)  # the speed-up's baseline
             if job.config_id not in jobs:
                 stored = self.store.get(variant, shape, job.config_id)
-                if stored is None or stored.cache_key != job.cache_key:  # never evaluated: it is now, as
+                if stored is None or stored.cache_key != job.cache_key or self.options.rerun == "all":  # it is now, as
                     # part of the confirmation (not counted by --max-evals, nor shown as progress)
                     build, outcome = self._measure(target, replace(job, phase="default"))
                     self.finish(replace(job, phase="default"), build, outcome, target.reference, observe=False)
@@ -391,7 +393,7 @@ class Sweep:
             return
         keys = {cid: job.cache_key for cid, job in jobs.items()}
         done = {(config_id(m.params), m.round) for m in self.store.measurements(variant, shape)
-                if keys.get(config_id(m.params)) == m.result_key}
+                if keys.get(config_id(m.params)) == m.result_key and self.options.rerun != "all"}
         for round_ in range(plan.rounds):
             for cid in confirm.order(list(jobs), round_):
                 if (cid, round_) in done:

@@ -56,9 +56,13 @@ def test_resumed_on_the_same_gpu_and_rerun_only_when_asked(tmp_path):
     first = subprocess.run(args, capture_output=True, text=True, timeout=900)
     assert first.returncode == 0, first.stderr[-3000:]
     second = subprocess.run(args, capture_output=True, text=True, timeout=900)
-    assert second.returncode == 0 and "0 evaluated, 3 resumed" in second.stdout, second.stdout[-2000:]
+    with Store(db) as store:  # the 3 searched and the default (evaluated for the confirmation)
+        stored = len([x for x in store.results() if x.status is not Status.PRUNED])
+        measured = len(store.measurements())
+    assert second.returncode == 0 and f"0 evaluated, {stored} resumed" in second.stdout, second.stdout[-2000:]
     third = subprocess.run([*args, "--rerun", "all"], capture_output=True, text=True, timeout=900)
     assert third.returncode == 0 and "3 evaluated, 0 resumed" in third.stdout, third.stdout[-2000:]
     with Store(db) as store:
         rows = [x for x in store.results() if x.status is not Status.PRUNED and x.phase != "default"]
+        assert len(store.measurements()) == measured  # --rerun all measures the rounds again, in place
     assert len(rows) == 3 and all(r.status is Status.OK and r.cached for r in rows)
