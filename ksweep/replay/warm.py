@@ -37,21 +37,23 @@ def dataset_prior(*datasets: Dataset) -> Prior:
 
 def results_sources(results: Iterable[Result], metric: str, direction: str, label: str = "") -> list[Source]:
     """Stored results as sources, one per (variant, shape, GPU model); failures as None,
-    pruned configs left out, a maximised metric negated."""
-    groups: dict[tuple, tuple[list, list]] = {}
+    pruned configs left out, a maximised metric negated. A result with no GPU (its build
+    failed) belongs to every GPU model's source of its shape and variant."""
+    ran: dict[tuple, dict[str | None, list]] = {}
     for r in results:
         if r.status is Status.PRUNED:
             continue
         value = r.value(metric)
         if value is not None and direction == "max":
             value = -value
-        configs, values = groups.setdefault((r.variant, r.shape, r.gpu_name), ([], []))
-        configs.append(dict(r.params))
-        values.append(value)
+        ran.setdefault((r.variant, r.shape), {}).setdefault(r.gpu_name, []).append((dict(r.params), value))
     out = []
-    for (variant, shape, gpu), (configs, values) in groups.items():
-        name = f"{label}{variant}/{shape}" + (f" on {gpu}" if gpu else "")
-        out.append(Source(label=name, configs=tuple(configs), values=tuple(values)))
+    for (variant, shape), by_gpu in ran.items():
+        gpuless = by_gpu.pop(None, [])
+        for gpu, items in (by_gpu.items() if by_gpu else [(None, [])]):
+            items = items + gpuless
+            name = f"{label}{variant}/{shape}" + (f" on {gpu}" if gpu else "")
+            out.append(Source(label=name, configs=tuple(c for c, _ in items), values=tuple(v for _, v in items)))
     return out
 
 

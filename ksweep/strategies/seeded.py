@@ -43,7 +43,13 @@ class Seeded(Strategy):
             return fresh[:n]
         if self._waiting:
             return []  # the wrapped strategy starts once every seed is told
-        return self.inner.ask(n)
+        # The wrapped strategy may come upon seeds in its own order: it skips them (they were
+        # told), which can leave one ask empty. Each such ask passes one seed at least.
+        for _ in range(len(self._seeds) + 1):
+            out = self.inner.ask(n)
+            if out or self.inner.exhausted:
+                return out
+        return []
 
     def tell(self, config: Mapping[str, Any], value: float | None) -> None:
         super().tell(config, value)

@@ -122,7 +122,8 @@ class Sweep:
         self.summary = Summary(gpu_slots=executor.run_slots, has_gpu=models is None or models != {"none"})
         self._gpu_models = models
         self._make_strategy = strategy_factory or self._default_strategy
-        self._custom_strategy = strategy_factory is not None  # a caller's factory takes no prior
+        # a caller's factory gets the prior only when it takes one (a ``prior`` keyword)
+        self._custom_strategy = strategy_factory is not None and not _takes_prior(strategy_factory)
         self._same_error = SameErrorGuard()
         self._swept: list[tuple[str, str]] = []  # (variant, shape) searched by this run, in order
         self.priors: dict[tuple[str, str], tuple[str, ...]] = {}  # (variant, shape) -> its sources' labels
@@ -632,6 +633,15 @@ class _Harness:
             log = "\n".join(build.log.strip().splitlines()[-20:])
             raise KsweepError(f"{self._sweep.spec.label}: the harness ([build.harness]) did not build: "
                               f"{build.message or 'no message'}" + (f"\n{log}" if log else ""))
+
+
+def _takes_prior(factory: Callable) -> bool:
+    import inspect
+
+    try:
+        return "prior" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _phase(strategy, config) -> str | None:
