@@ -317,3 +317,23 @@ def test_plan_prints_the_estimate_from_the_database(tmp_path, capsys):
     assert main(["plan", str(spec.path), "--db", str(tmp_path / "toy.db"), "--jobs", "2"]) == 0
     out = capsys.readouterr().out
     assert "exhaustive: 80 configs" in out and "--effort quick: auto, 25 per shape × variant" in out
+
+
+def test_run_refuses_a_missing_warm_start_source_in_one_line(tmp_path, capsys):
+    spec = toy(tmp_path)
+    assert main(["run", str(spec.path), "--warm-start", str(tmp_path / "nope.db"), "--no-gpu-check"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--warm-start" in err[0] and "no such file" in err[0]
+
+
+def test_effort_line_says_what_was_chosen_and_how_long_it_takes():
+    from ksweep.api import Estimate
+    from ksweep.cli.run import effort_line
+
+    effort = choose("default", 5000)
+    est = Estimate(cores=16, gpus=1, sizes=(5000,), cost=Cost(30.0, 1.0, 8, 8), warm=False,
+                   exhaustive_seconds=None, presets=())
+    line = effort_line(effort, 1800.0, est, "auto", 100)
+    assert line.startswith("ksweep: effort default: auto, --max-evals 100 per shape × variant")
+    assert "expected 30 min on 16 cores, 1 GPU" in line
+    assert "no build or run time measured" in effort_line(effort, None, est, "auto", 100)
