@@ -22,6 +22,12 @@ estimated chance that it does not fail:
 - *Batches*: configs asked before earlier ones are told are chosen with the pending ones
   as fantasies at their predicted mean ("kriging believer"), so a batch spreads out.
 
+- *Warm start* (a ``prior``: earlier results of the kernel, ``prior.py``): the sources'
+  best configs replace the random start, and the model is of the target's log-time as
+  ``a + b * p(x) + residual``, where ``p`` is what the sources say (``transfer.py``) and
+  ``b`` is fitted to the target's results, shrunk towards 1. Without a prior nothing here
+  changes: the same seed makes the same proposals as before warm start existed.
+
 The settings were chosen on five recorded datasets (docs/benchmarks.md); each choice was
 the same with any one of the five left out.
 """
@@ -36,10 +42,10 @@ from typing import Any, Mapping
 import numpy as np
 
 from .base import SearchSpace, Strategy
-from .prior import Prior, seed_configs
 from .features import Featurizer
 from .gp import GaussianProcess, expected_improvement
 from .indexed import IndexedSpace
+from .prior import Prior, seed_configs
 
 MAX_FAILURE = 0.5  # candidates more likely than this to fail come after all others
 EAGER_FAILURES = 20  # refit the failure model at each failure up to this many
@@ -97,8 +103,9 @@ class SurrogateStrategy(Strategy):
         self.prior = prior if prior else None
         self._transfer = None  # made at the first model step (TransferMean), False when it says nothing
         self._prior_all: np.ndarray | None = None
-        if self.prior is not None:
-            seeds = seed_configs(self.prior, self._ix.params, space.__contains__, settings.warm_seeds)
+        seeds = seed_configs(self.prior, self._ix.params, space.__contains__, settings.warm_seeds) \
+            if self.prior is not None else []
+        if seeds:  # else the random start of a cold search (the prior may still inform the model)
             seeded = self._ix.positions([self._ix.position(c) for c in seeds])
             rest = self._ix.sample_positions(self._rng, settings.warm_random, set(map(int, seeded)))
             self._warm = np.concatenate([seeded, rest]).astype(self._ix.pos_dtype)
