@@ -189,6 +189,7 @@ def tune_kernel(
     backend: str = "cuda",
     timeout: float = 10.0,
     observer=None,
+    warm_start: Sequence[str | Path] = (),
 ) -> TuneResult:
     """Tune a ``__global__`` kernel.
 
@@ -197,7 +198,8 @@ def tune_kernel(
     ``block`` are expressions of the parameters and problem sizes; a templated
     ``kernel_name`` such as ``"sgemm<{BM}, {BN}>"`` is instantiated per config.
     ``reference`` is ``"file.py:function"`` (returns the expected outputs), a list of
-    expected outputs, a reference config (dict), or ``"defaults"``.
+    expected outputs, a reference config (dict), or ``"defaults"``. ``warm_start``: ksweep
+    databases or recorded datasets of the same kernel to start the search from.
     """
     source = Path(kernel_source).resolve()
     root = source.parent
@@ -228,7 +230,8 @@ def tune_kernel(
         limits=builtin_limits(arch), arch=arch, objective=Objective("ms", "min"), kernel=kspec,
         path=root / f"{source.stem}.kernel",
     )
-    summary, db_path = run_sweep(spec, db=db, options=SweepOptions(strategy=strategy, max_evals=max_evals),
+    summary, db_path = run_sweep(spec, db=db, options=SweepOptions(strategy=strategy, max_evals=max_evals,
+                                                                    warm_start=tuple(map(str, warm_start))),
                                  gpus=gpus, jobs=jobs, observer=observer, kernel_backend=backend)
     with Store(db_path) as store:
         results = tuple(store.results())

@@ -337,3 +337,12 @@ def test_effort_line_says_what_was_chosen_and_how_long_it_takes():
     assert line.startswith("ksweep: effort default: auto, --max-evals 100 per shape × variant")
     assert "expected 30 min on 16 cores, 1 GPU" in line
     assert "no build or run time measured" in effort_line(effort, None, est, "auto", 100)
+
+
+def test_stored_results_make_the_same_source_whatever_order_they_finished_in():
+    from ksweep.replay.warm import results_sources
+
+    rows = [Result("v", "s", {"A": a}, Status.OK, metrics={"ms": float(a % 3)}, gpu_name="G") for a in range(6)]
+    a = results_sources(rows, "ms", "min")
+    b = results_sources(rows[::-1], "ms", "min")
+    assert a == b and a[0].ranked() == b[0].ranked()

@@ -16,6 +16,7 @@ from typing import Iterable
 import numpy as np
 
 from ..errors import KsweepError
+from ..job import config_id
 from ..result import Result
 from ..status import Status
 from ..strategies.prior import Prior, Source
@@ -51,7 +52,9 @@ def results_sources(results: Iterable[Result], metric: str, direction: str, labe
     for (variant, shape), by_gpu in ran.items():
         gpuless = by_gpu.pop(None, [])
         for gpu, items in (by_gpu.items() if by_gpu else [(None, [])]):
-            items = items + gpuless
+            # in a fixed order (the store's is the order results finished in), so that the
+            # prior, and the search it informs, is the same whatever the timing of a sweep
+            items = sorted(items + gpuless, key=lambda cv: config_id(cv[0]))
             name = f"{label}{variant}/{shape}" + (f" on {gpu}" if gpu else "")
             out.append(Source(label=name, configs=tuple(c for c, _ in items), values=tuple(v for _, v in items)))
     return out
