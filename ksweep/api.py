@@ -192,6 +192,7 @@ def tune_kernel(
     backend: str = "cuda",
     timeout: float = 10.0,
     observer=None,
+    warm_start: Sequence[str | Path] = (),
 ) -> TuneResult:
     """Tune a ``__global__`` kernel.
 
@@ -200,7 +201,8 @@ def tune_kernel(
     ``block`` are expressions of the parameters and problem sizes; a templated
     ``kernel_name`` such as ``"sgemm<{BM}, {BN}>"`` is instantiated per config.
     ``reference`` is ``"file.py:function"`` (returns the expected outputs), a list of
-    expected outputs, a reference config (dict), or ``"defaults"``.
+    expected outputs, a reference config (dict), or ``"defaults"``. ``warm_start``: ksweep
+    databases or recorded datasets of the same kernel to start the search from.
     """
     source = Path(kernel_source).resolve()
     root = source.parent
@@ -231,10 +233,90 @@ def tune_kernel(
         limits=builtin_limits(arch), arch=arch, objective=Objective("ms", "min"), kernel=kspec,
         path=root / f"{source.stem}.kernel",
     )
-    summary, db_path = run_sweep(spec, db=db, options=SweepOptions(strategy=strategy, max_evals=max_evals),
+    summary, db_path = run_sweep(spec, db=db, options=SweepOptions(strategy=strategy, max_evals=max_evals,
+                                                                    warm_start=tuple(map(str, warm_start))),
                                  gpus=gpus, jobs=jobs, observer=observer, kernel_backend=backend)
     with Store(db_path) as store:
         results = tuple(store.results())
     ok = [r for r in results if r.status is Status.OK]
     best = min(ok, key=lambda r: r.metrics["ms"]) if ok else None
     return TuneResult(best, results, db_path)
+
+
+# -- what a sweep will cost, and the effort presets (ksweep plan, ksweep run --effort) -----
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Expected wall time of a spec's sweep on this machine: exhaustive, and per effort preset."""
+
+    cores: int
+    gpus: int
+    sizes: tuple[int, ...]  # valid configs of each shape × variant
+    cost: Any  # report.estimate.Cost, or None when nothing was measured
+    warm: bool
+    exhaustive_seconds: float | None
+    presets: tuple[tuple[Any, float | None], ...]  # (strategies.effort.Effort, seconds)
+
+
+def measured_cost(db: str | Path | None, warm_start: Sequence[str] = ()):
+    """Build and run times in ``db`` (else in the --warm-start databases), or None."""
+    from .replay.warm import is_database
+    from .report.estimate import cost_of
+
+    for path in [db, *warm_start]:
+        if path is not None and Path(path).exists() and is_database(path):
+            with Store(path, create=False) as store:
+                cost = cost_of(store.results())
+            if cost is not None:
+                return cost
+    return None
+
+
+def sample_builds(spec: Spec, count: int, seed: int = 0, cache: str | Path | None = None) -> list[float]:
+    """Build ``count`` random valid configs of the spec's first shape × variant (through the
+    build cache, so the sweep reuses them) and return each fresh build's wall seconds."""
+    from .space.space import Space
+    from .sweep.jobs import JobFactory
+
+    shape, variant = spec.shape_list()[0], spec.variant_list()[0]
+    space = Space.from_spec(spec, shape.name, variant.name)
+    factory = JobFactory(spec, shape, variant, space, mode_for(spec))
+    builder = make_builder(spec, cache and Path(cache))
+    rng = np.random.default_rng(seed)
+    size = space.size
+    picks = sorted({int(i) for i in rng.integers(size, size=min(count, size))}) if size else []
+    seconds = []
+    for i in picks:
+        result = builder.build(factory.make(space[i]))
+        if hasattr(result, "seconds") and not result.cached:
+            seconds.append(result.seconds)
+    return seconds
+
+
+def estimate(spec: Spec, *, db: str | Path | None = None, warm_start: Sequence[str] = (), cost=None,
+             jobs: int | None = None, gpus: list[int] | None = None, shapes=None, variants=None) -> Estimate:
+    """The expected wall time of an exhaustive sweep and of each effort preset, on this
+    machine (``jobs`` build jobs, the GPUs ``gpus`` selects), from ``cost`` or the times
+    measured in ``db`` (or the --warm-start databases)."""
+    from .report.estimate import wall_seconds
+    from .space.plan import make_plan
+    from .strategies.effort import EFFORTS, choose
+
+    cores = jobs or spec.build.jobs or os.cpu_count() or 1
+    n_gpus = len([g for g in select_gpus(detect_gpus(), gpus) if g.index is not None]) or 1
+    plan = make_plan(spec)
+    sizes = tuple(e.valid for e in plan.entries
+                  if (not shapes or e.shape in shapes) and (not variants or e.variant in variants))
+    cost = cost if cost is not None else measured_cost(db, warm_start)
+    warm = bool(warm_start)
+    exhaustive = sum(wall_seconds(n, cost, cores, n_gpus) for n in sizes) if cost else None
+    presets = []
+    for name in EFFORTS:
+        effort = choose(name, max(sizes, default=0), warm=warm, exhaustive_seconds=exhaustive)
+        if cost is None:
+            presets.append((effort, None))
+            continue
+        n = [s if effort.max_evals is None else min(s, effort.max_evals) for s in sizes]
+        presets.append((effort, sum(wall_seconds(k, cost, cores, n_gpus) for k in n)))
+    return Estimate(cores, n_gpus, sizes, cost, warm, exhaustive, tuple(presets))

@@ -274,8 +274,9 @@ def test_a_run_measured_while_throttled_is_measured_again(tmp_path):
 
 
 def test_kill_9_during_the_confirmation_loses_no_measurement(tmp_path):
-    """Kill the sweep at random moments of its confirmation phase: no stored measurement is
-    lost or taken again, and the resumed sweep ends with every (config, round) once."""
+    """Kill the sweep whenever its confirmation phase has stored a new measurement (after a
+    random short delay): no stored measurement is lost or taken again, and the resumed sweep
+    ends with every (config, round) once."""
     import random
     import signal
     import subprocess
@@ -283,34 +284,39 @@ def test_kill_9_during_the_confirmation_loses_no_measurement(tmp_path):
     import time
 
     spec = _noisy(tmp_path, values="[1, 2, 3, 4, 5, 6]")
-    spec.write_text(spec.read_text().replace("[check]", "timeout = 10\n[check]"))
+    spec.write_text(spec.read_text().replace("[check]", "timeout = 10\n[check]").replace(
+        "[run]", "[run]\ncommand = [\"sh\", \"-c\", \"sleep 0.2; exec {binary}\"]"))
     db = tmp_path / "k.db"
     args = ["--db", str(db), "--strategy", "grid", "--confirm", "3,4", "-q", "-j", "1"]
-    # a slow run (0.1 s) so that kills land inside the confirmation phase
-    spec.write_text(spec.read_text().replace("[run]", "[run]\ncommand = [\"sh\", \"-c\", \"sleep 0.1; exec {binary}\"]"))
     rng = random.Random(3)
-    seen: dict[tuple, float] = {}
+
+    def measured() -> dict:
+        try:
+            with Store(db, create=False) as store:
+                return {(m.params["X"], m.round): m.finished for m in store.measurements()}
+        except Exception:  # noqa: BLE001 - not created yet
+            return {}
+
+    seen: dict = {}
     kills = 0
-    for _ in range(40):
+    for _ in range(60):
         proc = subprocess.Popen([sys.executable, "-m", "ksweep.cli.main", "run", str(spec), *args],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-        try:
-            proc.wait(timeout=rng.uniform(0.8, 2.5))
-        except subprocess.TimeoutExpired:
+        while proc.poll() is None and len(measured()) <= len(seen):  # until one more is stored
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0.0, 0.3))  # then kill at some moment of the next runs
+        if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
-            proc.wait()
             kills += 1
-        else:
-            assert proc.returncode == 0
+        proc.wait()
+        now = measured()
+        assert all(now.get(k) == v for k, v in seen.items()), "a measurement was lost or taken again"
+        seen = now
+        if proc.returncode == 0:
             break
-        if db.exists():
-            with Store(db) as store:
-                now = {(m.params["X"], m.round): m.finished for m in store.measurements()}
-            assert all(now.get(k) == v for k, v in seen.items()), "a measurement was lost or taken again"
-            seen = now
     assert kills >= 3
+    final = measured()
     with Store(db) as store:
-        final = {(m.params["X"], m.round): m.finished for m in store.measurements()}
         count = len(store.measurements())
     assert count == len(final) == 4 * 4  # the 3 best and the default, 4 rounds each, once
     assert all(final[k] == v for k, v in seen.items())  # what a killed run had stored stayed as it was

@@ -47,19 +47,30 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--save", metavar="FILE.json", help="also write the records to FILE.json")
     p.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     p.add_argument("--plot", metavar="FILE.png", help="draw best-found-versus-evaluations curves")
+    p.add_argument("--warm-start-from", metavar="PAIRS",
+                   help="also search each TARGET warm-started from the recorded results of SOURCE: "
+                        "comma-separated TARGET<-SOURCE pairs of dataset names (a file's name without "
+                        ".json.gz), or same-kernel: every ordered pair of datasets whose names agree up to "
+                        "the first underscore; each pair is a table 'TARGET ← SOURCE'")
+    p.add_argument("--warm-only", action="store_true",
+                   help="with --warm-start-from: only the warm-started searches, not the cold ones")
     p.set_defaults(handler=run)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..replay.bench import default_workers, load_all, run_bench
+    from ..replay.bench import default_workers, load_all, parse_pairs, run_bench
 
     if args.repeats < 1:
         raise KsweepError(f"--repeats must be at least 1, got {args.repeats}")
     datasets = load_all(args.datasets)
+    if args.warm_only and not args.warm_start_from:
+        raise KsweepError("--warm-only needs --warm-start-from PAIRS")
+    pairs = parse_pairs(args.warm_start_from, datasets) if args.warm_start_from else []
     progress = None if args.json or not sys.stderr.isatty() else _progress
     result = run_bench(datasets, args.strategies, args.budgets, args.repeats,
-                       workers=args.jobs or default_workers(), progress=progress)
+                       workers=args.jobs or default_workers(), progress=progress, pairs=pairs,
+                       cold=not args.warm_only)
     if progress:
         print(file=sys.stderr)
     records = [r.as_json() for r in result.records]

@@ -15,6 +15,14 @@ def add_parser(sub) -> None:
     p.add_argument("spec", help="the sweep spec (TOML)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--show", type=int, default=5, metavar="N", help="valid configs to show per shape/variant (default 5)")
+    p.add_argument("--db", help="results database whose build and run times give the cost estimate "
+                                "(default: .ksweep/<spec>.db beside the spec, when it exists)")
+    p.add_argument("--estimate", type=int, metavar="N",
+                   help="build N random valid configs now to measure the build time (kept in the build cache)")
+    p.add_argument("--warm-start", action="append", metavar="SOURCE",
+                   help="the sweep will be warm-started from SOURCE (smaller presets; its times are used "
+                        "when the database has none)")
+    p.add_argument("--jobs", "-j", type=int, help="parallel builds to plan for (default: all cores)")
     p.set_defaults(handler=run)
 
 
@@ -23,8 +31,54 @@ def run(args) -> int:
     for warning in spec.warnings:
         print(f"ksweep: warning: {warning}", file=sys.stderr)
     plan = make_plan(spec, show=args.show)
+    est = _estimate(spec, args)
     if args.json:
-        print(json.dumps(plan.to_json(), indent=2, default=str))
+        out = plan.to_json()
+        out["estimate"] = _estimate_json(est)
+        print(json.dumps(out, indent=2, default=str))
     else:
         print_plan(spec, plan)
+        _print_estimate(est)
     return 0
+
+
+def _estimate(spec, args):
+    from pathlib import Path
+
+    from ..api import estimate, sample_builds
+    from ..errors import KsweepError
+    from ..report.estimate import sample_cost
+    from ..sweep.local import default_db_path
+
+    if args.estimate is not None and args.estimate < 1:
+        raise KsweepError(f"--estimate {args.estimate}: give a whole number of at least 1")
+    cost = sample_cost(sample_builds(spec, args.estimate)) if args.estimate else None
+    db = Path(args.db) if args.db else default_db_path(spec)
+    return estimate(spec, db=db, warm_start=tuple(args.warm_start or ()), cost=cost, jobs=args.jobs)
+
+
+def _estimate_json(est) -> dict:
+    return {
+        "cores": est.cores, "gpus": est.gpus, "warm": est.warm,
+        "cost": None if est.cost is None else est.cost.__dict__,
+        "exhaustive_seconds": est.exhaustive_seconds,
+        "presets": [{"effort": e.name, "strategy": e.strategy, "max_evals": e.max_evals, "reason": e.reason,
+                     "seconds": t} for e, t in est.presets],
+    }
+
+
+def _print_estimate(est) -> None:
+    from ..report.estimate import duration
+
+    where = f"{est.cores} cores, {est.gpus} GPU{'s' if est.gpus > 1 else ''}"
+    print()
+    if est.cost is None:
+        print(f"cost: no build or run time measured yet (give --estimate N to build N configs now, "
+              f"or --db a database of an earlier sweep)")
+    else:
+        print(f"cost on this machine ({where}): {est.cost.describe()}")
+        print(f"  exhaustive: {sum(est.sizes):,} configs, expected {duration(est.exhaustive_seconds)}")
+    for effort, seconds in est.presets:
+        budget = "every config" if effort.max_evals is None else f"{effort.max_evals} per shape × variant"
+        time = f", expected {duration(seconds)}" if seconds is not None else ""
+        print(f"  --effort {effort.name}: {effort.strategy}, {budget}{time}")

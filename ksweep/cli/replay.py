@@ -23,6 +23,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--patience", type=int, default=None, metavar="N", help="stop after N evaluations without improvement")
     p.add_argument("--seed", type=int, default=0, metavar="K", help="random seed (default 0)")
     p.add_argument("--batch", type=int, default=1, metavar="K", help="configs asked at a time (default 1)")
+    p.add_argument("--warm-start", action="append", metavar="SOURCE",
+                   help="start from the results of SOURCE: a recorded dataset or a ksweep database of the "
+                        "same kernel (another GPU, shape or revision); parameters are matched by name "
+                        "(repeatable; see docs/strategies.md#warm-start)")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.set_defaults(handler=run)
     return p
@@ -33,8 +37,14 @@ def run(args: argparse.Namespace) -> int:
     from ..replay.search import replay_search
 
     dataset = load_dataset(args.dataset)
+    prior = None
+    for source in args.warm_start or ():
+        from ..replay.warm import load_prior
+        from ..strategies.prior import Prior
+
+        prior = Prior((*(prior.sources if prior else ()), *load_prior(source).sources))
     out = replay_search(dataset, args.strategy, seed=args.seed, max_evals=args.max_evals,
-                        time_limit=args.time_limit, patience=args.patience, batch=args.batch)
+                        time_limit=args.time_limit, patience=args.patience, batch=args.batch, prior=prior)
     if args.json:
         print(json.dumps({**out.__dict__, "ratio": out.ratio}))
         return 0
@@ -43,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
     console = Console()
     console.print(f"[bold]{out.dataset}[/]: {len(dataset)} recorded configs, {dataset.failures} failed; "
                   f"strategy [bold]{out.strategy}[/], seed {out.seed}")
+    if prior is not None:
+        console.print(f"warm start from: {', '.join(prior.labels)}")
     console.print(f"evaluations: {out.evaluations} ({out.failures} failed)")
     if out.best_config is None:
         console.print("best: nothing valid found")

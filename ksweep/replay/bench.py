@@ -20,10 +20,12 @@ import numpy as np
 
 from ..strategies import make_strategy, run_key
 from ..strategies.base import Budget
+from ..strategies.prior import Prior
 from .dataset import Dataset
 from .driver import replay
 from .importers import load_dataset
 from .space import ReplaySpace
+from .warm import dataset_prior
 from .stats import evals_to_within, random_expectation, ratio_curve, summarise
 
 EXACT_RANDOM = "random-exact"  # the strategy name of the exact random-search expectation
@@ -61,24 +63,49 @@ class _Job:
     strategy: str  # what actually runs: a run key
     budget: int
     seed: int
+    source: int = -1  # the dataset the search is warm-started from (-1: cold)
 
 
 _DATASETS: list[Dataset] = []
+_PRIORS: dict[int, Prior] = {}  # source dataset -> its prior, made once per worker
 
 
 def _init_worker(datasets: list[Dataset]) -> None:
     _DATASETS[:] = datasets
+    _PRIORS.clear()
+
+
+def _prior(source: int) -> Prior | None:
+    if source < 0:
+        return None
+    if source not in _PRIORS:
+        _PRIORS[source] = dataset_prior(_DATASETS[source])
+    return _PRIORS[source]
 
 
 def _run(job: _Job) -> tuple[_Job, np.ndarray]:
-    return job, run_once(_DATASETS[job.dataset], job.strategy, job.budget, job.seed)
+    return job, run_once(_DATASETS[job.dataset], job.strategy, job.budget, job.seed, _prior(job.source))
 
 
-def run_once(dataset: Dataset, strategy: str, budget: int, seed: int) -> np.ndarray:
-    """Recorded values (NaN = failure) of the configs one replayed search evaluated."""
+def run_once(dataset: Dataset, strategy: str, budget: int, seed: int, prior: Prior | None = None) -> np.ndarray:
+    """Recorded values (NaN = failure) of the configs one replayed search evaluated
+    (warm-started from ``prior`` when given)."""
     space = ReplaySpace(dataset)
-    s = make_strategy(strategy, space, seed=seed, budget_hint=budget)
+    s = make_strategy(strategy, space, seed=seed, budget_hint=budget, prior=prior)
     return replay(s, space, Budget(max_evals=budget)).values
+
+
+def pair_name(datasets: Sequence[Dataset], target: int, source: int) -> str:
+    """The row label of a warm-started entry: ``target ← source``."""
+    return f"{datasets[target].name} ← {datasets[source].name}"
+
+
+def same_kernel_pairs(datasets: Sequence[Dataset]) -> list[tuple[int, int]]:
+    """Every ordered (target, source) pair of datasets of the same kernel: the same name up
+    to the first underscore (``dedispersion_A100`` and ``dedispersion_W7800``)."""
+    kernel = [d.name.split("_")[0] for d in datasets]
+    return [(t, s) for t in range(len(datasets)) for s in range(len(datasets))
+            if t != s and kernel[t] == kernel[s]]
 
 
 def run_bench(
@@ -88,16 +115,22 @@ def run_bench(
     repeats: int,
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
+    pairs: Sequence[tuple[int, int]] = (),
+    cold: bool = True,
 ) -> BenchResult:
-    """Run the protocol; ``progress(done, total)`` is called as replays finish."""
+    """Run the protocol; ``progress(done, total)`` is called as replays finish. ``pairs``:
+    (target, source) dataset indices, each an entry of its own (``target ← source``): the
+    search of the target warm-started from the source's recorded results. ``cold=False``:
+    only those entries, not the cold search of every dataset."""
     budgets = sorted(set(budgets))
-    longest: dict[tuple[int, str], int] = {}  # (dataset, run key) -> the budget it runs to
-    for d, ds in enumerate(datasets):
+    entries = ([(d, -1) for d in range(len(datasets))] if cold else []) + list(pairs)
+    longest: dict[tuple[int, int, str], int] = {}  # (dataset, source, run key) -> the budget it runs to
+    for d, src in entries:
         for s in strategies:
             for b in budgets:
-                k = (d, run_key(s, len(ds), b))
+                k = (d, src, run_key(s, len(datasets[d]), b))
                 longest[k] = max(longest.get(k, 0), b)
-    jobs = [_Job(d, k, b, r) for (d, k), b in longest.items() for r in range(repeats)]
+    jobs = [_Job(d, k, b, r, src) for (d, src, k), b in longest.items() for r in range(repeats)]
     # Longest first, so the last workers do not start a long job alone.
     jobs.sort(key=lambda j: (-j.budget, j.strategy, j.dataset, j.seed))
     traces: dict[_Job, np.ndarray] = {}
@@ -113,29 +146,34 @@ def run_bench(
             traces[job] = _run(job)[1]
             if progress:
                 progress(len(traces), len(jobs))
-    return _summarise(datasets, strategies, budgets, repeats, longest, traces)
+    return _summarise(datasets, strategies, budgets, repeats, longest, traces, entries)
 
 
-def _summarise(datasets, strategies, budgets, repeats, longest, traces) -> BenchResult:
+def _summarise(datasets, strategies, budgets, repeats, longest, traces, entries) -> BenchResult:
     records: list[BenchRecord] = []
     curves: dict = {}
-    for d, ds in enumerate(datasets):
+    optimum = {}
+    for d, src in entries:
+        ds = datasets[d]
         opt = ds.optimum
+        name = ds.name if src < 0 else pair_name(datasets, d, src)
+        optimum[name] = opt
         for s in strategies:
             # The curve: from the run of the largest budget.
             k = run_key(s, len(ds), budgets[-1])
-            runs = [traces[_Job(d, k, longest[(d, k)], r)] for r in range(repeats)]
-            curves[(ds.name, s)] = np.mean([_padded(ratio_curve(v, opt), budgets[-1]) for v in runs], axis=0)
+            runs = [traces[_Job(d, k, longest[(d, src, k)], r, src)] for r in range(repeats)]
+            curves[(name, s)] = np.mean([_padded(ratio_curve(v, opt), budgets[-1]) for v in runs], axis=0)
             for b in budgets:
                 k = run_key(s, len(ds), b)
-                values = [traces[_Job(d, k, longest[(d, k)], r)][:b] for r in range(repeats)]
+                values = [traces[_Job(d, k, longest[(d, src, k)], r, src)][:b] for r in range(repeats)]
                 ratios = [float(ratio_curve(v, opt)[-1]) if len(v) else 0.0 for v in values]
                 evals = [evals_to_within(v, opt) for v in values]
-                records.append(BenchRecord(ds.name, s, b, **asdict(summarise(ratios, evals, b))))
-        for b in budgets:
-            e = random_expectation(ds.values, b)
-            records.append(BenchRecord(ds.name, EXACT_RANDOM, b, **asdict(e)))
-    return BenchResult(records=tuple(records), curves=curves, optimum={ds.name: ds.optimum for ds in datasets})
+                records.append(BenchRecord(name, s, b, **asdict(summarise(ratios, evals, b))))
+        if src < 0:
+            for b in budgets:
+                e = random_expectation(ds.values, b)
+                records.append(BenchRecord(name, EXACT_RANDOM, b, **asdict(e)))
+    return BenchResult(records=tuple(records), curves=curves, optimum=optimum)
 
 
 def _padded(curve: np.ndarray, n: int) -> np.ndarray:
@@ -161,6 +199,34 @@ def mean_over_datasets(records: Sequence[BenchRecord]) -> list[BenchRecord]:
             repeats=rs[0].repeats,
         ))
     return out
+
+
+def parse_pairs(text: str, datasets: Sequence[Dataset]) -> list[tuple[int, int]]:
+    """``TARGET<-SOURCE[,TARGET<-SOURCE...]`` (dataset names: the file name without .json.gz)
+    as index pairs; ``same-kernel``: every ordered pair of datasets of one kernel."""
+    from ..errors import KsweepError
+
+    if text.strip() == "same-kernel":
+        return same_kernel_pairs(datasets)
+    names = {d.name: i for i, d in enumerate(datasets)}
+    out = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        target, sep, source = (x.strip() for x in part.partition("<-"))
+        if not sep or not target or not source:
+            raise KsweepError(f"--warm-start-from {part}: give TARGET<-SOURCE pairs of dataset names, "
+                              f"or same-kernel")
+        for name in (target, source):
+            if name not in names:
+                raise KsweepError(f"--warm-start-from {part}: no dataset named {name} among the files given "
+                                  f"({', '.join(names)})")
+        if target == source:
+            raise KsweepError(f"--warm-start-from {part}: a dataset cannot warm-start itself")
+        out.append((names[target], names[source]))
+    if not out:
+        raise KsweepError(f"--warm-start-from {text}: no pair given")
+    return list(dict.fromkeys(out))
 
 
 def load_all(paths: Sequence[str | Path]) -> list[Dataset]:

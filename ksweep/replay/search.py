@@ -9,6 +9,7 @@ import numpy as np
 
 from ..strategies import make_strategy
 from ..strategies.base import Budget
+from ..strategies.prior import Prior
 from .dataset import Dataset
 from .driver import replay
 from .space import ReplaySpace
@@ -41,9 +42,11 @@ def replay_search(
     time_limit: float | None = None,
     patience: int | None = None,
     batch: int = 1,
+    prior: Prior | None = None,
 ) -> ReplayOutcome:
+    """``prior``: start from earlier results (warm start; ``replay.warm.load_prior``)."""
     space = ReplaySpace(dataset)
-    s = make_strategy(strategy, space, seed=seed, budget_hint=max_evals)
+    s = make_strategy(strategy, space, seed=seed, budget_hint=max_evals, prior=prior)
     trace = replay(s, space, Budget(max_evals=max_evals, time_limit=time_limit, patience=patience), batch=batch)
     best = trace.best_position
     return ReplayOutcome(

@@ -116,9 +116,10 @@ class WorkerHandle:
 
     def kill(self) -> None:
         """Kill the worker (if still there) and whatever it started, and wait for it."""
-        if self.proc is not None:
-            kill_worker(self.proc, self._token)
-            self.proc.wait()
+        proc = self.proc  # another thread (a request that saw the worker die) may clear it meanwhile
+        if proc is not None:
+            kill_worker(proc, self._token)
+            proc.wait()
             self.proc = None
 
     def close(self) -> None:

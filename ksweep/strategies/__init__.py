@@ -10,6 +10,7 @@ from typing import Callable
 
 from ..errors import UnknownStrategy
 from .base import Budget, NoBudget, SearchSpace, Strategy, config_key, require_budget, space_size
+from .prior import Prior, Source
 
 # name -> (module, class); imported on use, so that optuna loads only for "bayes".
 _REGISTRY: dict[str, tuple[str, str]] = {
@@ -33,15 +34,25 @@ def _class(name: str) -> Callable[..., Strategy]:
     return getattr(importlib.import_module(f"{__name__}.{module}"), cls)
 
 
-def make_strategy(name: str, space: SearchSpace, seed: int = 0, budget_hint: int | None = None) -> Strategy:
+def make_strategy(name: str, space: SearchSpace, seed: int = 0, budget_hint: int | None = None,
+                  prior: Prior | None = None) -> Strategy:
     """A new strategy searching ``space``; ``budget_hint`` is the evaluation budget, if known
     (at least the space's size: no budget stops the search before the space is done, which a
-    space of more than 2**63 - 1 configs refuses in one line: ``NoBudget``)."""
+    space of more than 2**63 - 1 configs refuses in one line: ``NoBudget``). ``prior``: the
+    results of earlier searches of the same kernel to start from (warm start); without one
+    (or an empty one) the search is exactly the cold one."""
     cls = _class(name)
     require_budget(space, budget_hint)
+    prior = prior if prior else None
     if name == "auto":
-        return cls(space, seed=seed, budget_hint=budget_hint)
-    return cls(space, seed=seed)
+        return cls(space, seed=seed, budget_hint=budget_hint, prior=prior)
+    if prior is None:
+        return cls(space, seed=seed)
+    if name == "surrogate":
+        return cls(space, seed=seed, prior=prior)
+    from .seeded import Seeded
+
+    return Seeded(cls(space, seed=seed), prior)
 
 
 def run_key(name: str, space_size: int, budget: int | None) -> str:
@@ -54,5 +65,5 @@ def run_key(name: str, space_size: int, budget: int | None) -> str:
     return name
 
 
-__all__ = ["Budget", "NoBudget", "SearchSpace", "Strategy", "config_key", "make_strategy", "run_key", "space_size",
+__all__ = ["Budget", "NoBudget", "Prior", "Source", "SearchSpace", "Strategy", "config_key", "make_strategy", "run_key", "space_size",
            "STRATEGIES", "DEFAULT"]

@@ -23,12 +23,12 @@ def choose(space_size: int, budget_hint: int | None) -> str:
 class AutoStrategy(Strategy):
     name = "auto"
 
-    def __init__(self, space: SearchSpace, seed: int = 0, budget_hint: int | None = None):
+    def __init__(self, space: SearchSpace, seed: int = 0, budget_hint: int | None = None, prior=None):
         from . import make_strategy
 
         super().__init__(space, seed)
         self.chosen = choose(space_size(space), budget_hint)
-        self.inner = make_strategy(self.chosen, space, seed=seed)
+        self.inner = make_strategy(self.chosen, space, seed=seed, prior=prior)
 
     def ask(self, n: int = 1) -> list[dict[str, Any]]:
         out = super().ask(n)

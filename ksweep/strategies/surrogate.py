@@ -22,6 +22,12 @@ estimated chance that it does not fail:
 - *Batches*: configs asked before earlier ones are told are chosen with the pending ones
   as fantasies at their predicted mean ("kriging believer"), so a batch spreads out.
 
+- *Warm start* (a ``prior``: earlier results of the kernel, ``prior.py``): the sources'
+  best configs replace the random start, and the model is of the target's log-time as
+  ``a + b * p(x) + residual``, where ``p`` is what the sources say (``transfer.py``) and
+  ``b`` is fitted to the target's results, shrunk towards 1. Without a prior nothing here
+  changes: the same seed makes the same proposals as before warm start existed.
+
 The settings were chosen on five recorded datasets (docs/benchmarks.md); each choice was
 the same with any one of the five left out.
 """
@@ -39,6 +45,7 @@ from .base import SearchSpace, Strategy
 from .features import Featurizer
 from .gp import GaussianProcess, expected_improvement
 from .indexed import IndexedSpace
+from .prior import Prior, seed_configs
 
 MAX_FAILURE = 0.5  # candidates more likely than this to fail come after all others
 EAGER_FAILURES = 20  # refit the failure model at each failure up to this many
@@ -59,12 +66,20 @@ class SurrogateSettings:
     local_sampling: float = 1.0  # fraction of local steps by Thompson sampling instead of EI
     max_points: int = 400  # results the models are fitted to (the best half, the rest spread)
     scale: str = "log"  # numeric features: "log" (log2 of positive values, else rank) or "rank"
+    # warm start (a prior: docs/strategies.md#warm-start); none of these matters without one
+    warm_seeds: int = 5  # the sources' best configs, mapped into the space, evaluated first
+    warm_random: int = 0  # random configs after them, before the model takes over
+    prior_weight: float = 2.0  # the slope of target on source is shrunk to 1 by this many pseudo-results
+    residual_floor: float = 0.1  # the residual sd is at least this share of the source's spread
+    prior_pool: int = 200  # configs with the best prior that join a global step's candidates
+    warm_centres: int = 1  # with a prior, a local step searches around this many of the best configs
 
 
 class SurrogateStrategy(Strategy):
     name = "surrogate"
 
-    def __init__(self, space: SearchSpace, seed: int = 0, settings: SurrogateSettings = SurrogateSettings()):
+    def __init__(self, space: SearchSpace, seed: int = 0, settings: SurrogateSettings = SurrogateSettings(),
+                 prior: Prior | None = None):
         super().__init__(space, seed)
         self.settings = settings
         self._ix = IndexedSpace(space)
@@ -84,6 +99,17 @@ class SurrogateStrategy(Strategy):
         self._locals = 0
         self._carry = self._ix.positions([])
         self._warm = self._ix.sample_positions(self._rng, settings.initial, set())
+        self._initial = settings.initial
+        self.prior = prior if prior else None
+        self._transfer = None  # made at the first model step (TransferMean), False when it says nothing
+        self._prior_all: np.ndarray | None = None
+        seeds = seed_configs(self.prior, self._ix.params, space.__contains__, settings.warm_seeds) \
+            if self.prior is not None else []
+        if seeds:  # else the random start of a cold search (the prior may still inform the model)
+            seeded = self._ix.positions([self._ix.position(c) for c in seeds])
+            rest = self._ix.sample_positions(self._rng, settings.warm_random, set(map(int, seeded)))
+            self._warm = np.concatenate([seeded, rest]).astype(self._ix.pos_dtype)
+            self._initial = len(self._warm)
 
     # -- the ask/tell plumbing ----------------------------------------------------
 
@@ -120,7 +146,7 @@ class SurrogateStrategy(Strategy):
         values = np.array(self._values)
         ok = ~np.isnan(values)
         started = len(self._told) + len(self._pending)
-        if started < s.initial or ok.sum() < 2:
+        if started < self._initial or ok.sum() < 2:
             return self._random()
         told = self._ix.positions(self._told)
         if len(told) > s.max_points:
@@ -129,7 +155,11 @@ class SurrogateStrategy(Strategy):
             keep = _subset(values, s.max_points)
             told, values, ok = told[keep], values[keep], ok[keep]
         x_ok = self._features(told[ok])
-        y_ok = self._transform(values[ok])
+        base = None
+        if self.prior is not None and self._transfer_ready(values[ok]):
+            y_ok, base = self._transfer_fit(told[ok], values[ok])
+        else:
+            y_ok = self._transform(values[ok])
         refit = self._fitted_at < 0 or len(told) - self._fitted_at >= s.refit_every
         if refit:
             self._gp.fit(x_ok, y_ok, steps=s.fit_steps)
@@ -147,20 +177,24 @@ class SurrogateStrategy(Strategy):
             self._fail_gp.condition(x_all, label)
             self._fail_mean = float(failed.mean())
         self._gp.condition(x_ok, y_ok)
-        best_y = float(y_ok.min())
+        best_y = float(y_ok.min()) if base is None else float((y_ok + base(told[ok])).min())
         if self._pending:
             pend = self._ix.positions(list(self._pending))
             x_pend = self._features(pend)
             self._gp.condition(np.vstack([x_ok, x_pend]), np.concatenate([y_ok, self._gp.predict(x_pend)[0]]))
         self._steps += 1
         local = int(self._steps * s.local_share) > int((self._steps - 1) * s.local_share)
-        cand = self._local_candidates(told[ok][np.argsort(y_ok)[: s.centres]]) if local else None
+        rank_y = y_ok if base is None else y_ok + base(told[ok])
+        centres = s.centres if base is None else s.warm_centres
+        cand = self._local_candidates(told[ok][np.argsort(rank_y)[:centres]]) if local else None
         if cand is None or not len(cand):
-            cand = self._global_candidates(told[ok][np.argsort(y_ok)[: s.top]])
+            cand = self._global_candidates(told[ok][np.argsort(rank_y)[: s.top]], base is not None)
         if not len(cand):
             return self._random()
         x = self._features(cand)
         mean, sd = self._gp.predict(x)
+        if base is not None:
+            mean = mean + base(cand)
         self._locals += local
         sample = local and int(self._locals * s.local_sampling) > int((self._locals - 1) * s.local_sampling)
         if sample:
@@ -184,6 +218,45 @@ class SurrogateStrategy(Strategy):
         y = np.log(v) if (v > 0).all() else v
         return (y - y.mean()) / (y.std() + 1e-12)
 
+    # -- warm start: the sources' results as the prior mean of the model -----------------
+
+    def _transfer_ready(self, values: np.ndarray) -> bool:
+        if self._transfer is None:
+            from .transfer import TransferMean
+
+            self._log = bool((values > 0).all())
+            self._transfer = TransferMean(self.prior, self._ix.params, self._log) or False
+            if self._transfer and self._ix.enumerated:
+                self._prior_all = self._transfer(self._ix.rows)
+                self._prior_order = self._ix.positions(np.argsort(self._prior_all, kind="stable"))
+        return bool(self._transfer) and bool((values > 0).all()) == self._log
+
+    def _prior_at(self, positions: np.ndarray) -> np.ndarray:
+        if self._prior_all is not None:
+            return self._prior_all[positions]
+        return self._transfer(self._ix.rows_of(positions))
+
+    def _transfer_fit(self, positions: np.ndarray, values: np.ndarray):
+        """The model of y (the log of the times) = a + b * prior + residual: b by least squares
+        shrunk towards 1 (the same ratios as the source) and kept in [0, 2]. Returns the
+        residuals scaled for the GP, and the prior part on the same scale as a function of
+        positions (offset so that the best result is at 0)."""
+        s = self.settings
+        y = np.log(values) if self._log else values
+        p = self._prior_at(positions)
+        pc, yc = p - p.mean(), y - y.mean()
+        weight = s.prior_weight * self._transfer.spread ** 2
+        b = float(np.clip((pc @ yc + weight) / (pc @ pc + weight), 0.0, 2.0)) if weight > 0 else 0.0
+        a = float(y.mean() - b * p.mean())
+        r = y - a - b * p
+        sigma = max(float(r.std()), s.residual_floor * b * self._transfer.spread, 1e-12)
+        offset = float(y.min())
+
+        def base(pos: np.ndarray) -> np.ndarray:
+            return (a + b * self._prior_at(pos) - offset) / sigma
+
+        return r / sigma, base
+
     def _features(self, positions: np.ndarray) -> np.ndarray:
         if self._all is not None:
             return self._all[positions]
@@ -200,7 +273,7 @@ class SurrogateStrategy(Strategy):
             return int(fresh[0])
         return int(self._ix.sample_positions(self._rng, 1, self._taken_set)[0])
 
-    def _global_candidates(self, best: np.ndarray) -> np.ndarray:
+    def _global_candidates(self, best: np.ndarray, warm: bool = False) -> np.ndarray:
         s = self.settings
         free_count = self._ix.size - len(self._taken_set)
         if self._taken is not None and free_count <= s.full_limit:
@@ -213,6 +286,8 @@ class SurrogateStrategy(Strategy):
         parts = [sample, self._free(self._carry)]
         rows = self._ix.rows_of(best)
         parts += [self._free(self._ix.neighbours(r)) for r in rows]
+        if warm and self._prior_all is not None:
+            parts.append(self._free(self._prior_order)[: s.prior_pool])
         return np.unique(np.concatenate(parts).astype(self._ix.pos_dtype))
 
     def _local_candidates(self, centres: np.ndarray) -> np.ndarray:

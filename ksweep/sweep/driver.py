@@ -112,6 +112,10 @@ class SweepOptions:
     gpu_check: bool = True  # refuse, before building, a CUDA program sweep on a host without a GPU
     # re-measure the leaders and the default after each shape × variant (ksweep/confirm.py); None: no
     confirm: Confirmation | None = None
+    # warm start (docs/strategies.md#warm-start): databases or recorded datasets to start each
+    # search from, and whether each shape starts from the shapes this run swept before it
+    warm_start: tuple[str, ...] = ()
+    warm_between_shapes: bool = True
 
     def __post_init__(self):
         if self.rerun is not None and self.rerun not in RERUN:
@@ -142,11 +146,33 @@ class Sweep:
         self.summary = Summary(gpu_slots=executor.run_slots, has_gpu=models is None or models != {"none"})
         self._gpu_models = models
         self._make_strategy = strategy_factory or self._default_strategy
+        # a caller's factory gets the prior only when it takes one (a ``prior`` keyword)
+        self._custom_strategy = strategy_factory is not None and not _takes_prior(strategy_factory)
         self._same_error = SameErrorGuard()
+        self._swept: list[tuple[str, str]] = []  # (variant, shape) searched by this run, in order
+        self.priors: dict[tuple[str, str], tuple[str, ...]] = {}  # (variant, shape) -> its sources' labels
 
-    def _default_strategy(self, name: str, space, seed: int, max_evals: int | None):
+    def _default_strategy(self, name: str, space, seed: int, max_evals: int | None, prior=None):
         o = self.options
-        return _strategy(name, space, seed, max_evals, o.time_limit is None and o.patience is None)
+        return _strategy(name, space, seed, max_evals, o.time_limit is None and o.patience is None, prior)
+
+    def _prior(self, variant: str, shape: str):
+        """What the search of (variant, shape) starts from: the --warm-start sources, and the
+        results of the shapes of this variant that this run swept before (unless turned off)."""
+        from ..replay.warm import load_prior, results_sources
+        from ..strategies.prior import Prior
+
+        sources = []
+        for path in self.options.warm_start:
+            sources.extend(load_prior(path, variant, shape).sources)
+        if self.options.warm_between_shapes:
+            objective = self.spec.objective
+            for v, done in self._swept:
+                if v == variant and done != shape:
+                    sources.extend(results_sources(self.store.evaluated(v, done), objective.metric,
+                                                   objective.direction, label="this run: "))
+        prior = Prior(tuple(sources))
+        return prior if prior else None
 
     # -- top level ---------------------------------------------------------------------
     def run(self) -> Summary:
@@ -215,9 +241,18 @@ class Sweep:
         # by a confirmation (those runs are counted apart)
         budget.evals = sum(r.phase != "default" for r in stored.values())
         size = space_size(space)  # len() cannot count a space of more than 2**63 - 1 configs
+        prior = None if self._custom_strategy or not size else self._prior(variant.name, shape.name)
+        self._swept.append((variant.name, shape.name))
+        if prior is not None:
+            self.priors[(variant.name, shape.name)] = prior.labels
         # made first: a search the budget cannot bound is refused before anything is shown
-        strategy = self._make_strategy(self.options.strategy, space, self.options.seed, budget.max_evals) \
-            if size else None
+        if not size:
+            strategy = None
+        elif prior is not None:
+            strategy = self._make_strategy(self.options.strategy, space, self.options.seed, budget.max_evals,
+                                           prior=prior)
+        else:
+            strategy = self._make_strategy(self.options.strategy, space, self.options.seed, budget.max_evals)
         planned = size if budget.max_evals is None else min(size, budget.max_evals)
         self.observer.target_started(variant.name, shape.name, size, space.raw_size, planned)
         for result in stored.values():  # they count, and show, whether or not the search asks for them again
@@ -737,15 +772,24 @@ class _Harness:
                               f"{build.message or 'no message'}" + (f"\n{log}" if log else ""))
 
 
+def _takes_prior(factory: Callable) -> bool:
+    import inspect
+
+    try:
+        return "prior" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def _phase(strategy, config) -> str | None:
     phase_of = getattr(strategy, "phase_of", None)
     return phase_of(config) if phase_of else None
 
 
-def _strategy(name: str, space, seed: int, max_evals: int | None, unbounded: bool):
+def _strategy(name: str, space, seed: int, max_evals: int | None, unbounded: bool, prior=None):
     from ..strategies import make_strategy
 
     # auto: a budget that covers the space (no --max-evals, no --time-limit, no --patience
     # covers any space) means grid; docs/strategies.md
     hint = max_evals if max_evals is not None else (space_size(space) if unbounded else None)
-    return make_strategy(name, space, seed=seed, budget_hint=hint)
+    return make_strategy(name, space, seed=seed, budget_hint=hint, prior=prior)

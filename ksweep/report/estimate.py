@@ -1,0 +1,82 @@
+"""How long a sweep will take on this machine, from build and run times already measured.
+
+Pure: a ``Cost`` is made from stored results (``cost_of``) or from sample builds, and
+``wall_seconds`` turns a number of configs into an expected wall time on ``cores`` build
+jobs and ``gpus`` run slots. Builds and runs overlap (the driver builds ahead), so the
+sweep goes at the pace of the slower of the two pipelines, plus one build and one run to
+fill and drain them. Results served from the build cache say nothing about a fresh build's
+cost and are left out of the build figure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from ..result import Result
+from ..status import Status
+
+
+@dataclass(frozen=True)
+class Cost:
+    build_seconds: float  # a fresh build, wall (one build job)
+    run_seconds: float  # one run (0 when no run was measured)
+    builds: int  # how many builds the figure is the mean of
+    runs: int
+    failed_builds: float = 0.0  # share of configs whose build failed (they take no GPU time)
+    source: str = "database"  # "database" or "sample builds"
+
+    def describe(self) -> str:
+        run = f"{self.run_seconds:.2f} s per run ({self.runs} runs)" if self.runs else "no run measured yet"
+        where = "sample builds" if self.source == "sample builds" else "builds measured"
+        return f"{self.build_seconds:.1f} s per build ({self.builds} {where}), {run}"
+
+
+def cost_of(results: Iterable[Result], source: str = "database") -> Cost | None:
+    """Mean build and run times of stored results; None when no fresh build was measured."""
+    builds, runs, failed, total = [], [], 0, 0
+    for r in results:
+        if r.status is Status.PRUNED:
+            continue
+        total += 1
+        if r.build_seconds is not None and not r.cached:
+            builds.append(r.build_seconds)
+        if r.run_seconds is not None:
+            runs.append(r.run_seconds)
+        failed += r.status.build_failure
+    if not builds:
+        return None
+    return Cost(build_seconds=sum(builds) / len(builds), run_seconds=sum(runs) / len(runs) if runs else 0.0,
+                builds=len(builds), runs=len(runs), failed_builds=failed / total if total else 0.0, source=source)
+
+
+def sample_cost(build_seconds: Sequence[float]) -> Cost | None:
+    """The cost of sample builds (no run measured)."""
+    if not build_seconds:
+        return None
+    return Cost(sum(build_seconds) / len(build_seconds), 0.0, len(build_seconds), 0, source="sample builds")
+
+
+def wall_seconds(configs: int, cost: Cost, cores: int, gpus: int) -> float:
+    """Expected wall time of evaluating ``configs`` configs (builds on ``cores`` jobs, runs on
+    ``gpus`` slots, overlapping)."""
+    if configs <= 0:
+        return 0.0
+    cores, gpus = max(1, cores), max(1, gpus)
+    per_build = cost.build_seconds / cores
+    per_run = cost.run_seconds * (1.0 - cost.failed_builds) / gpus
+    return configs * max(per_build, per_run) + cost.build_seconds + cost.run_seconds
+
+
+def duration(seconds: float) -> str:
+    """'45 s', '12 min', '3.4 h', '5.2 days'."""
+    if not math.isfinite(seconds):
+        return "unknown"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"

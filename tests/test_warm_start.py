@@ -1,0 +1,348 @@
+"""Warm start: a search that starts from earlier results of the same kernel (another shape,
+GPU or source revision), from a ksweep database or a recorded dataset; effort presets and
+the cost estimate of ``ksweep plan``."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ksweep.cli.main import main
+from ksweep.errors import KsweepError
+from ksweep.replay import ReplaySpace, load_dataset, replay
+from ksweep.replay.bench import parse_pairs, run_bench, same_kernel_pairs
+from ksweep.replay.importers import parse_kernel_tuner
+from ksweep.replay.stats import evals_to_within
+from ksweep.replay.warm import database_prior, dataset_prior, load_prior
+from ksweep.report.estimate import Cost, cost_of, wall_seconds
+from ksweep.result import Result
+from ksweep.spec.model import Param
+from ksweep.status import Status
+from ksweep.store.sqlite import Store
+from ksweep.strategies import Prior, Source, make_strategy
+from ksweep.strategies.base import Budget
+from ksweep.strategies.effort import choose
+from ksweep.strategies.prior import map_config, map_value, seed_configs
+from ksweep.sweep.driver import Sweep, SweepOptions
+from ksweep.testing import FakeExecutor
+from ksweep.testing.strategy_suite import StrategySuite, replay_run, synthetic_dataset
+
+from test_driver import Recording, toy
+
+DATASETS = Path(os.environ.get("KSWEEP_DATASETS", Path(__file__).resolve().parents[2] / "shared" / "datasets"))
+
+
+def shared(name: str) -> Path:
+    path = DATASETS / name
+    if not path.exists():
+        pytest.skip(f"shared dataset {path} not present")
+    return path
+
+
+def kernel(shift: float = 0.0, params=("a", "b", "c"), name: str = "k", invalid=lambda c: False):
+    """A recorded dataset of one smooth kernel; ``shift`` moves its optimum along ``a`` (a
+    close shape or GPU); ``invalid(config)``: configs left out (the kernel's constraints)."""
+    values = {"a": range(12), "b": [1, 2, 4, 8, 16], "c": [0, 1, 2], "x": [0, 1]}
+    cache = {}
+    for combo in itertools.product(*(values[p] for p in params)):
+        c = dict(zip(params, combo))
+        if invalid(c):
+            continue
+        t = 2.0 + 0.1 * (c["a"] - 6 - shift) ** 2 + abs(np.log2(c.get("b", 4)) - 2) + 0.3 * c.get("c", 0) \
+            + 0.2 * c.get("x", 0)
+        cache[",".join(map(str, combo))] = {**c, "time": t}
+    return parse_kernel_tuner({"tune_params_keys": list(params), "cache": cache}, name=name)
+
+
+def search(target, prior, budget=30, seed=0, strategy="auto"):
+    space = ReplaySpace(target)
+    s = make_strategy(strategy, space, seed=seed, budget_hint=budget, prior=prior)
+    return s, replay(s, space, Budget(max_evals=budget))
+
+
+# -- mapping configs between spaces -------------------------------------------------------
+
+
+def test_map_config_by_name_drops_fills_and_takes_the_nearest_value():
+    params = (Param("a", (16, 32, 64)), Param("b", (1, 2), default=2), Param("mode", ("x", "y")))
+    # "extra" is dropped; b is missing: the target's default; 40 is not listed: the nearest on
+    # a log scale is 32 (48 would be 64); 200 -> 64.
+    assert map_config({"a": 40, "mode": "y", "extra": 7}, params) == {"a": 32, "b": 2, "mode": "y"}
+    assert map_config({"a": 48, "mode": "y"}, params)["a"] == 64
+    assert map_config({"a": 200, "b": 1, "mode": "x"}, params) == {"a": 64, "b": 1, "mode": "x"}
+    assert map_config({"a": 16, "b": 1, "mode": "z"}, params) is None  # no counterpart for "z"
+    assert map_value(0, (1, 2, 4)) == (True, 1)
+
+
+def test_seeds_are_the_best_mapped_configs_valid_in_the_target():
+    source = Source("s", configs=({"a": 1}, {"a": 2}, {"a": 3}, {"a": 4}), values=(4.0, 1.0, None, 2.0))
+    params = (Param("a", (1, 2, 3, 4)),)
+    valid = lambda c: c["a"] != 2  # the source's best config is invalid here
+    assert seed_configs(Prior((source,)), params, valid, 5) == [{"a": 4}, {"a": 1}]  # failed a=3 never seeds
+
+
+# -- the search learns from the prior ------------------------------------------------------
+
+
+def test_warm_start_from_a_dataset_starts_at_the_sources_best_and_gets_there_sooner():
+    target, source = kernel(shift=1.0, name="target"), kernel(shift=0.0, name="source")
+    prior = dataset_prior(source)
+    s, warm = search(target, prior)
+    best_source = source.config(int(np.nanargmin(source.values)))
+    assert s.ask  # auto ran surrogate, with the prior
+    assert ReplaySpace(target)[warm.positions[0]] == best_source  # the source's best is tried first
+    cold_evals, warm_evals = [], []
+    for seed in range(4):
+        cold_evals.append(evals_to_within(search(target, None, seed=seed)[1].values, target.optimum) or 99)
+        warm_evals.append(evals_to_within(search(target, prior, seed=seed)[1].values, target.optimum) or 99)
+    assert max(warm_evals) <= 10
+    assert np.mean(warm_evals) < np.mean(cold_evals)
+
+
+def test_warm_start_where_the_sources_best_config_is_invalid():
+    """The target shape's constraints exclude the source's best config (and its neighbours):
+    the next best valid ones are tried, and the search goes on."""
+    source = kernel(shift=0.0, name="source")
+    best = source.config(int(np.nanargmin(source.values)))
+    target = kernel(shift=0.5, name="target", invalid=lambda c: c["a"] == best["a"])
+    assert best not in ReplaySpace(target)
+    for name in ("auto", "random", "grid", "phased"):
+        s, trace = search(target, dataset_prior(source), budget=25, strategy=name)
+        first = ReplaySpace(target)[trace.positions[0]]
+        assert first["a"] != best["a"] and first["b"] == best["b"] and first["c"] == best["c"], name
+        assert len(set(trace.positions)) == 25
+
+
+def test_warm_start_with_a_different_parameter_set_and_no_common_value():
+    """The source lacks c and has x; a source with no parameter in common seeds defaults."""
+    source = kernel(shift=0.0, params=("a", "b", "x"), name="source")
+    target = kernel(shift=0.0, params=("a", "b", "c"), name="target")
+    s, trace = search(target, dataset_prior(source), budget=20)
+    assert ReplaySpace(target)[trace.positions[0]] == {"a": 6, "b": 4, "c": 0}  # c: the target's default
+    assert evals_to_within(trace.values, target.optimum) <= 3
+    stranger = Prior((Source("other", configs=({"zz": 1}, {"zz": 2}), values=(1.0, 2.0)),))
+    _, trace = search(target, stranger, budget=15)
+    assert len(trace) == 15
+
+
+def test_warm_start_is_deterministic_per_seed_and_empty_priors_are_cold():
+    target, prior = kernel(shift=1.0), dataset_prior(kernel())
+    a = search(target, prior, seed=3)[1].positions
+    assert a == search(target, prior, seed=3)[1].positions
+    assert search(target, Prior(), seed=3)[1].positions == search(target, None, seed=3)[1].positions
+    failed_only = Prior((Source("failed", configs=({"a": 1, "b": 1, "c": 0},), values=(None,)),))
+    assert search(target, failed_only, seed=3)[1].positions == search(target, None, seed=3)[1].positions
+
+
+class TestWarmConformance(StrategySuite):
+    """A warm-started strategy keeps the ask/tell contract (the prior: a shifted copy)."""
+
+    @pytest.fixture(params=["surrogate", "random", "grid", "phased"])
+    def strategy_factory(self, request):
+        def factory(space, seed, budget_hint):
+            d = space.dataset
+            prior = Prior((Source("shifted", tuple(d.config(i) for i in range(len(d)))[::-1],
+                                  tuple(None if np.isnan(v) else float(v) for v in d.values[::-1])),))
+            return make_strategy(request.param, space, seed=seed, budget_hint=budget_hint, prior=prior)
+        return factory
+
+
+# -- sources: databases and datasets -------------------------------------------------------
+
+
+def _db_with(path: Path, results, metric="ms", direction="min") -> Path:
+    with Store(path) as store:
+        store.set_meta("objective", {"metric": metric, "direction": direction})
+        store.put_many(results)
+    return path
+
+
+def test_database_prior_prefers_the_targets_shape_and_negates_a_maximised_metric(tmp_path):
+    rows = [Result("v", shape, {"A": a}, Status.OK, metrics={"gflops": float(a)}, gpu_name="G")
+            for shape in ("s1", "s2") for a in (1, 2, 3)]
+    rows.append(Result("v", "s1", {"A": 4}, Status.COMPILE_ERROR))
+    rows.append(Result("v", "s1", {"A": 5}, Status.PRUNED))
+    db = _db_with(tmp_path / "old.db", rows, metric="gflops", direction="max")
+    prior = database_prior(db, "v", "s1")
+    assert len(prior.sources) == 1
+    source = prior.sources[0]
+    assert source.values == (-1.0, -2.0, -3.0, None)  # minimised; the failure kept, the pruned config not
+    assert len(database_prior(db, "v", "other").sources) == 2  # another shape: every shape of the variant
+    with pytest.raises(KsweepError, match="no such file"):
+        load_prior(tmp_path / "missing.db")
+    empty = _db_with(tmp_path / "empty.db", [])
+    with pytest.raises(KsweepError, match="no results"):
+        load_prior(empty)
+
+
+def ms_of(params, shift=0.0):
+    return 10.0 + (params["A"] - 2 - shift) ** 2 + params["B"]
+
+
+def test_run_warm_starts_from_a_database_with_a_different_parameter_set(tmp_path):
+    """The old database has A, B and an extra C; the new spec has A, B and X: the best old
+    config, mapped (C dropped, X at its default), is the first config the new sweep tries."""
+    old = _db_with(tmp_path / "old.db", [
+        Result("base", "default", {"A": a, "B": b, "C": c}, Status.OK, metrics={"ms": ms_of({"A": a, "B": b}) + c})
+        for a, b, c in itertools.product((1, 2, 3, 4), (1, 2), (0, 1))])
+    spec = toy(tmp_path, a=(1, 2, 3, 4, 5, 6), b=(1, 2), extra="[switches]\nX = [0, 1]\n")
+    fake = FakeExecutor(lambda job: (Status.OK, Status.OK, {"ms": ms_of(job.params, 0.3) + job.params["X"]}))
+    asked = []
+
+    def factory(name, space, seed, max_evals, prior=None):
+        s = Recording(make_strategy(name, space, seed=seed, budget_hint=max_evals, prior=prior))
+        asked.append(s)
+        return s
+
+    with Store(tmp_path / "new.db") as store:
+        sweep = Sweep(spec, store, fake, SweepOptions(strategy="surrogate", max_evals=6, warm_start=(str(old),)),
+                      strategy_factory=factory)
+        sweep.run()
+    assert asked[0].asked[0] == {"A": 2, "B": 1, "X": 0}
+    assert sweep.priors[("base", "default")] == ("old.db:base/default",)
+
+
+def test_each_shape_after_the_first_starts_from_the_shapes_before_it(tmp_path):
+    shapes = '[shapes.small]\ndefines = { N = 1 }\n[shapes.large]\ndefines = { N = 2 }\n'
+    spec = toy(tmp_path, a=(1, 2, 3, 4, 5, 6), b=(1, 2), extra=shapes)
+    fake = FakeExecutor(lambda job: (Status.OK, Status.OK, {"ms": ms_of(job.params)}))
+    for warm in (True, False):
+        asked = []
+
+        def factory(name, space, seed, max_evals, prior=None):
+            asked.append(Recording(make_strategy(name, space, seed=seed, budget_hint=max_evals, prior=prior)))
+            return asked[-1]
+
+        with Store(tmp_path / f"{warm}.db") as store:
+            sweep = Sweep(spec, store, fake, SweepOptions(strategy="surrogate", max_evals=5,
+                                                          warm_between_shapes=warm), strategy_factory=factory)
+            sweep.run()
+        small = min(asked[0].told, key=lambda cv: cv[1])[0]
+        if warm:
+            assert sweep.priors == {("base", "large"): ("this run: base/small on fake",)}
+            assert asked[1].asked[0] == small  # the large shape starts at the small one's best
+        else:
+            assert sweep.priors == {}
+            assert [c for c, _ in asked[1].told] == [c for c, _ in asked[0].told]  # cold: the same search
+
+
+# -- replay and the benchmark -------------------------------------------------------------
+
+
+def _save(dataset_doc: dict, path: Path) -> Path:
+    path.write_text(json.dumps(dataset_doc))
+    return path
+
+
+def _kt_doc(shift: float) -> dict:
+    d = kernel(shift=shift)
+    cache = {}
+    for i in range(len(d)):
+        c = d.config(i)
+        cache[",".join(str(c[n]) for n in d.names)] = {**c, "time": float(d.values[i])}
+    return {"tune_params_keys": list(d.names), "cache": cache}
+
+
+def test_cli_replay_and_bench_with_warm_start(tmp_path, capsys):
+    a = _save(_kt_doc(0.0), tmp_path / "toy_A.json")
+    b = _save(_kt_doc(1.0), tmp_path / "toy_B.json")
+    assert main(["replay", str(b), "--warm-start", str(a), "--max-evals", "10", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["evals_to_5pct"] is not None and out["evals_to_5pct"] <= 10
+    assert main(["bench-strategies", str(a), str(b), "--strategies", "auto", "--budgets", "5,10", "--repeats", "2",
+                 "--warm-start-from", "toy_B<-toy_A", "--json", "--jobs", "1"]) == 0
+    records = json.loads(capsys.readouterr().out)
+    names = {r["dataset"] for r in records}
+    assert names == {"toy_A", "toy_B", "toy_B ← toy_A"}
+    assert main(["bench-strategies", str(a), "--warm-start-from", "toy_A<-nope"]) == 2
+    assert "no dataset named nope" in capsys.readouterr().err
+
+
+def test_bench_pairs_of_the_same_kernel_and_shared_prefixes():
+    ds = [kernel(0.0, name="k_1"), kernel(1.0, name="k_2"), kernel(0.0, name="other_1")]
+    assert same_kernel_pairs(ds) == [(0, 1), (1, 0)]
+    assert parse_pairs("k_2<-k_1, k_1<-other_1", ds) == [(1, 0), (0, 2)]
+    with pytest.raises(KsweepError):
+        parse_pairs("k_1<-k_1", ds)
+    result = run_bench(ds[:2], ["auto"], [5, 10], repeats=2, pairs=[(1, 0)], cold=False)
+    assert {r.dataset for r in result.records} == {"k_2 ← k_1"}
+
+
+def test_shared_datasets_other_gpu_warm_start_beats_cold():
+    """dedispersion on the W7800 warm-started from the A100: the recorded data of two GPUs."""
+    target = load_dataset(shared("dedispersion_W7800.json.gz"))
+    source = load_dataset(shared("dedispersion_A100.json.gz"))
+    _, trace = search(target, dataset_prior(source), budget=25, seed=0)
+    assert target.optimum / np.nanmin(trace.values) > 0.95
+
+
+# -- effort presets and the cost estimate -------------------------------------------------
+
+
+def test_effort_presets_follow_the_space_and_the_cost():
+    assert choose("quick", 20).strategy == "grid"  # the space is within the budget
+    assert (choose("quick", 5000).strategy, choose("quick", 5000).max_evals) == ("auto", 25)
+    assert choose("quick", 5000, warm=True).max_evals == 15
+    assert choose("full", 5000, exhaustive_seconds=3600.0).strategy == "grid"  # cheap enough to do it all
+    assert choose("default", 5000, exhaustive_seconds=3 * 3600.0).max_evals == 100
+
+
+def test_cost_from_stored_results_and_wall_time():
+    rows = [Result("v", "s", {"A": a}, Status.OK, build_seconds=40.0, run_seconds=1.0, metrics={"ms": 1.0})
+            for a in range(4)]
+    rows.append(Result("v", "s", {"A": 9}, Status.OK, build_seconds=0.01, cached=True, run_seconds=1.0))
+    cost = cost_of(rows)
+    assert cost.build_seconds == 40.0 and cost.builds == 4 and cost.runs == 5
+    assert cost_of([Result("v", "s", {"A": 1}, Status.PRUNED)]) is None
+    # builds are the bottleneck on 4 cores: 100 configs x 40 s / 4 + filling the pipeline
+    assert wall_seconds(100, Cost(40.0, 1.0, 4, 4), cores=4, gpus=1) == pytest.approx(1000 + 41)
+    # the GPU is: 100 x 20 s runs on 2 GPUs
+    assert wall_seconds(100, Cost(1.0, 20.0, 4, 4), cores=16, gpus=2) == pytest.approx(1000 + 21)
+
+
+def test_plan_prints_the_estimate_from_the_database(tmp_path, capsys):
+    spec = toy(tmp_path, a=tuple(range(1, 41)), b=(1, 2))
+    _db_with(tmp_path / "toy.db", [Result("base", "default", {"A": a, "B": 1}, Status.OK, build_seconds=30.0,
+                                          run_seconds=2.0, metrics={"ms": 1.0}) for a in range(1, 5)])
+    assert main(["plan", str(spec.path), "--db", str(tmp_path / "toy.db"), "--jobs", "2", "--json"]) == 0
+    est = json.loads(capsys.readouterr().out)["estimate"]
+    assert est["exhaustive_seconds"] == pytest.approx(80 * 15 + 32)
+    assert [p["effort"] for p in est["presets"]] == ["quick", "default", "full"]
+    assert est["presets"][0]["max_evals"] == 25 and est["presets"][0]["seconds"] == pytest.approx(25 * 15 + 32)
+    assert main(["plan", str(spec.path), "--db", str(tmp_path / "toy.db"), "--jobs", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "exhaustive: 80 configs" in out and "--effort quick: auto, 25 per shape × variant" in out
+
+
+def test_run_refuses_a_missing_warm_start_source_in_one_line(tmp_path, capsys):
+    spec = toy(tmp_path)
+    assert main(["run", str(spec.path), "--warm-start", str(tmp_path / "nope.db"), "--no-gpu-check"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--warm-start" in err[0] and "no such file" in err[0]
+
+
+def test_effort_line_says_what_was_chosen_and_how_long_it_takes():
+    from ksweep.api import Estimate
+    from ksweep.cli.run import effort_line
+
+    effort = choose("default", 5000)
+    est = Estimate(cores=16, gpus=1, sizes=(5000,), cost=Cost(30.0, 1.0, 8, 8), warm=False,
+                   exhaustive_seconds=None, presets=())
+    line = effort_line(effort, 1800.0, est, "auto", 100)
+    assert line.startswith("ksweep: effort default: auto, --max-evals 100 per shape × variant")
+    assert "expected 30 min on 16 cores, 1 GPU" in line
+    assert "no build or run time measured" in effort_line(effort, None, est, "auto", 100)
+
+
+def test_stored_results_make_the_same_source_whatever_order_they_finished_in():
+    from ksweep.replay.warm import results_sources
+
+    rows = [Result("v", "s", {"A": a}, Status.OK, metrics={"ms": float(a % 3)}, gpu_name="G") for a in range(6)]
+    a = results_sources(rows, "ms", "min")
+    b = results_sources(rows[::-1], "ms", "min")
+    assert a == b and a[0].ranked() == b[0].ranked()
