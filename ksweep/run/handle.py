@@ -112,7 +112,8 @@ class WorkerHandle:
         return " | ".join(list(self._stderr)[-n:])
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        proc = self.proc
+        return proc is not None and proc.poll() is None
 
     def kill(self) -> None:
         """Kill the worker (if still there) and whatever it started, and wait for it."""
