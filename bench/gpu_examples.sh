@@ -29,7 +29,7 @@ if [[ $PART == all || $PART == sgemm ]]; then
   echo "sgemm sq4096 $t0 $t1" >"$OUT/walls.txt"
   echo "sgemm sq2048+skinny $t1 $t2" >>"$OUT/walls.txt"
   # the default config: the source built alone, no -D flags
-  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o "$OUT/sgemm_default" examples/sgemm/sgemm.cu -lcublas
+  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I"$($KSWEEP include)" -o "$OUT/sgemm_default" examples/sgemm/sgemm.cu -lcublas
   "$OUT/sgemm_default" 4096 4096 4096 >"$OUT/sgemm_default.txt"
 fi
 

@@ -51,7 +51,7 @@ def test_sampled_configs_compile_cleanly(example, tmp_path):
         if extra is None:
             argv = [a.replace("{binary}", out) for a in job.build_argv]
         else:
-            flags = [a for a in job.build_argv if a.startswith("-D")]
+            flags = [a for a in job.build_argv if a.startswith(("-D", "-I"))]  # defines, and ksweep.h's folder
             argv = ["nvcc", "-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas=-v",
                     "-cubin", *extra, *flags, "-o", out, str(spec_path.parent / source)]
         r = subprocess.run(argv, capture_output=True, text=True, cwd=spec_path.parent)

@@ -22,12 +22,13 @@
 // Above 48 KB the kernel opts in with cudaFuncAttributeMaxDynamicSharedMemorySize.
 //
 // Build and run alone:
-//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xptxas=-v -o flash_attn flash_attn.cu
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xptxas=-v -I$(ksweep include) -o flash_attn flash_attn.cu
 //   ./flash_attn 2 8 2048 64 0        # B H S D causal; D must equal HEAD_DIM (default 64)
 // Prints: @@RESULT ms=... max_diff=... tflops=... checksum=...
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <ksweep.h>  // the measurement: nvcc -I$(ksweep include)
 
 #include <algorithm>
 #include <cmath>
@@ -400,24 +401,7 @@ __global__ void attention_reference(const half *__restrict__ Q, const half *__re
   }
 }
 
-// A GPU busy-wait, so the timed launches queue up behind it and the events measure GPU time
-// only (not host launch latency), even for kernels of a few microseconds.
-__global__ void spin_kernel(long long ns) {
-  unsigned long long start;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  for (;;) {
-    unsigned long long now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    if ((long long)(now - start) >= ns) break;
-  }
-}
-
 // ------------------------------------------------------------------ harness ----
-static float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static int parse_int(const char *s, const char *name, int lo, int hi) {
   char *end = nullptr;
@@ -538,32 +522,23 @@ int main(int argc, char **argv) {
            (worst / Dh) % S, worst % Dh);
   }
 
-  // Timing: warm-up, then each rep between its own pair of events, queued behind a spin.
-  const int warmup = 5, reps = 30;
-  for (int i = 0; i < warmup; ++i) run();
-  CUDA_CHECK(cudaGetLastError());
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<cudaEvent_t> ev(2 * reps);
-  for (auto &e : ev) CUDA_CHECK(cudaEventCreate(&e));
-  spin_kernel<<<1, 1, 0, stream>>>(2000000);  // 2 ms
-  CUDA_CHECK(cudaGetLastError());
-  for (int r = 0; r < reps; ++r) {
-    CUDA_CHECK(cudaEventRecord(ev[2 * r], stream));
-    run();
-    CUDA_CHECK(cudaEventRecord(ev[2 * r + 1], stream));
-  }
-  CUDA_CHECK(cudaGetLastError());
-  CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<float> times(reps);
-  for (int r = 0; r < reps; ++r) CUDA_CHECK(cudaEventElapsedTime(&times[r], ev[2 * r], ev[2 * r + 1]));
-  for (auto &e : ev) CUDA_CHECK(cudaEventDestroy(e));
-  const float ms = median(times);
+  // Timing: ksweep.h (warm-up, each rep between its own pair of events, the L2 flushed
+  // before it, all queued behind a 2 ms spin so that host launch gaps are not timed).
+  ksweep::TimeOptions timing;
+  timing.warmup = 5;
+  timing.min_reps = timing.max_reps = 30;
+  timing.queue_ahead_ms = 2.0f;
+  const ksweep::Stats st = ksweep::Timer(stream, timing).time(run);
+  const double ms = st.median;
 
   // Matmul FLOPs (QK^T and PV); causal counts half, as FlashAttention reports it.
   const double flops = 4.0 * B * H * (double)S * S * Dh * (causal ? 0.5 : 1.0);
   const double tflops = flops / (ms * 1e-3) / 1e12;
   printf("kernel %.4f ms, %.2f TFLOP/s, max_diff %.3e\n", ms, tflops, max_diff);
-  printf("@@RESULT ms=%.6f max_diff=%.6e tflops=%.4f checksum=%.10e\n", ms, max_diff, tflops, checksum);
+  ksweep::Result()
+      .add("ms", ms).add("p20_ms", st.p20).add("p80_ms", st.p80).add("max_diff", max_diff)
+      .add("tflops", tflops).add("checksum", checksum)
+      .print();
 
   CUDA_CHECK(cudaStreamDestroy(stream));
   CUDA_CHECK(cudaFree(dQ));

@@ -9,7 +9,7 @@
 // operands along contiguous addresses; global loads are float4.
 //
 // Every tunable is #ifndef-guarded, so the file builds alone with the defaults:
-//   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -Xptxas=-v -o sgemm sgemm.cu -lcublas
+//   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -Xptxas=-v -I$(ksweep include) -o sgemm sgemm.cu -lcublas
 //   ./sgemm 4096 4096 4096
 // and ksweep passes -DBM=... -DBN=... etc. The harness (main) compares with cuBLAS
 // SGEMM (TF32 off) and prints one machine-readable line:
@@ -18,13 +18,14 @@
 // The same file also builds in two halves, which is how sgemm.toml sweeps it: the kernel
 // alone as a cubin per config (-DKSWEEP_KERNEL_ONLY -cubin), and the harness once
 // (-DSGEMM_CUBIN, linked with -lcuda), which loads the cubin named by its first argument:
-//   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -DSGEMM_CUBIN -o harness sgemm.cu -lcublas -lcuda
+//   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -DSGEMM_CUBIN -I$(ksweep include) -o harness sgemm.cu -lcublas -lcuda
 //   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -cubin -DKSWEEP_KERNEL_ONLY -DBM=64 ... -o k.cubin sgemm.cu
 //   ./harness k.cubin 4096 4096 4096
 // A config then costs nvcc only its kernel (less than half the CPU time of the whole program).
 
 #ifndef KSWEEP_KERNEL_ONLY  // -DKSWEEP_KERNEL_ONLY: the kernel alone (no cuBLAS, no main), e.g. a cubin
 #include <cublas_v2.h>
+#include <ksweep.h>  // the measurement: nvcc -I$(ksweep include)
 #endif
 #ifdef SGEMM_CUBIN  // -DSGEMM_CUBIN: the harness alone; the kernel comes from a cubin at run time
 #include <cuda.h>
@@ -358,44 +359,15 @@ __global__ void __launch_bounds__(CHECK_THREADS) compare(const float *c, const f
   if (threadIdx.x % 32 == 0) out[(blockIdx.x * CHECK_THREADS + threadIdx.x) / 32] = {d2, r2, s, bad};
 }
 
-static float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// Median of CUDA-event timings: one warm-up, then repetitions filling about target_ms of
-// GPU time (at least MIN_REPS, at most MAX_REPS), all queued before one synchronisation.
-constexpr int MIN_REPS = 7, MAX_REPS = 25;
-template <class F>
-static float time_median_ms(F &&fn, float target_ms, cudaStream_t s, int *reps_out) {
-  cudaEvent_t a, b;
-  CUDA_CHECK(cudaEventCreate(&a));
-  CUDA_CHECK(cudaEventCreate(&b));
-  CUDA_CHECK(cudaEventRecord(a, s));
-  fn();  // warm-up, and an estimate of one call
-  CUDA_CHECK(cudaEventRecord(b, s));
-  CUDA_CHECK(cudaGetLastError());
-  CUDA_CHECK(cudaEventSynchronize(b));
-  float first = 0;
-  CUDA_CHECK(cudaEventElapsedTime(&first, a, b));
-  CUDA_CHECK(cudaEventDestroy(a));
-  CUDA_CHECK(cudaEventDestroy(b));
-  const int reps = std::min(MAX_REPS, std::max(MIN_REPS, (int)(target_ms / std::max(first, 1e-3f))));
-  std::vector<cudaEvent_t> ev(2 * reps);
-  for (auto &e : ev) CUDA_CHECK(cudaEventCreate(&e));
-  for (int r = 0; r < reps; ++r) {
-    CUDA_CHECK(cudaEventRecord(ev[2 * r], s));
-    fn();
-    CUDA_CHECK(cudaEventRecord(ev[2 * r + 1], s));
-  }
-  CUDA_CHECK(cudaGetLastError());
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  std::vector<float> ms(reps);
-  for (int r = 0; r < reps; ++r) CUDA_CHECK(cudaEventElapsedTime(&ms[r], ev[2 * r], ev[2 * r + 1]));
-  for (auto &e : ev) CUDA_CHECK(cudaEventDestroy(e));
-  *reps_out = reps;
-  return median(ms);
+// Timing is ksweep.h's (warm-up, repetitions by a time budget, CUDA events, L2 flushed
+// before each repetition, median and percentiles): nvcc -I$(ksweep include) ...
+static ksweep::TimeOptions timing(float target_ms) {
+  ksweep::TimeOptions o;
+  o.target_ms = target_ms;
+  o.warmup = 1;
+  o.min_reps = 7;
+  o.max_reps = 25;
+  return o;
 }
 
 static int parse_dim(const char *s, const char *name) {
@@ -500,9 +472,10 @@ int main(int argc, char **argv) {
   }
   const double t_check = seconds_since(t_start);
 
-  int reps = 0, cublas_reps = 0;
-  const float ms = time_median_ms(run_kernel, 100.0f, stream, &reps);
-  const float cublas_ms = time_median_ms(run_cublas, 50.0f, stream, &cublas_reps);
+  const ksweep::Stats kt = ksweep::Timer(stream, timing(100.0f)).time(run_kernel);
+  const ksweep::Stats ct = ksweep::Timer(stream, timing(50.0f)).time(run_cublas);
+  const double ms = kt.median, cublas_ms = ct.median;
+  const int reps = kt.reps, cublas_reps = ct.reps;
   const double flops = 2.0 * M * N * (double)K;
   const double gflops = flops / (ms * 1e-3) / 1e9;
   const double cublas_gflops = flops / (cublas_ms * 1e-3) / 1e9;
@@ -510,8 +483,11 @@ int main(int argc, char **argv) {
 
   printf("kernel %.4f ms (%.1f GFLOP/s, median of %d), cuBLAS %.4f ms (%.1f GFLOP/s, median of %d), %.1f%% of cuBLAS, "
          "rel_err %.3e\n", ms, gflops, reps, cublas_ms, cublas_gflops, cublas_reps, 100.0 * cublas_ms / ms, rel_err);
-  printf("@@RESULT ms=%.6f gflops=%.3f cublas_ms=%.6f cublas_gflops=%.3f rel_err=%.6e checksum=%.10e\n", ms, gflops,
-         cublas_ms, cublas_gflops, rel_err, checksum);
+  ksweep::Result()
+      .add("ms", ms).add("p20_ms", kt.p20).add("p80_ms", kt.p80).add("gflops", gflops)
+      .add("cublas_ms", cublas_ms).add("cublas_gflops", cublas_gflops).add("rel_err", rel_err)
+      .add("checksum", checksum)
+      .print();
 
   CUBLAS_CHECK(cublasDestroy(handle));
   CUDA_CHECK(cudaStreamDestroy(stream));

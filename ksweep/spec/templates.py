@@ -95,7 +95,7 @@ def unknown(kind: str, name: str, visible: Iterable[str], label: str, key: str,
 
 # -- argv templates -----------------------------------------------------------------------
 
-_BUILTINS = ("binary", "workdir", "spec_dir", "shape", "variant")
+_BUILTINS = ("binary", "workdir", "spec_dir", "shape", "variant", "ksweep_include")
 _LISTS = ("defines", "shape_args")
 
 
@@ -131,7 +131,7 @@ def check_placeholders(spec) -> None:
         ctx.check(shape.args, f"shapes.{shape.name}.args", names, ())
         if harness:
             ctx.check(spec.build.harness.command, "build.harness.command",
-                      {*fixed, "harness", "workdir", "spec_dir", "shape", "variant"}, ("defines",))
+                      {*fixed, "harness", "workdir", "spec_dir", "shape", "variant", "ksweep_include"}, ("defines",))
 
 
 class _Where:

@@ -13,6 +13,7 @@ from ..build.builder import BuildRules
 from ..build.cache import cache_key
 from ..errors import ExprError, SpecError
 from ..physics import Work
+from ..include import include_dir
 from ..job import Job
 from ..run.modes import Mode, Templates, program_mode
 from ..spec.model import Shape, Spec, Variant
@@ -75,6 +76,7 @@ class JobFactory:
         sources = tuple((spec.root / s).resolve() for s in rel)
         absolute = {s: str(p) for s, p in zip(rel, sources)}
         values = {**self.fixed, "harness": "{binary}", "workdir": "{workdir}", "spec_dir": str(spec.root),
+                  "ksweep_include": str(include_dir()),
                   "shape": self.shape.name, "variant": self.variant.name}
         lists = {"defines": define_flags((), {}, (), {}, self.fixed_defines)}
         argv = [absolute.get(a, a) for a in
@@ -90,6 +92,7 @@ class JobFactory:
         values = {
             **self.fixed, **config, **derived,
             "binary": "{binary}", "workdir": "{workdir}", "spec_dir": str(self.spec.root),
+            "ksweep_include": str(include_dir()),
             "shape": self.shape.name, "variant": self.variant.name,
         }
         if self.harness is not None:

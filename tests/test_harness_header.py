@@ -1,0 +1,78 @@
+"""ksweep.h: installed with the package, found by `ksweep include`; its statistics and
+@@RESULT line are plain C++ (built by g++ here and parsed by ksweep's own protocol parser);
+its CUDA part compiles for sm_90a with nvcc; the examples' harnesses use it."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ksweep.include import include_dir
+from ksweep.run.protocol import parse_results
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+HOST = r"""
+#include <ksweep.h>
+#include <cmath>
+int main() {
+  std::vector<float> v = {5.0f, 1.0f, 4.0f, 2.0f, 3.0f, 100.0f, 2.5f, 3.5f, 4.5f, 1.5f};
+  ksweep::Stats s = ksweep::stats(v);
+  ksweep::Result().add("ms", s.median).add("p20_ms", s.p20).add("p80_ms", s.p80).add("reps", s.reps)
+      .add("bad", NAN).print();
+  return 0;
+}
+"""
+
+
+def test_ksweep_include_prints_the_folder_of_the_header():
+    out = subprocess.run([sys.executable, "-m", "ksweep", "include"], capture_output=True, text=True)
+    assert out.returncode == 0 and Path(out.stdout.strip()) == include_dir()
+    assert (include_dir() / "ksweep.h").is_file()
+    flag = subprocess.run([sys.executable, "-m", "ksweep", "include", "--flag"], capture_output=True, text=True)
+    assert flag.stdout.strip() == f"-I{include_dir()}"
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not on PATH")
+def test_statistics_and_the_result_line_in_a_host_program(tmp_path):
+    (tmp_path / "host.cpp").write_text(HOST)
+    subprocess.run(["g++", "-std=c++17", "-O1", f"-I{include_dir()}", "-o", str(tmp_path / "host"),
+                    str(tmp_path / "host.cpp")], check=True)
+    out = subprocess.run([str(tmp_path / "host")], capture_output=True, text=True, check=True).stdout
+    metrics, problem = parse_results(out)
+    assert problem is not None and "bad" in problem  # nan: ksweep says so, it is never a value
+    # sorted: 1 1.5 2 2.5 3 3.5 4 4.5 5 100 -> median 3.25, p20 rank 2 (2.0), p80 rank 7 (4.5)
+    assert metrics["ms"] == 3.25 and metrics["p20_ms"] == 2.0 and metrics["p80_ms"] == 4.5
+    assert metrics["reps"] == 10
+    assert "bad=nan" in out  # not a number: written as nan, which ksweep refuses as an objective
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_the_cuda_part_compiles_for_sm90a(tmp_path):
+    src = tmp_path / "k.cu"
+    src.write_text(r"""
+#include <ksweep.h>
+__global__ void add(float* x) { x[threadIdx.x] += 1.0f; }
+int main() {
+  float* d;
+  KSWEEP_CHECK(cudaMalloc(&d, 256 * sizeof(float)));
+  ksweep::poison(d, 256);
+  ksweep::TimeOptions o;
+  o.queue_ahead_ms = 1.0f;
+  ksweep::Stats s = ksweep::Timer(0, o).time([&] { add<<<1, 256>>>(d); });
+  ksweep::Result().add("ms", s.median).print();
+  return 0;
+}
+""")
+    r = subprocess.run(["nvcc", "-arch=sm_90a", "-std=c++17", f"-I{include_dir()}", "-c", "-o",
+                        str(tmp_path / "k.o"), str(src)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_the_examples_harnesses_time_with_it():
+    for path in ("sgemm/sgemm.cu", "flash_attention/flash_attn.cu"):
+        text = (EXAMPLES / path).read_text()
+        assert "#include <ksweep.h>" in text and "ksweep::Timer" in text and "ksweep::Result()" in text
+        assert "cudaEventElapsedTime" not in text  # no timing loop of their own
