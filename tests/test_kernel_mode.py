@@ -158,6 +158,42 @@ def test_worker_protocol_fault_hang_restart(tmp_path):
     assert not w.alive()
 
 
+def test_cheats_are_caught_by_two_draws_unchanged_inputs_and_a_check_after_timing(tmp_path):
+    cubin = tmp_path / "fake.cubin"
+    cubin.write_bytes(b"not really")
+    w = WorkerHandle(f"fake:{HERE / 'fake_vadd.py'}", setup=fake_setup())
+
+    def cheat(kind):
+        req = {"op": "eval", "cubin": str(cubin), "entry": "vadd", "grid": [1, 1, 1], "block": [256, 1, 1],
+               "smem": 0, "params": {"BLOCK": 256, "CHEAT": kind}}
+        return judged(w.request(req, timeout=5.0), 5.0)
+
+    try:
+        once = cheat(1)  # right for the first draw, then the remembered answer
+        assert once["status"] == "CHECKSUM_MISMATCH" and once["message"].startswith("second input draw: ")
+        writes = cheat(2)
+        assert writes["status"] == "CHECKSUM_MISMATCH" and "input argument 1 is not an output" in writes["message"]
+        late = cheat(3)  # right on both draws before timing, wrong afterwards
+        assert late["status"] == "CHECKSUM_MISMATCH" and late["message"].startswith("after timing: ")
+        assert evaluate(w, 256, cubin)["status"] == "OK"  # an honest kernel still passes all three checks
+    finally:
+        w.close()
+
+
+def test_the_second_draw_has_another_distribution_at_the_same_scale():
+    import numpy as np
+
+    from ksweep.kernel.worker import other_draw
+
+    rng = np.random.default_rng(0)
+    c, a, b = np.zeros(1000, np.float32), rng.normal(size=1000).astype(np.float32), np.arange(1000, dtype=np.int32)
+    c2, a2, b2 = other_draw([c, a, b, 7], [0], seed=3)[:3]
+    assert a2.dtype == np.float32 and not np.array_equal(a2, a)
+    assert a.min() <= a2.min() and a2.max() <= a.max()  # uniform over the original's range
+    assert abs(float(np.mean(np.abs(a2))) - float(np.mean(np.abs(a)))) > 0.1  # not the normal draw again
+    assert np.array_equal(b2, b) and np.array_equal(c2, c)  # integers and outputs as they are
+
+
 def test_worker_that_cannot_start_is_reported():
     w = WorkerHandle("fake:/nonexistent/fake.py", setup=fake_setup(), start_timeout=30)
     resp = judged(w.request({"op": "ping"}, timeout=5), 5)

@@ -64,15 +64,20 @@ class Worker:
         else:
             fn = load_function(req["args"], req["root"])
             self.host = {"time": make_args(fn, sizes, seed), "check": make_args(fn, sizes, seed + 1)}
+        # a second check draw from another distribution (uniform over the inputs' own range), so a
+        # kernel that is right for one draw only is caught; it needs a reference that can be
+        # computed for it (a Python reference, or the reference config's own outputs)
+        self.host["check2"] = other_draw(self.host["check"], self.outputs, seed + 2)
         self.dev = {k: self._upload(v) for k, v in self.host.items()}
-        self.expected = None
+        self.expected = self.expected2 = None
         if req.get("reference", "") and req["reference"].startswith("npz:"):
             with np.load(req["reference"][4:]) as data:
                 self.expected = [data[f"arr_{i}"] for i in range(len(data.files))]
         elif req.get("reference"):
             ref = load_function(req["reference"], req["root"], key="kernel.reference")
-            self.expected = [np.asarray(e) for e in ref([a.copy() if isinstance(a, np.ndarray) else a
-                                                         for a in self.host["check"]], dict(sizes))]
+            self.expected, self.expected2 = ([np.asarray(e) for e in ref(
+                [a.copy() if isinstance(a, np.ndarray) else a for a in self.host[k]], dict(sizes))]
+                for k in ("check", "check2"))
             if len(self.expected) != len(self.outputs):
                 raise ValueError(f"the reference returned {len(self.expected)} arrays for {len(self.outputs)} outputs")
         if self.timing.get("flush_l2", True):
@@ -104,30 +109,57 @@ class Worker:
             self.b.set_dynamic_smem(fn, smem)
         launch = lambda args: self.b.launch(fn, grid, block, smem, args)  # noqa: E731
 
-        # correctness on the check inputs, outputs poisoned first
-        check_dev = self.dev["check"]
+        # correctness before timing: on two input draws from different distributions, outputs
+        # poisoned first, inputs the kernel must not write checked unchanged (first draw)
+        expected = None if req.get("capture") else self._reference(req.get("reference_file"))
+        got = self._run_checked("check", launch, inputs=True)
+        if isinstance(got, str):
+            return {"ok": True, "outputs": "mismatched", "mismatch": got, "metrics": {}}
+        got2 = self._run_checked("check2", launch)
+        if req.get("capture"):
+            np.savez(req["capture"], *got, *got2)  # both draws: the other configs compare with both
+            return {"ok": True, "outputs": "captured", "metrics": self._time(launch)}
+        if expected is None:
+            return {"ok": True, "outputs": "unchecked", "metrics": self._time(launch)}
+        first, second = expected
+        for what, g, e in (("", got, first), ("second input draw: ", got2, second)):
+            mismatch = compare(g, e, self.atol, self.rtol, self.pool) if e is not None else None
+            if mismatch:
+                return {"ok": True, "outputs": "mismatched", "mismatch": what + mismatch, "metrics": {}}
+        metrics = self._time(launch)
+        # once more after timing: a kernel right at first and wrong after many launches is caught
+        last, ref = ("check2", second) if second is not None else ("check", first)
+        again = self._run_checked(last, launch)
+        mismatch = compare(again, ref, self.atol, self.rtol, self.pool)
+        if mismatch:
+            return {"ok": True, "outputs": "mismatched", "mismatch": "after timing: " + mismatch, "metrics": {}}
+        return {"ok": True, "outputs": "matched", "metrics": metrics}
+
+    def _run_checked(self, which: str, launch, inputs: bool = False):
+        """Launch on input set ``which`` with its outputs poisoned; the outputs (copies), or a
+        message when ``inputs`` and the kernel wrote an array that is not an output."""
+        dev = self.dev[which]
         for i in self.outputs:
-            self.b.fill(check_dev[i].ptr, POISON_BYTE, check_dev[i].nbytes)
-        launch(check_dev)
+            self.b.fill(dev[i].ptr, POISON_BYTE, dev[i].nbytes)
+        launch(dev)
         self.b.sync()
         got = []
         for i in self.outputs:
             out = self._pinned(i)
-            self.b.download(check_dev[i].ptr, out)
-            got.append(out)
-        if req.get("capture"):
-            np.savez(req["capture"], *got)
-            outputs = "captured"
-        else:
-            expected = self._reference(req.get("reference_file"))
-            if expected is None:
-                outputs = "unchecked"
-            else:
-                mismatch = compare(got, expected, self.atol, self.rtol, self.pool)
-                if mismatch:
-                    return {"ok": True, "outputs": "mismatched", "mismatch": mismatch, "metrics": {}}
-                outputs = "matched"
-        return {"ok": True, "outputs": outputs, "metrics": self._time(launch)}
+            self.b.download(dev[i].ptr, out)
+            got.append(out.copy())
+        if inputs:
+            for i, a in enumerate(self.host[which]):
+                if i in self.outputs or not isinstance(a, np.ndarray):
+                    continue
+                now = np.empty_like(a)
+                self.b.download(dev[i].ptr, now)
+                if now.tobytes() != a.tobytes():
+                    changed = int(np.count_nonzero(now.view(np.uint8) != a.view(np.uint8)))
+                    self.b.upload(dev[i].ptr, a)  # restored: the next config is checked on the true inputs
+                    return (f"input argument {i} is not an output but the kernel changed it "
+                            f"({changed} of {a.nbytes} bytes)")
+        return got
 
     def _pinned(self, i: int) -> np.ndarray:
         """A page-locked host buffer for output i (fast copies), made once."""
@@ -137,13 +169,15 @@ class Worker:
         return self._host_out[i]
 
     def _reference(self, path: str | None):
-        if path is None:
-            return self.expected
+        """(expected outputs of the first check draw, of the second draw or None); None when
+        there is nothing to compare with."""
+        if path is None or not os.path.exists(path):
+            return None if self.expected is None else (self.expected, self.expected2)
         if path not in self._refs:
-            if not os.path.exists(path):
-                return self.expected
             with np.load(path) as data:
-                self._refs[path] = [data[f"arr_{i}"] for i in range(len(data.files))]
+                arrays = [data[f"arr_{i}"] for i in range(len(data.files))]
+            n = len(self.outputs)
+            self._refs[path] = (arrays[:n], arrays[n:2 * n] if len(arrays) >= 2 * n else None)
         return self._refs[path]
 
     def _time(self, launch) -> dict:
@@ -183,6 +217,24 @@ class Worker:
         metrics = summarise([self.b.elapsed_ms(s, e) for s, e in events])
         metrics["warmup_launches"] = float(n)
         return metrics
+
+
+def other_draw(args: list, outputs, seed: int) -> list:
+    """The arguments again, each floating-point input array redrawn uniformly over the
+    original's own range (another distribution at the same scale: a tolerance chosen for
+    the user's data still holds); outputs, integers and scalars are copied as they are."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i, a in enumerate(args):
+        if isinstance(a, np.ndarray) and i not in outputs and np.issubdtype(a.dtype, np.floating) and a.size:
+            finite = a[np.isfinite(a)]
+            lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (-1.0, 1.0)
+            if hi <= lo:
+                lo, hi = lo - 1.0, hi + 1.0
+            out.append(rng.uniform(lo, hi, size=a.shape).astype(a.dtype))
+        else:
+            out.append(a.copy() if isinstance(a, np.ndarray) else a)
+    return out
 
 
 def load_npz_args(path: str) -> list:

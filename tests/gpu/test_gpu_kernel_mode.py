@@ -25,3 +25,19 @@ def test_vadd_sweep_on_gpu(tmp_path):
             assert by[(b, e, 2)].status is Status.HANG, by[(b, e, 2)].message
     # 16M floats: 3 x 64 MiB moved; anything under ~0.05 ms would mean the L2 or a no-op
     assert min(by[(b, e, 0)].metrics["ms"] for b in (128, 256) for e in (1, 4)) > 0.05
+
+
+def test_a_kernel_right_for_the_first_draw_only_is_never_best(tmp_path):
+    """BAD=3 remembers its first answer and writes it at every later launch: the second input
+    draw (another distribution) catches it before it is timed."""
+    vadd_kernel_spec(tmp_path, "BLOCK = [256]\nELEMS = [1, 4]\nBAD = [0, 3]", 16777216, "timeout = 5.0")
+    summary, db = run_sweep(load_spec(tmp_path / "k.toml"), options=SweepOptions(strategy="grid"))
+    with Store(db) as store:
+        by = {(r.params["ELEMS"], r.params["BAD"]): r for r in store.results()}
+    for e in (1, 4):
+        assert by[(e, 0)].status is Status.OK, by[(e, 0)].message
+        cheat = by[(e, 3)]
+        assert cheat.status is Status.CHECKSUM_MISMATCH and cheat.message.startswith("second input draw"), \
+            cheat.message
+    (best,) = summary.best.values()  # one shape, one GPU model
+    assert best.params["BAD"] == 0
