@@ -239,3 +239,30 @@ def test_templated_kernel_cubin_builds(tmp_path):
     assert build.status is Status.OK and build.binary.exists()
     names = [k.name for k in build.report.kernels]
     assert entry_name(names, spec.kernel) == "_Z6vscaleILi128EEvPfPKffi"
+
+
+@nvcc
+def test_kernel_mode_runs_carry_the_gpu_state(tmp_path):
+    """The kernel executor watches each config's request through its GPU monitor (NVML on a
+    real GPU; a fake here): clocks and throttling are stored with the result."""
+    from ksweep.run.gpu_state import FakeMonitor, GpuSample
+    from ksweep.run.gpus import Gpu
+    from ksweep.kernel.executor import KernelExecutor
+    from ksweep.sweep.local import make_builder, scratch_dir
+
+    spec = load_spec(vadd_kernel_spec(tmp_path, "BLOCK = [128, 256]\nELEMS = [1]", 4096,
+                                      "timeout = 5.0\n"
+                                      "timing = { warmup_ms = 1, budget_ms = 3, min_reps = 3, max_reps = 10 }"))
+    monitor = FakeMonitor(lambda index, n: GpuSample(1755, 2619, 71, 450.0, 0), {"cuda": "13.0"})
+    backend = f"fake:{HERE / 'fake_vadd.py'}"
+    sizes = {s.name: {**spec.constants, **s.constants, **s.defines} for s in spec.shape_list()}
+    executor = KernelExecutor(make_builder(spec), [Gpu(0, "fake")], scratch_dir(spec), spec.kernel, spec.root, sizes,
+                              build_jobs=2, backend=backend, monitor=monitor)
+    try:
+        _, db = run_sweep(spec, options=SweepOptions(strategy="grid"), executor=executor, kernel_backend=backend)
+    finally:
+        executor.shutdown()
+    with Store(db) as store:
+        rows = store.results()
+    assert len(rows) == 2 and all(r.status is Status.OK for r in rows)
+    assert all(r.gpu_state["sm_clock_mhz"] == 1755 and r.gpu_state["cuda_version"] == "13.0" for r in rows)

@@ -10,6 +10,7 @@ from ..build.builder import Builder, BuildResult
 from ..job import Job
 from ..process import ProcessRegistry
 from ..run.executor import SlotExecutor
+from ..run.gpu_state import NO_MONITOR, GpuMonitor, NvmlMonitor, watch
 from ..run.gpus import Gpu
 from ..run.program import RunOutcome
 from ..run.classify import classify_answer, not_run
@@ -25,8 +26,11 @@ class KernelExecutor(SlotExecutor):
 
     def __init__(self, builder: Builder, gpus: list[Gpu], scratch: Path, kspec: KernelSpec, root: Path,
                  sizes_by_shape: dict[str, dict], build_jobs: int | None = None, backend: str = "cuda",
-                 registry: ProcessRegistry | None = None):
+                 registry: ProcessRegistry | None = None, monitor: GpuMonitor | None = None):
         super().__init__(builder, gpus, scratch, build_jobs, registry)
+        # NVML on a real GPU (not with a stand-in backend): clocks and throttling per config
+        self.monitor = monitor if monitor is not None else (
+            NvmlMonitor() if backend == "cuda" and any(g.index is not None for g in gpus) else NO_MONITOR)
         self.kspec = kspec
         self.root = root
         self.sizes_by_shape = sizes_by_shape
@@ -80,9 +84,11 @@ class KernelExecutor(SlotExecutor):
         }
         worker = self._worker(gpu, job.shape)
         t0 = time.monotonic()
-        answer = worker.request(req, timeout=self.kspec.timeout)
+        with watch(self.monitor, gpu.index) as watched:  # the GPU's clocks and throttling meanwhile
+            answer = worker.request(req, timeout=self.kspec.timeout)
         status, message, metrics, checked = classify_answer(answer, self.kspec.timeout)
-        return RunOutcome(status, message, metrics, time.monotonic() - t0, gpu, outputs_checked=checked)
+        return RunOutcome(status, message, metrics, time.monotonic() - t0, gpu, outputs_checked=checked,
+                          gpu_state=watched.state)
 
     def shutdown(self, cancel: bool = False) -> None:
         for w in list(self._workers.values()):
