@@ -21,6 +21,7 @@ def test_vadd_sweep_on_gpu(tmp_path):
             assert ok.status is Status.OK, ok.message
             assert 0 < ok.metrics["ms_p20"] <= ok.metrics["ms"] <= ok.metrics["ms_p80"]
             assert "NVIDIA" in (ok.gpu_name or "")
+            assert ok.gpu_state["sm_clock_mhz"] > 0 and ok.gpu_state["cuda_version"], ok.gpu_state  # NVML
             assert by[(b, e, 1)].status is Status.CUDA_ERROR, by[(b, e, 1)].message
             assert by[(b, e, 2)].status is Status.HANG, by[(b, e, 2)].message
     # 16M floats: 3 x 64 MiB moved; anything under ~0.05 ms would mean the L2 or a no-op
