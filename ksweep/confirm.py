@@ -88,9 +88,9 @@ def interval(values: Sequence[float]) -> Interval:
     return Interval(med, mean - half, mean + half, n)
 
 
-def choose(results: Iterable[Any], metric: str, direction: str, k: int, default: str | None) -> list[str]:
-    """The config ids to confirm: the ``k`` best OK results by ``metric`` (finite values
-    only), then ``default`` when it is not among them."""
+def choose(results: Iterable[Any], metric: str, direction: str, k: int) -> list[str]:
+    """The config ids of the ``k`` best OK results by ``metric`` (finite values only); the
+    driver adds the default config, which it may first have to evaluate."""
     sign = 1.0 if direction == "min" else -1.0
     ranked = []
     for r in results:
@@ -98,10 +98,7 @@ def choose(results: Iterable[Any], metric: str, direction: str, k: int, default:
         if v is not None and math.isfinite(v):
             ranked.append((sign * v, config_id(r.params)))
     ranked.sort()
-    chosen = [cid for _, cid in ranked[:k]]
-    if default is not None and default not in chosen:
-        chosen.append(default)
-    return chosen
+    return [cid for _, cid in ranked[:k]]
 
 
 def order(configs: Sequence[str], round_: int) -> list[str]:

@@ -53,6 +53,12 @@ def _cli(capsys, *argv):
     return code, out, err
 
 
+def _stored(db: Path, param: str) -> dict:
+    """The stored results of a database by the value of one parameter."""
+    with Store(db) as store:
+        return {r.params[param]: r for r in store.results()}
+
+
 # -- 2. parameter names that are also the program's identifiers --------------------------
 
 def test_plan_warns_when_a_macro_would_rewrite_a_template_parameter(tmp_path, capsys):
@@ -75,8 +81,7 @@ def test_a_define_name_and_a_prefix_reach_the_compiler(tmp_path, capsys):
     named = _codebase(tmp_path, 'BM = { values = [64, 128], define = "K10_BM" }\nBN = { values = [32], define = "K10_BN" }')
     code, out, err = _cli(capsys, "run", named, "--db", tmp_path / "a.db", "-q")
     assert code == 0, err
-    with Store(tmp_path / "a.db") as store:
-        rows = {r.params["BM"]: r for r in store.results()}
+    rows = _stored(tmp_path / "a.db", "BM")
     assert {r.status for r in rows.values()} == {Status.OK}
     assert "-DK10_BM=128" in rows[128].build_argv and "-DK10_BN=32" in rows[128].build_argv
     assert rows[128].metrics["work"] == (1 << 20) // 128 + (1 << 20) // 32
@@ -84,8 +89,7 @@ def test_a_define_name_and_a_prefix_reach_the_compiler(tmp_path, capsys):
     prefixed = _codebase(tmp_path, "BM = [64, 128]\nBN = [32]", sweep='define_prefix = "K10_"')
     code, out, err = _cli(capsys, "run", prefixed, "--db", tmp_path / "b.db", "-q")
     assert code == 0, err
-    with Store(tmp_path / "b.db") as store:
-        rows = {r.params["BM"]: r for r in store.results()}
+    rows = _stored(tmp_path / "b.db", "BM")
     assert rows[64].status is Status.OK and "-DK10_BM=64" in rows[64].build_argv
     assert not any(a.startswith("-DBM") for a in rows[64].build_argv)
 
@@ -169,8 +173,7 @@ def test_a_spilling_kernel_that_is_not_tuned_is_not_judged(tmp_path, capsys):
     chosen = _kernels_spec(tmp_path, 'kernels = "^tuned<"')
     code, out, err = _cli(capsys, "run", chosen, "--db", tmp_path / "tuned.db", "--no-gpu-check")
     assert code == 0, err
-    with Store(tmp_path / "tuned.db") as store:
-        rows = {r.params["TM"]: r for r in store.results()}
+    rows = _stored(tmp_path / "tuned.db", "TM")
     assert {r.status for r in rows.values()} == {Status.OK}
     assert all(r.spills == 0 and r.regs < 32 for r in rows.values())  # tuned's own figures
     names = {k["name"]: k["judged"] for k in rows[8].kernels}  # every kernel is kept, judged or not

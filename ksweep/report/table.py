@@ -222,10 +222,10 @@ def _confirm_cells(v) -> list[str]:
 def _throttled(r: Result) -> str:
     """'throttled (power cap)' when the GPU state of the run says so."""
     state = r.gpu_state or {}
-    if state.get("throttled"):
-        return "measured while throttled: " + ", ".join(state.get("throttle_reasons", ())) if state.get(
-            "throttle_reasons") else "measured while throttled"
-    return ""
+    if not state.get("throttled"):
+        return ""
+    reasons = ", ".join(state.get("throttle_reasons", ()))
+    return f"measured while throttled: {reasons}" if reasons else "measured while throttled"
 
 
 def _judged(r: Result) -> list[dict]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping
 
 from .. import confirm, physics
-from ..confirm import Confirmation, Interval
+from ..confirm import Confirmation
 from ..build import deps as depfiles
 from ..build.builder import BuildResult
 from ..errors import EnvironmentProblem, Interrupted, KsweepError, SpecError, StoreError, SystematicFailure
@@ -71,7 +71,6 @@ class Summary:
     throttled: int = 0  # runs measured while throttled (each measured a second time)
     confirm_runs: int = 0  # confirmation runs (not counted by --max-evals)
     confirm_seconds: float = 0.0  # wall time of the confirmation phases
-    speedups: dict[tuple[str, str], Interval] = field(default_factory=dict)  # best over default, confirmed
 
     def note_gpu_state(self, state: Mapping) -> None:
         if state.get("sm_clock_mhz"):
@@ -317,12 +316,9 @@ class Sweep:
         status, message, metrics, verified = build.status, build.message, {}, False
         gpu: Gpu | None = None
         if outcome is not None:
-            status, message, metrics, gpu = outcome.status, outcome.message, outcome.metrics, outcome.gpu
             self.summary.gpu_seconds += outcome.seconds
-            if status is Status.OK:
-                status, message, verified = judge(metrics, self.spec.objective.metric, self.spec.check,
-                                                  reference, job.is_reference, outcome.outputs_checked,
-                                                  self._impossible(job, metrics, gpu))
+            status, message, verified = self._judged(job, outcome, reference)
+            metrics, gpu = outcome.metrics, outcome.gpu
         result = Result(
             variant=job.variant, shape=job.shape, params=dict(job.params), derived=dict(job.derived),
             status=status, message=message, verified=verified, metrics=metrics, **build.report.result_fields(),
@@ -352,6 +348,14 @@ class Sweep:
         else:
             self.store.put(result)
         return result
+
+    def _judged(self, job: Job, outcome: RunOutcome, reference: Mapping[str, float] | None):
+        """(status, message, verified) of a finished run: its own status, or for a run that ended
+        OK, what verify.judge says of its metrics (the check, the physics gate)."""
+        if outcome.status is not Status.OK:
+            return outcome.status, outcome.message, False
+        return judge(outcome.metrics, self.spec.objective.metric, self.spec.check, reference, job.is_reference,
+                     outcome.outputs_checked, self._impossible(job, outcome.metrics, outcome.gpu))
 
     def _impossible(self, job: Job, metrics: Mapping[str, float], gpu: Gpu | None) -> str | None:
         """Why the run's time is below the physics floor of its GPU, or None."""
@@ -400,17 +404,12 @@ class Sweep:
         stored as a measurement (a resumed sweep skips the rounds already stored)."""
         started = time.monotonic()
         plan, factory, space = self.options.confirm, target.factory, target.space
-        metric, direction = self.spec.objective.metric, self.spec.objective.direction
-        sign = 1.0 if direction == "min" else -1.0
-        jobs: dict[str, Job] = {}
-        ok = sorted((sign * r.value(metric), i, r) for i, r in enumerate(self.store.evaluated(variant, shape))
-                    if r.value(metric) is not None and self._on_our_gpus(r))
-        for _, _, r in ok:
-            if len(jobs) >= plan.k:
-                break
-            job = factory.make(dict(r.params), phase="confirm")
-            if job.cache_key == r.cache_key:  # a result of this experiment
-                jobs[job.config_id] = job
+        # the results of this experiment: those that stood when the target started (same result
+        # key, a GPU model of this run) and those this run evaluated
+        current = {config_id(r.params): r for r in
+                   (*target.stored.values(), *(e.result for e in target.order if e.result is not None))}
+        leaders = confirm.choose(current.values(), self.spec.objective.metric, self.spec.objective.direction, plan.k)
+        jobs: dict[str, Job] = {cid: factory.make(dict(current[cid].params), phase="confirm") for cid in leaders}
         defaults = {p.name: p.default for p in space.params}  # the default config: the speed-up's baseline
         if defaults in space:
             is_reference = self.mode.reference_config(self.spec, dict(defaults)) == defaults
@@ -439,9 +438,6 @@ class Sweep:
                 self.summary.confirm_runs += 1
         self.summary.confirm_seconds += time.monotonic() - started
 
-    def _on_our_gpus(self, r: Result) -> bool:
-        return r.gpu_name is None or self._gpu_models is None or r.gpu_name in self._gpu_models
-
     def _measure(self, target: "_Target", job: Job) -> tuple[BuildResult, RunOutcome | None]:
         """Build (a cache hit, usually) and run one job now, waiting in short steps (Ctrl-C)."""
         if target.harness is not None:
@@ -462,16 +458,13 @@ class Sweep:
         if outcome is None:
             return Measurement(job.variant, job.shape, dict(job.params), job.cache_key, round_, build.status,
                                message=build.message)
-        status, message, metrics, gpu = outcome.status, outcome.message, dict(outcome.metrics), outcome.gpu
-        if status is Status.OK:
-            status, message, _ = judge(metrics, self.spec.objective.metric, self.spec.check,
-                                       None if job.is_reference else reference, job.is_reference,
-                                       outcome.outputs_checked, self._impossible(job, metrics, gpu))
+        status, message, _ = self._judged(job, outcome, None if job.is_reference else reference)
+        gpu, metrics = outcome.gpu, dict(outcome.metrics)
         value = metrics.get(self.spec.objective.metric) if status is Status.OK else None
         return Measurement(job.variant, job.shape, dict(job.params), job.cache_key, round_, status,
                            value=float(value) if value is not None else None, message=message, metrics=metrics,
                            gpu_name=gpu.name if gpu else None, gpu_uuid=gpu.uuid if gpu else None,
-                           gpu_state=dict(getattr(outcome, "gpu_state", None) or {}))
+                           gpu_state=dict(outcome.gpu_state))
 
     # -- reference and pruned configs -------------------------------------------------
     def _reference(self, target: "_Target"):

@@ -45,6 +45,7 @@ class JobFactory:
                                                 build_key=f"{where}.command", run_key=run_key))
         self.build_template, self.run_template, self.harness_template = t.build, t.run, t.harness
         self.sources, self.params = t.sources, t.params
+        self.include = str(include_dir())  # {ksweep_include}: the folder of ksweep.h
         prefix = spec.define_prefix
         self.fixed_defines = {prefix + k: v for k, v in {**variant.defines, **shape.defines}.items()}
         self.fixed = spec.fixed_names(shape, variant)
@@ -76,7 +77,7 @@ class JobFactory:
         sources = tuple((spec.root / s).resolve() for s in rel)
         absolute = {s: str(p) for s, p in zip(rel, sources)}
         values = {**self.fixed, "harness": "{binary}", "workdir": "{workdir}", "spec_dir": str(spec.root),
-                  "ksweep_include": str(include_dir()),
+                  "ksweep_include": self.include,
                   "shape": self.shape.name, "variant": self.variant.name}
         lists = {"defines": define_flags((), {}, (), {}, self.fixed_defines)}
         argv = [absolute.get(a, a) for a in
@@ -92,7 +93,7 @@ class JobFactory:
         values = {
             **self.fixed, **config, **derived,
             "binary": "{binary}", "workdir": "{workdir}", "spec_dir": str(self.spec.root),
-            "ksweep_include": str(include_dir()),
+            "ksweep_include": self.include,
             "shape": self.shape.name, "variant": self.variant.name,
         }
         if self.harness is not None:
