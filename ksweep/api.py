@@ -103,8 +103,8 @@ def _cache_folder(db: str | Path | None, cache: str | Path | None) -> str | Path
     """The build cache: ``cache`` when given, else ``cache/`` beside a database the caller
     named, else None (``.ksweep/cache`` beside the spec)."""
     if cache is None and db:
-        return Path(db).parent / "cache"
-    return cache
+        return Path(db).resolve().parent / "cache"  # absolute: compilers run in folders of their own
+    return Path(cache).resolve() if cache is not None else None
 
 
 @dataclass(frozen=True)

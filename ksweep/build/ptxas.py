@@ -7,7 +7,7 @@ Handles the wording of nvcc 11-13, e.g.::
         2232 bytes stack frame, 4908 bytes spill stores, 4920 bytes spill loads
     ptxas info    : Used 64 registers, used 0 barriers, 2232 bytes cumulative stack size
     ptxas info    : Used 10 registers, used 1 barriers, 4096 bytes smem        (nvcc 13)
-    ptxas info    : Used 10 registers, 4096 bytes smem, 368 bytes cmem[0]      (older)
+    ptxas info    : Used 10 registers, 4096 bytes smem, 368 bytes cmem[0], 8 bytes cmem[2]  (older)
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ _FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) b
 _USED = re.compile(r"Used (\d+) registers")
 _SMEM = re.compile(r"(\d+) bytes smem")
 _BARRIERS = re.compile(r"used (\d+) barriers")
+_CMEM = re.compile(r"(\d+) bytes cmem\[(\d+)\]")
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class KernelResources:
     stack_frame: int = 0
     smem: int = 0
     barriers: int | None = None
+    cmem: int = 0  # constant memory, bytes over every bank ptxas reported (nvcc 11-12 report it)
     judged: bool = True  # chosen by [build] kernels (all are, without it)
 
     @property
@@ -114,4 +116,7 @@ def parse_ptxas(text: str) -> PtxasReport:
             b = _BARRIERS.search(line)
             if b:
                 k["barriers"] = int(b.group(1))
+            banks = _CMEM.findall(line)
+            if banks:
+                k["cmem"] = sum(int(n) for n, _ in banks)
     return PtxasReport(tuple(KernelResources(**k) for k in kernels.values()))

@@ -139,6 +139,19 @@ class Worker:
             return {"ok": True, "outputs": "mismatched", "mismatch": "after timing: " + mismatch, "metrics": {}}
         return {"ok": True, "outputs": "matched", "metrics": metrics}
 
+    def launch_once(self, req: dict) -> dict:
+        """Launch one config's kernel once on the timing inputs (``ksweep profile``: the one
+        launch Nsight Compute profiles), with nothing timed or checked."""
+        if not self.ready:
+            raise RuntimeError("launch before setup")
+        fn = self.b.load(req["cubin"], req["entry"])
+        smem = int(req.get("smem", 0))
+        if smem > 48 * 1024:
+            self.b.set_dynamic_smem(fn, smem)
+        self.b.launch(fn, req["grid"], req["block"], smem, self.dev["time"])
+        self.b.sync()
+        return {"ok": True}
+
     def _check(self, which: str, expected, launch, inputs: bool = False) -> str | None:
         got = self._run_checked(which, launch, inputs)
         return got if isinstance(got, str) else compare(got, expected, self.atol, self.rtol, self.pool)

@@ -14,7 +14,7 @@ from .collisions import collisions, include_dirs, read_sources
 from .context import Ctx
 from .kernel import kernel_spec_from_dict
 from .limits import KNOWN_ARCHS, LIMIT_KEYS, builtin_limits
-from .model import Build, Check, Constraint, Derived, Harness, Objective, Param, Physics, Run, Shape, Spec, Variant
+from .model import Build, Check, Constraint, Derived, Harness, Objective, Param, Physics, Profile, Run, Shape, Spec, Variant
 from .peaks import DTYPES
 from .names import did_you_mean, resolve_names
 from .pyref import load_python
@@ -27,7 +27,7 @@ DEFAULT_ARCH = "sm_90"
 
 _TOP_KEYS = {
     "sweep", "limits", "constants", "params", "switches", "derived", "constraints",
-    "shapes", "variants", "build", "run", "check", "kernel", "physics",
+    "shapes", "variants", "build", "run", "check", "kernel", "physics", "profile",
 }
 
 
@@ -139,6 +139,7 @@ def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
     check = _check(ctx, data.get("check", {}))
     kernel = kernel_spec_from_dict(data["kernel"], root, ctx.label) if "kernel" in data else None
     physics = _physics(ctx, data["physics"]) if "physics" in data else None
+    profile = _profile(ctx, data["profile"]) if "profile" in data else Profile()
 
     if build.harness is not None and kernel is None and not any(
             "{harness}" in a for cmd in (build.command, run.command, *(v.build_command or () for v in variants),
@@ -150,7 +151,7 @@ def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
         params=tuple(params), derived=tuple(derived), constants=constants,
         constraints=tuple(constraints), shapes=shapes, variants=variants, limits=limits,
         arch=arch, build=build, run=run, check=check, objective=objective, path=path, kernel=kernel,
-        define_prefix=prefix, description=description, physics=physics,
+        define_prefix=prefix, description=description, physics=physics, profile=profile,
     )
     if prefix:
         spec = _with_prefix(spec, prefix)
@@ -218,6 +219,7 @@ def validate_names(spec: Spec) -> None:
             work = [(f"shapes.{shape.name}.{k}", getattr(shape, k)) for k in ("flops", "bytes")]
             if spec.physics is not None:
                 work += [(f"physics.{k}", getattr(spec.physics, k)) for k in ("flops", "bytes")]
+            work += [(f"profile.{k}", getattr(spec.profile, k)) for k in ("threads", "smem")]
             for key, expr in work:
                 for name in sorted(expr.names) if expr is not None else ():
                     if name not in visible:
@@ -357,6 +359,34 @@ def _physics(ctx: Ctx, spec: Any) -> Physics:
         margin=ctx.number(spec.get("margin", 0.10), "physics.margin", positive=False),
         peak_tflops=ctx.number(spec["peak_tflops"], "physics.peak_tflops") if "peak_tflops" in spec else None,
         bandwidth_gbs=ctx.number(spec["bandwidth_gbs"], "physics.bandwidth_gbs") if "bandwidth_gbs" in spec else None,
+    )
+
+
+def _profile(ctx: Ctx, spec: Any) -> Profile:
+    ctx.keys(spec, {"threads", "smem", "opt_in", "kernel", "launch_skip", "launch_count", "metrics", "timeout"},
+             "profile")
+    kernel = spec.get("kernel")
+    if kernel is not None:
+        try:
+            re.compile(ctx.string(kernel, "profile.kernel"))
+        except re.error as exc:
+            raise ctx.error("profile.kernel", f"not a regular expression: {exc}") from None
+    metrics = spec.get("metrics", "default")
+    if isinstance(metrics, list):
+        metrics = ctx.str_list(metrics, "profile.metrics")
+        if not metrics:
+            raise ctx.error("profile.metrics", "expected 'default', 'full' or a non-empty list of metric names")
+    elif metrics not in ("default", "full"):
+        raise ctx.error("profile.metrics", f"expected 'default', 'full' or a list of metric names, got {metrics!r}")
+    return Profile(
+        threads=ctx.expr(spec["threads"], "profile.threads") if "threads" in spec else None,
+        smem=ctx.expr(spec["smem"], "profile.smem") if "smem" in spec else None,
+        opt_in=ctx.boolean(spec.get("opt_in", True), "profile.opt_in"),
+        kernel=kernel,
+        launch_skip=ctx.integer(spec.get("launch_skip", 0), "profile.launch_skip", minimum=0),
+        launch_count=ctx.integer(spec.get("launch_count", 1), "profile.launch_count", minimum=1),
+        metrics=metrics,
+        timeout=ctx.number(spec.get("timeout", 600), "profile.timeout"),
     )
 
 

@@ -259,6 +259,29 @@ class Physics:
 
 
 @dataclass(frozen=True)
+class Profile:
+    """``[profile]``: what ``ksweep explain`` and ``ksweep profile`` need to know of the tuned
+    kernel in program mode (kernel mode knows its launch).
+
+    ``threads`` and ``smem``: expressions for the threads per block and the dynamic shared
+    memory (bytes) of its launch, for the theoretical occupancy; ``opt_in``: it raises its
+    dynamic shared-memory limit; ``kernel``: a regular expression of the kernel names
+    Nsight Compute profiles (default: ``[build] kernels``); ``launch_skip``/``launch_count``:
+    which of its launches; ``metrics``: the metric set (``default``, ``full``, or a list of
+    Nsight Compute metric names, ``regex:`` ones too); ``timeout``: seconds one profiled
+    run may take."""
+
+    threads: Expr | None = None
+    smem: Expr | None = None
+    opt_in: bool = True
+    kernel: str | None = None
+    launch_skip: int = 0
+    launch_count: int = 1
+    metrics: str | tuple[str, ...] = "default"
+    timeout: float = 600.0
+
+
+@dataclass(frozen=True)
 class Objective:
     metric: str = "ms"
     direction: str = "min"  # or "max"
@@ -303,6 +326,7 @@ class Spec:
     path: Path | None = None  # the spec file, when loaded from one
     kernel: KernelSpec | None = None  # kernel mode ([kernel]): spec/kernel.py
     physics: Physics | None = None  # [physics]: the physics gate
+    profile: Profile = field(default_factory=Profile)  # [profile]: launch facts and Nsight Compute settings
     define_prefix: str = ""  # [sweep] define_prefix: put before every -D name ksweep writes
     description: str = ""  # [sweep] description: shown by plan and kept in the store
     # one-line problems that do not stop a sweep ("spec.toml: build.command: ..."); the CLI

@@ -27,8 +27,8 @@ from ..errors import StoreError, StoreInUse
 from ..result import Measurement, Result
 from ..status import Status
 
-SCHEMA_VERSION = "4"  # 2: results.deps and the depsets table; 3: results.verified;
-# 4: results.gpu_state and the measurements table (confirmation runs)
+SCHEMA_VERSION = "5"  # 2: results.deps and the depsets table; 3: results.verified;
+# 4: results.gpu_state and the measurements table (confirmation runs); 5: the profiles table
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -63,6 +63,17 @@ CREATE TABLE IF NOT EXISTS measurements (
     metrics TEXT NOT NULL,
     gpu_name TEXT, gpu_uuid TEXT, gpu_state TEXT, finished REAL,
     UNIQUE (variant, shape, config, result_key, round)
+);
+CREATE TABLE IF NOT EXISTS profiles (
+    id INTEGER PRIMARY KEY,
+    variant TEXT NOT NULL,
+    shape TEXT NOT NULL,
+    config TEXT NOT NULL,
+    result_key TEXT,
+    metric_set TEXT NOT NULL,
+    launches TEXT NOT NULL,
+    tool TEXT, command TEXT, gpu_name TEXT, finished REAL,
+    UNIQUE (variant, shape, config, metric_set)
 );
 """
 
@@ -124,7 +135,7 @@ class Store:
             return
         if str(version) == SCHEMA_VERSION:
             return
-        if str(version) in ("1", "2", "3"):
+        if str(version) in ("1", "2", "3", "4"):
             columns = {row[1] for row in self.db.execute("PRAGMA table_info(results)")}
             for column in _ADDED_COLUMNS:
                 if column.split()[0] not in columns:
@@ -296,6 +307,48 @@ class Store:
                                    json.loads(metrics), gpu_name, gpu_uuid,
                                    json.loads(gpu_state) if gpu_state else {}, finished))
         return out
+
+    # -- Nsight Compute profiles (ksweep profile) -------------------------------------------
+    def put_profile(self, variant: str, shape: str, params, result_key: str | None, metric_set: str,
+                    launches: list[dict], tool: str = "", command: Iterable[str] = (), gpu_name: str | None = None
+                    ) -> None:
+        """Store the profiled launches of one config (replacing its earlier profile with the same set)."""
+        from ..job import config_id
+
+        self.db.execute(
+            "INSERT OR REPLACE INTO profiles (variant, shape, config, result_key, metric_set, launches, tool, command, "
+            "gpu_name, finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (variant, shape, config_id(params), result_key, metric_set, _dumps(launches), tool,
+             _dumps(list(command)), gpu_name, time.time()))
+
+    def profiles(self, variant: str | None = None, shape: str | None = None) -> list[dict]:
+        """Stored profiles: variant, shape, params, result_key, metric_set, launches, tool, command, gpu_name,
+        finished; newest last."""
+        where, args = [], []
+        for name, value in (("variant", variant), ("shape", shape)):
+            if value is not None:
+                where.append(f"{name} = ?")
+                args.append(value)
+        sql = ("SELECT variant, shape, config, result_key, metric_set, launches, tool, command, gpu_name, finished "
+               "FROM profiles")
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        out = []
+        for row in self.db.execute(sql + " ORDER BY id", args):
+            v, sh, config, key, mset, launches, tool, command, gpu, finished = row
+            out.append({"variant": v, "shape": sh, "params": json.loads(config), "result_key": key,
+                        "metric_set": mset, "launches": json.loads(launches), "tool": tool,
+                        "command": json.loads(command or "[]"), "gpu_name": gpu, "finished": finished})
+        return out
+
+    def result_id(self, variant: str, shape: str, config: str) -> int | None:
+        row = self.db.execute("SELECT id FROM results WHERE variant = ? AND shape = ? AND config = ?",
+                              (variant, shape, config)).fetchone()
+        return row[0] if row else None
+
+    def get_by_id(self, rowid: int) -> Result | None:
+        row = self.db.execute(f"SELECT {', '.join(_COLUMNS)} FROM results WHERE id = ?", (rowid,)).fetchone()
+        return self._to_result(row) if row else None
 
     def _to_result(self, row) -> Result:
         return _to_result(row, self._deps)

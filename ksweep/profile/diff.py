@@ -1,0 +1,180 @@
+"""Two configs side by side (pure): Nsight Compute metrics, ptxas resources, derived values
+and the SASS instruction mix, each with its change; what ``ksweep compare`` prints.
+
+Metrics are grouped by section and, within one, sorted by the size of the relative change;
+a value that is not a number is shown and compared as text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from .ncu import LaunchProfile, section_of
+
+
+@dataclass(frozen=True)
+class Row:
+    section: str
+    name: str
+    a: Any
+    b: Any
+    unit: str = ""
+
+    @property
+    def change(self) -> float | None:
+        """(b - a) / |a|; None when either is not a number, or a is 0 and b is not."""
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (self.a, self.b)):
+            return None
+        if self.a == self.b:
+            return 0.0
+        if self.a == 0:
+            return math.inf if self.b > 0 else -math.inf
+        return (self.b - self.a) / abs(self.a)
+
+    @property
+    def differs(self) -> bool:
+        return self.a != self.b
+
+    def to_json(self) -> dict:
+        c = self.change
+        return {"section": self.section, "name": self.name, "a": self.a, "b": self.b, "unit": self.unit,
+                "change": None if c is None or not math.isfinite(c) else round(c, 6)}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    a_label: str
+    b_label: str
+    metrics: tuple[Row, ...] = ()
+    resources: tuple[Row, ...] = ()
+    derived: tuple[Row, ...] = ()
+    sass: tuple[Row, ...] = ()
+    notes: tuple[str, ...] = ()
+    params: tuple[Row, ...] = ()
+    kernel: tuple[str, str] = ("", "")
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"a": self.a_label, "b": self.b_label, "kernels": list(self.kernel),
+                "params": [r.to_json() for r in self.params], "metrics": [r.to_json() for r in self.metrics],
+                "resources": [r.to_json() for r in self.resources], "derived": [r.to_json() for r in self.derived],
+                "sass": [r.to_json() for r in self.sass], "notes": list(self.notes)}
+
+
+def _size(r: Row) -> float:
+    c = r.change
+    if c is None:
+        return 1.0 if r.differs else 0.0
+    return math.inf if not math.isfinite(c) else abs(c)
+
+
+def metric_rows(a: LaunchProfile, b: LaunchProfile) -> tuple[Row, ...]:
+    """Every metric of either launch, grouped by section (in the order sections first appear),
+    the largest relative change first within a section."""
+    names = list(dict.fromkeys([*a.metrics, *b.metrics]))
+    rows = []
+    for n in names:
+        ma, mb = a.metrics.get(n), b.metrics.get(n)
+        section = (ma or mb).section or section_of(n)
+        rows.append(Row(section, n, ma.value if ma else None, mb.value if mb else None, (ma or mb).unit))
+    order = {s: i for i, s in enumerate(dict.fromkeys(r.section for r in rows))}
+    return tuple(sorted(rows, key=lambda r: (order[r.section], -_size(r), r.name)))
+
+
+def mapping_rows(section: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[Row, ...]:
+    names = list(dict.fromkeys([*a, *b]))
+    return tuple(Row(section, n, a.get(n), b.get(n)) for n in names)
+
+
+_RESOURCE_KEYS = ("registers", "spill_stores", "spill_loads", "stack_frame", "smem", "cmem", "barriers")
+
+
+def resource_rows(a: Sequence[dict], b: Sequence[dict]) -> tuple[Row, ...]:
+    """ptxas resources of the judged kernels, paired by position (one tuned kernel: the
+    usual case), each key a row."""
+    ja = [k for k in a if k.get("judged", True)]
+    jb = [k for k in b if k.get("judged", True)]
+    rows = []
+    for i, (ka, kb) in enumerate(zip(ja, jb)):
+        prefix = "" if len(ja) == 1 and len(jb) == 1 else f"{ka.get('name')}: "
+        for key in _RESOURCE_KEYS:
+            if ka.get(key) is None and kb.get(key) is None:
+                continue
+            rows.append(Row("ptxas", prefix + key, ka.get(key), kb.get(key), "bytes" if key not in (
+                "registers", "barriers") else ""))
+    return tuple(rows)
+
+
+def sass_rows(a: Counter, b: Counter) -> tuple[Row, ...]:
+    """Instruction counts per class, the largest change first."""
+    names = set(a) | set(b)
+    rows = [Row("SASS instruction mix", n, a.get(n, 0), b.get(n, 0)) for n in names]
+    rows.append(Row("SASS instruction mix", "total", sum(a.values()), sum(b.values())))
+    return tuple(sorted(rows, key=lambda r: (r.name != "total", -_size(r), r.name)))
+
+
+def pair_launches(a: Sequence[LaunchProfile], b: Sequence[LaunchProfile]) -> tuple[LaunchProfile, LaunchProfile] | None:
+    """The launches to compare: the first of each (the tuned kernel's first profiled launch)."""
+    if not a or not b:
+        return None
+    return a[0], b[0]
+
+
+# -- rendering ----------------------------------------------------------------------------------
+def render(c: Comparison, *, only_changed: bool = False) -> str:
+    lines = [f"A: {c.a_label}", f"B: {c.b_label}"]
+    if any(c.kernel):
+        lines.append(f"kernels: A {c.kernel[0]}   B {c.kernel[1]}")
+    for title, rows in (("parameters", c.params), ("derived values", c.derived), ("ptxas resources", c.resources),
+                        ("Nsight Compute metrics", c.metrics), ("SASS instruction mix (static counts)", c.sass)):
+        if not rows:
+            continue
+        shown = [r for r in rows if r.differs] if only_changed or title in ("parameters", "derived values") else rows
+        if not shown:
+            lines += ["", f"{title}: the same"]
+            continue
+        lines.append("")
+        lines.append(f"{title}:" if title != "Nsight Compute metrics" else title + " (B against A):")
+        width = min(max(len(r.name) for r in shown), 70)
+        section = None
+        for r in shown:
+            if title == "Nsight Compute metrics" and r.section != section:
+                section = r.section
+                lines.append(f"  [{section}]")
+            lines.append(f"    {r.name:<{width}}  {_fmt(r.a):>14}  {_fmt(r.b):>14}  {_change(r):>9}"
+                         + (f"  {r.unit}" if r.unit else ""))
+    for n in c.notes:
+        lines.append(f"note: {n}")
+    return "\n".join(lines)
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        if v == int(v) and abs(v) < 1e15:
+            return f"{int(v):,}"
+        return f"{v:,.4g}" if abs(v) >= 1e4 else f"{v:.4g}"
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    return str(v)
+
+
+def _change(r: Row) -> str:
+    c = r.change
+    if c is None:
+        return "" if not r.differs else "differs"
+    if c == 0:
+        return "="
+    if not math.isfinite(c):
+        return "new" if c > 0 else "-inf"
+    return f"{c:+.1%}"
+
+
+def top_changes(rows: Iterable[Row], n: int = 8) -> list[Row]:
+    """The ``n`` metrics that changed most (numbers only), for a summary."""
+    numeric = [r for r in rows if r.change is not None and r.change != 0 and math.isfinite(r.change)]
+    return sorted(numeric, key=lambda r: -abs(r.change))[:n]
