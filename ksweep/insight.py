@@ -110,7 +110,8 @@ class Chosen:
 def resolve_config(words: Sequence[str], spec: Spec, store: Store | None, shape: str | None,
                    variant: str | None) -> Chosen:
     """``NAME=VALUE …`` (the rest at their defaults), a result id (``12`` or ``#12``), ``best``
-    (the confirmed best, else the ranked best) or ``default``."""
+    (the confirmed best, else the ranked best), ``worst`` (the slowest valid one) or
+    ``default``. Without ``shape``/``variant``, the first the database holds results of."""
     words = [w for w in words if w]
     if len(words) == 1 and re.fullmatch(r"#?\d+", words[0]):
         if store is None:
@@ -119,13 +120,21 @@ def resolve_config(words: Sequence[str], spec: Spec, store: Store | None, shape:
         if r is None:
             raise KsweepError(f"no result with id {words[0].lstrip('#')} in {store.path}")
         return Chosen(r.shape, r.variant, dict(r.params), (), r, int(words[0].lstrip("#")))
+    if store is not None and (shape is None or variant is None):  # the first swept shape × variant
+        swept = {(r.shape, r.variant) for r in store.results()}
+        for s_ in spec.shape_list():
+            v_ = next((v for v in spec.variant_list() if (s_.name, v.name) in swept
+                       and variant in (None, v.name)), None)
+            if v_ is not None and shape in (None, s_.name):
+                shape, variant = s_.name, v_.name
+                break
     sh, va = pick(spec, shape, variant)
     params = spec.effective_params(sh, va)
     defaults = {p.name: p.default for p in params}
-    if words == ["best"]:
+    if words in (["best"], ["worst"]):
         if store is None:
-            raise KsweepError("'best' needs a results database: sweep first, or give NAME=VALUE")
-        r = best_result(store, va.name, sh.name)
+            raise KsweepError(f"'{words[0]}' needs a results database: sweep first, or give NAME=VALUE")
+        r = best_result(store, va.name, sh.name) if words == ["best"] else worst_result(store, va.name, sh.name)
         if r is None:
             raise KsweepError(f"no valid result for shape {sh.name}, variant {va.name} in {store.path}")
         return Chosen(sh.name, va.name, dict(r.params), (), r, store.result_id(va.name, sh.name, config_id(r.params)))
@@ -153,6 +162,14 @@ def _with_result(c: Chosen, store: Store | None) -> Chosen:
     cid = config_id(c.params)
     r = store.get(c.variant, c.shape, cid)
     return replace(c, result=r, result_id=store.result_id(c.variant, c.shape, cid)) if r is not None else c
+
+
+def worst_result(store: Store, variant: str, shape: str) -> Result | None:
+    """The slowest valid result (the last ranked one with a value)."""
+    objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
+    ranked = [r for r in rank(store.results(variant, shape), objective["metric"], objective["direction"])
+              if finite_value(r, objective["metric"]) is not None]
+    return ranked[-1] if ranked else None
 
 
 def best_result(store: Store, variant: str, shape: str) -> Result | None:
@@ -259,7 +276,7 @@ def choose_for_profile(store: Store, spec: Spec, top: int, configs: Sequence[str
             for text in configs:
                 c = resolve_config(text.replace(",", " ").split(), spec, store, sh, va)
                 if c.shape == sh and c.variant == va:
-                    out.append((sh, va, c.params, "given"))
+                    out.append((sh, va, c.params, text))
             continue
         objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
         ranked = [r for r in rank(store.results(va, sh), objective["metric"], objective["direction"])
