@@ -442,7 +442,9 @@ def compare(a: str, b: str, db: str | None = None, *, shape: str | None = None, 
         missing = [lab for lab, p in (("A", pa), ("B", pb)) if not p]
         notes.append(f"no stored profile of {' and '.join(missing)}: ksweep profile {db} --configs ... adds one")
     ra, rb = ca.result, cb.result
-    resources = diff.resource_rows(ra.kernels if ra else (), rb.kernels if rb else ())
+    pattern = t.spec.profile.kernel or t.spec.build.kernels or (
+        f"^{re.escape(t.spec.kernel.name)}$" if t.spec.kernel is not None else None)
+    resources = diff.resource_rows(ra.kernels if ra else (), rb.kernels if rb else (), pattern)
     sass_rows: tuple = ()
     if sass:
         try:
@@ -453,8 +455,6 @@ def compare(a: str, b: str, db: str | None = None, *, shape: str | None = None, 
                 _, built, _ = build_config(t.spec, c.shape, c.variant, c.params, t.db)
                 if built.status is not Status.OK or built.binary is None:
                     raise KsweepError(f"{_label(c)} did not build: {built.message}")
-                pattern = t.spec.profile.kernel or t.spec.build.kernels or (
-                    t.spec.kernel.name if t.spec.kernel is not None else None)
                 mixes.append(disassemble(built.binary).only(pattern))
             sass_rows = diff.sass_rows(mixes[0].classes, mixes[1].classes)
         except KsweepError as exc:

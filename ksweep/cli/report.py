@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..report.export import to_csv, to_json
 from ..report.confirmed import confirmed
+from ..report.profile_view import profiles_block
 from ..report.table import render, wide_console
 from ..store.sqlite import Store
 
@@ -33,19 +34,23 @@ def load_results(db: str, shape=None, variant=None):
     return results, objective, order
 
 
-def load_all(db: str, shape=None, variant=None):
-    """Results, objective, parameter order and what the confirmation runs say."""
+def load_all(db: str, shape=None, variant=None, profiles: list | None = None):
+    """Results, objective, parameter order and what the confirmation runs say (and, into
+    ``profiles`` when given, the stored Nsight Compute profiles)."""
     with Store(db, create=False) as store:
         results = store.results(variant=variant, shape=shape)
         objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
         order = store.param_orders()
         conf = confirmed(results, store.measurements(variant, shape), objective["direction"],
                          store.default_configs())
+        if profiles is not None:
+            profiles.extend(store.profiles(variant, shape))
     return results, objective, order, conf
 
 
 def run(args) -> int:
-    results, objective, order, conf = load_all(args.db, args.shape, args.variant)
+    profiles: list = []
+    results, objective, order, conf = load_all(args.db, args.shape, args.variant, profiles)
     if args.format == "csv":
         print(to_csv(results, conf), end="")
     elif args.format == "json":
@@ -53,4 +58,6 @@ def run(args) -> int:
     else:
         render(results, objective["metric"], objective["direction"], wide_console(), param_order=order,
                top=None if args.all else args.top, confirmations=conf)
+        if profiles:
+            print("\n".join(profiles_block(profiles)))
     return 0

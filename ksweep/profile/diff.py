@@ -8,11 +8,12 @@ a value that is not a number is shown and compared as text.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from .ncu import LaunchProfile, section_of
+from .ncu import SECTION_ORDER, LaunchProfile, section_of
 
 
 @dataclass(frozen=True)
@@ -72,15 +73,15 @@ def _size(r: Row) -> float:
 
 
 def metric_rows(a: LaunchProfile, b: LaunchProfile) -> tuple[Row, ...]:
-    """Every metric of either launch, grouped by section (in the order sections first appear),
-    the largest relative change first within a section."""
+    """Every metric of either launch, grouped by section (``SECTION_ORDER``, then those of a
+    details export in the order they appear), the largest relative change first within one."""
     names = list(dict.fromkeys([*a.metrics, *b.metrics]))
     rows = []
     for n in names:
         ma, mb = a.metrics.get(n), b.metrics.get(n)
         section = (ma or mb).section or section_of(n)
         rows.append(Row(section, n, ma.value if ma else None, mb.value if mb else None, (ma or mb).unit))
-    order = {s: i for i, s in enumerate(dict.fromkeys(r.section for r in rows))}
+    order = {s: i for i, s in enumerate(dict.fromkeys([*SECTION_ORDER, *(r.section for r in rows)]))}
     return tuple(sorted(rows, key=lambda r: (order[r.section], -_size(r), r.name)))
 
 
@@ -92,14 +93,24 @@ def mapping_rows(section: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> tu
 _RESOURCE_KEYS = ("registers", "spill_stores", "spill_loads", "stack_frame", "smem", "cmem", "barriers")
 
 
-def resource_rows(a: Sequence[dict], b: Sequence[dict]) -> tuple[Row, ...]:
-    """ptxas resources of the judged kernels, paired by position (one tuned kernel: the
-    usual case), each key a row."""
-    ja = [k for k in a if k.get("judged", True)]
-    jb = [k for k in b if k.get("judged", True)]
+def resource_rows(a: Sequence[dict], b: Sequence[dict], pattern: str | None = None) -> tuple[Row, ...]:
+    """ptxas resources of the tuned kernels (those ``pattern`` matches, else the judged ones),
+    paired by name (by position when there is one on each side), each key a row."""
+    def chosen(ks):
+        judged = [k for k in ks if k.get("judged", True)]
+        if pattern:
+            judged = [k for k in ks if re.search(pattern, str(k.get("name", "")))] or judged
+        return judged
+
+    ja, jb = chosen(a), chosen(b)
+    if len(ja) == 1 and len(jb) == 1:
+        pairs = [(ja[0], jb[0])]
+    else:
+        by_name = {k.get("name"): k for k in jb}
+        pairs = [(k, by_name[k.get("name")]) for k in ja if k.get("name") in by_name]
     rows = []
-    for i, (ka, kb) in enumerate(zip(ja, jb)):
-        prefix = "" if len(ja) == 1 and len(jb) == 1 else f"{ka.get('name')}: "
+    for ka, kb in pairs:
+        prefix = "" if len(pairs) == 1 else f"{ka.get('name')}: "
         for key in _RESOURCE_KEYS:
             if ka.get(key) is None and kb.get(key) is None:
                 continue

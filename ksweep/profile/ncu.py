@@ -78,6 +78,13 @@ _SECTIONS = (
 )
 
 
+SECTION_ORDER = ("Duration", "Speed of light", "Memory", "Shared memory", "Occupancy", "Pipe utilisation",
+                 "Warp stalls", "Instructions", "Launch", "SM", "Other")
+# What the raw page also prints that is no measurement of the kernel: the GPU's static
+# attributes and the profiler's own bookkeeping. Not stored.
+_NOT_METRICS = ("device__attribute", "c2clink__", "nvlink__", "profiler__", "pmsampling__")
+
+
 def section_of(metric: str) -> str:
     best = ""
     name = "Other"
@@ -212,7 +219,7 @@ def _raw(header: list[str], rows: list[list[str]]) -> list[LaunchProfile]:
             continue
         metrics = {}
         for i, name in enumerate(header):
-            if name in _ID_COLUMNS or not name:
+            if name in _ID_COLUMNS or not name or name.startswith(_NOT_METRICS):
                 continue
             value = number(row[i])
             if value == "" or value == "n/a":
@@ -234,7 +241,9 @@ def _details(header: list[str], rows: list[list[str]]) -> list[LaunchProfile]:
         name = row[at["Metric Name"]]
         if not name:
             continue
-        section = row[at["Section Name"]] if "Section Name" in at else section_of(name)
+        section = row[at["Section Name"]] if "Section Name" in at else ""
+        if not section or section == "Command line profiler metrics":  # --metrics: no section of ncu's own
+            section = section_of(name)
         metrics = launches.setdefault(launch, (kernel, {}))[1]
         metrics[name] = Metric(number(row[at["Metric Value"]]), row[at["Metric Unit"]] if "Metric Unit" in at else "",
                                section)

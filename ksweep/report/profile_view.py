@@ -69,3 +69,17 @@ def _pipe(name: str) -> str:
 
 def _stall(name: str) -> str:
     return name[len(_STALL):].split("_per_issue_active")[0]
+
+
+def profiles_block(profiles: list[dict]) -> list[str]:
+    """The stored profiles under ``ksweep report``'s table: per shape × variant, each profiled
+    config (its latest profile) with its headline metrics."""
+    latest: dict = {}
+    for p in profiles:
+        key = (p["variant"], p["shape"], tuple(sorted(p["params"].items())))
+        latest[key] = p
+    lines = ["", "Nsight Compute profiles (ksweep profile; ksweep compare DB A B for the whole diff):"]
+    for (variant, shape, _), p in latest.items():
+        lines.append(f"  {shape}/{variant} " + " ".join(f"{k}={v}" for k, v in p["params"].items()))
+        lines += ["  " + line for line in profile_lines(p)[1:]]
+    return lines
