@@ -315,3 +315,28 @@ def test_profile_argv_chooses_launches_and_metric_sets(tmp_path):
     assert argv[-2:] == ["./prog", "1"] and "--set" in argv and argv[argv.index("--launch-skip") + 1] == "2"
     custom = profile_argv("ncu", tmp_path / "r", ["p"], metrics=["a.sum", "b.avg"])
     assert custom[custom.index("--metrics") + 1] == "a.sum,b.avg"
+
+
+def test_convergence_is_the_best_so_far_in_evaluation_order(swept, tmp_path):
+    pytest.importorskip("matplotlib")
+    from ksweep.report.plot import convergence
+
+    db, _ = swept
+    with Store(db, create=False) as store:
+        results = store.results()
+    series = convergence(results, "ms", "min")
+    done = [r.metrics["ms"] for r in results]  # in the order they finished (X = 3, 1, 2 run at once)
+    assert sorted(done) == [1.0, 2.0, 3.0]
+    assert series == {("base", "default"): [min(done[:i + 1]) for i in range(3)]}
+    from ksweep.result import Result
+    from ksweep.status import Status
+
+    mixed = [Result("v", "s", {"X": 1}, Status.PRUNED), Result("v", "s", {"X": 2}, Status.CRASH),
+             Result("v", "s", {"X": 3}, Status.OK, metrics={"ms": 5.0}),
+             Result("v", "s", {"X": 4}, Status.OK, metrics={"ms": 7.0})]
+    assert convergence(mixed, "ms", "min") == {("v", "s"): [None, 5.0, 5.0]}
+    assert convergence(mixed, "ms", "max") == {("v", "s"): [None, 5.0, 7.0]}
+    out = tmp_path / "c.png"
+    r = cli("plot", "convergence", str(db), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

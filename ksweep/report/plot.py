@@ -71,3 +71,48 @@ def plot_heatmap(results: list[Result], x: str, y: str, metric: str, direction: 
     fig.savefig(out, dpi=120)
     plt.close(fig)
     return out
+
+
+def convergence(results: Iterable[Result], metric: str, direction: str) -> dict[tuple[str, str], list]:
+    """(variant, shape) -> the best value so far after each evaluation, in the order the sweep
+    stored them (pruned configs are not evaluations; a failed one repeats the best so far,
+    None before the first success). Pure."""
+    out: dict[tuple[str, str], list] = {}
+    better = (lambda a, b: a < b) if direction == "min" else (lambda a, b: a > b)
+    for r in results:
+        if r.status.value == "PRUNED":
+            continue
+        series = out.setdefault((r.variant, r.shape), [])
+        best = series[-1] if series else None
+        v = r.metrics.get(metric) if r.status.ok else None
+        if isinstance(v, (int, float)) and math.isfinite(v) and (best is None or better(v, best)):
+            best = v
+        series.append(best)
+    return out
+
+
+def plot_convergence(results: list[Result], metric: str, direction: str, out: Path, title: str = "") -> Path:
+    """Best-so-far against evaluations, a line per shape × variant."""
+    matplotlib = require("matplotlib", "plot", "ksweep plot")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = convergence(results, metric, direction)
+    if not any(v is not None for s in series.values() for v in s):
+        raise KsweepError(f"no successful result has the metric '{metric}'")
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for (variant, shape), values in series.items():
+        xs = [i + 1 for i, v in enumerate(values) if v is not None]
+        ys = [v for v in values if v is not None]
+        ax.step(xs, ys, where="post", label=f"{shape}" + (f" / {variant}" if variant != "base" else ""))
+    ax.set_xlabel("evaluations (in the order the sweep ran them)")
+    ax.set_ylabel(f"best {metric} so far ({direction})")
+    ax.set_title(title or f"convergence: best {metric} against evaluations")
+    ax.grid(alpha=0.3)
+    if len(series) > 1:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    out = Path(out)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
