@@ -26,6 +26,9 @@ RULES = [
     ("sweep", {"kernel", "report", "cli", "api"}, "the loop knows modes and executors by their contracts"),
     ("report", {"sweep", "run", "kernel", "cli", "api"}, "reports read results, not the loop"),
     ("replay", {"sweep", "run", "kernel", "cli", "api"}, "replay evaluates recorded data, no runs"),
+    ("profile", {"space", "strategies", "build", "run", "kernel", "sweep", "store", "report", "cli", "api", "insight"},
+     "Nsight Compute's command lines and output, read by the layers above"),
+    ("report", {"insight"}, "reports read results, not the loop"),
 ]
 
 

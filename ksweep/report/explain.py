@@ -299,12 +299,13 @@ def render(e: Explanation) -> str:
                      + ("" if not r.metrics else "  " + " ".join(f"{k}={_show(v)}" for k, v in r.metrics.items())))
         if r.message:
             lines += [f"  {line}" for line in r.message.splitlines()[-12:]]
+    names = _readable([k.get("name", "") for k in e.kernels])
     if e.kernels:
         lines.append("")
         lines.append("ptxas resources:")
         for k in e.kernels:
             judged = "" if k.get("judged", True) else "  (not judged: [build] kernels)"
-            lines.append(f"  {k.get('name')}: {k.get('registers')} registers, "
+            lines.append(f"  {names.get(k.get('name'), k.get('name'))}: {k.get('registers')} registers, "
                          f"{k.get('spill_stores', 0)}+{k.get('spill_loads', 0)} bytes spilled (stores+loads), "
                          f"{k.get('smem', 0)} bytes static smem, {k.get('cmem', 0)} bytes cmem, "
                          f"{k.get('stack_frame', 0)} bytes stack{judged}")
@@ -312,11 +313,12 @@ def render(e: Explanation) -> str:
         lines.append("")
         lines.append("theoretical occupancy" + _launch_text(e.launch) + ":")
         for k in e.occupancy:
+            shown = names.get(k.kernel, k.kernel)
             if k.occupancy is None:
-                lines.append(f"  {k.kernel}: {k.missing}")
+                lines.append(f"  {shown}: {k.missing}")
                 continue
             o = k.occupancy
-            lines.append(f"  {k.kernel}: {o.blocks_per_sm} blocks/SM, {o.active_warps}/{o.max_warps_per_sm} warps "
+            lines.append(f"  {shown}: {o.blocks_per_sm} blocks/SM, {o.active_warps}/{o.max_warps_per_sm} warps "
                          f"({o.occupancy:.0%}), limited by {' and '.join(o.binding)}")
             for name in ("registers", "shared memory", "warps", "blocks"):
                 lines.append(f"      {name:<13} {o.by_limit[name]:>3} blocks  ({o.details.get(name, '')})")
@@ -333,6 +335,16 @@ def render(e: Explanation) -> str:
     for n in e.notes:
         lines.append(f"note: {n}")
     return "\n".join(lines)
+
+
+def _readable(names: Sequence[str]) -> dict[str, str]:
+    """Mangled kernel names as people read them (c++filt, shortened), when it is there."""
+    from ..build.demangle import demangle, short_name
+
+    try:
+        return {k: short_name(v, 72) for k, v in demangle([n for n in names if n]).items()}
+    except Exception:  # noqa: BLE001 - names as they are
+        return {}
 
 
 def _launch_text(launch: Mapping[str, Any]) -> str:
