@@ -103,7 +103,8 @@ def select(results: Sequence[Result], metric: str, direction: str,
     ``gpu``: only the GPU model whose name holds this text (case-insensitive)."""
     values = measured(results, metric, conf)
     if gpu is not None:
-        values = {k: v for k, v in values.items() if k[2] == only_gpu(values, gpu)}
+        model = only_gpu(values, gpu)
+        values = {k: v for k, v in values.items() if k[2] == model}
     if not values:
         raise ExportError("no config ran OK with a finite objective: nothing to export")
     bests = {k: best_of(k, v, metric, direction, conf) for k, v in values.items()}
