@@ -15,6 +15,7 @@ file, the key and the fix; the CLI prints that line and exits with code 2.
     ├── NoBudget                   a space too large to sweep without --max-evals or --time-limit
     ├── UnknownStrategy            a strategy name that is not registered
     ├── DatasetError               a recorded-results file that cannot be read
+    ├── ExportError                a database that cannot be exported as asked (ksweep export)
     ├── StoreError                 a results database that cannot be opened or is another spec's
     │   └── StoreInUse             another sweep is writing it (names its PID)
     ├── EnvironmentProblem         every config would fail for a reason outside it (no GPU, ...)
@@ -71,6 +72,11 @@ class UnknownStrategy(KsweepError, ValueError):
 
 class DatasetError(KsweepError):
     """A recorded-results file cannot be read or is in no known format."""
+
+
+class ExportError(KsweepError):
+    """A database that cannot be exported as asked: nothing valid, or a choice to make
+    (--shape, --gpu) that the message names."""
 
 
 class StoreError(KsweepError):

@@ -8,6 +8,20 @@ from typing import Any, Mapping
 
 from .status import Status
 
+# Milliseconds per unit of the metrics that measure a duration, by their name or its suffix.
+_MS_PER_UNIT = {"ms": 1.0, "us": 1e-3, "ns": 1e-6, "s": 1e3, "sec": 1e3, "secs": 1e3, "seconds": 1e3}
+
+
+def time_unit_ms(metric: str) -> float | None:
+    """Milliseconds per unit of a metric that measures a duration (whatever the case): ms, us,
+    ns, s, sec, secs, seconds, or a name ending in one after an underscore (``kernel_us``);
+    ``time`` and ``time_*`` are taken as milliseconds. None for any other metric."""
+    k = metric.lower()
+    unit = k if k in _MS_PER_UNIT else next((u for u in _MS_PER_UNIT if k.endswith("_" + u)), None)
+    if unit is not None:
+        return _MS_PER_UNIT[unit]
+    return 1.0 if k == "time" or k.startswith("time_") else None
+
 
 @dataclass(frozen=True)
 class Result:

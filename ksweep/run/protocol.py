@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 
+from ..result import time_unit_ms
+
 PREFIX = "@@RESULT"
 
 
@@ -68,15 +70,10 @@ def parse_results(stdout: str, shape: str | None = None) -> tuple[dict[str, floa
     return metrics, None
 
 
-_TIME_NAMES = {"ms", "us", "ns", "s", "sec", "secs", "seconds", "time"}
-_TIME_SUFFIXES = ("_ms", "_us", "_ns", "_s", "_sec", "_secs", "_seconds")
-
-
 def is_time_metric(key: str) -> bool:
     """A metric that measures a duration: ms, us, ns, s, sec, seconds, time, *_ms, *_us,
     *_ns, *_s, time_* (whatever the case)."""
-    k = key.lower()
-    return k in _TIME_NAMES or k.endswith(_TIME_SUFFIXES) or k.startswith("time_")
+    return time_unit_ms(key) is not None
 
 
 def value_problem(key: str, value: float) -> str | None:

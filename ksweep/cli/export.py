@@ -1,0 +1,60 @@
+"""ksweep export DB --format header|json|t4|kt-cache: the tuned configs for a library, or the
+results for another tuner."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..errors import ExportError
+from ..report.export_formats import FORMATS, export
+from ..store.sqlite import Store
+from .main import version
+from .report import load_all
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("export", help="write the best configs as a C/C++ header or JSON, or the results "
+                                      "as a T4 file or a Kernel Tuner cache")
+    p.add_argument("db", help="results database")
+    p.add_argument("--format", required=True, choices=FORMATS,
+                   help="header: a C/C++ header of each shape's best config; json: the same as JSON; t4: the "
+                        "T4 results file of one shape; kt-cache: a Kernel Tuner cache of one shape")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: standard output)")
+    p.add_argument("--cover", type=percent, metavar="PCT",
+                   help="header, json: the fewest configs that keep every shape within PCT%% of its own best")
+    p.add_argument("--shape", help="only this shape")
+    p.add_argument("--variant", help="only this variant")
+    p.add_argument("--gpu", metavar="MODEL", help="only this GPU model (its name or a part of it)")
+    p.set_defaults(handler=run)
+
+
+def percent(text: str) -> float:
+    value = float(text.rstrip("%"))
+    if not value >= 0:
+        raise ValueError(text)
+    return value
+
+
+def run(args) -> int:
+    results, objective, orders, conf = load_all(args.db)
+    with Store(args.db, create=False) as store:
+        name = store.get_meta("spec_name") or Path(args.db).stem
+    out = export(results, objective["metric"], objective["direction"], args.format, conf=conf, orders=orders,
+                 name=name, source=Path(args.db).name, generator=f"ksweep {version()}", cover=args.cover,
+                 shape=args.shape, variant=args.variant, gpu=args.gpu)
+    said = sys.stdout
+    if args.output:
+        try:
+            Path(args.output).write_text(out.text)
+        except OSError as exc:
+            raise ExportError(f"{args.output}: cannot write it ({exc.strerror or exc})") from None
+        print(f"wrote {args.output}")
+    else:
+        sys.stdout.write(out.text)
+        said = sys.stderr
+    for line in out.lines:
+        print(line, file=said)
+    for note in out.notes:
+        print(f"note: {note}", file=said)
+    return 0

@@ -1,0 +1,99 @@
+"""``ksweep export``'s formats (pure): from a database's results to the text to write and the
+lines to tell the user (what was exported, the loss per shape under a cover, notes).
+
+- ``header``: a C/C++ header (report/export_header.py) of report/selection.py's entries;
+- ``json``: the same entries as JSON (report/export.py's ``selection_json``);
+- ``t4``: a T4 results file of one shape (report/export_t4.py);
+- ``kt-cache``: a Kernel Tuner cache of one shape (report/export_kt.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from ..errors import ExportError
+from ..result import Result
+from ..spec.model import BASE_VARIANT
+from ..spec.names import did_you_mean
+from .confirmed import Confirmed
+from .export import selection_json
+from .export_header import header
+from .export_kt import kt_cache_text
+from .export_t4 import t4_text
+from .recording import recording
+from .selection import Selection, select
+
+FORMATS = ("header", "json", "t4", "kt-cache")
+
+
+@dataclass(frozen=True)
+class Exported:
+    text: str
+    lines: list[str] = field(default_factory=list)  # what was exported, the loss per shape
+    notes: list[str] = field(default_factory=list)  # what the user should know about it
+
+
+def export(results: Sequence[Result], metric: str, direction: str, fmt: str, *,
+           conf: Mapping[tuple[str, str], Confirmed] | None = None,
+           orders: Mapping[tuple[str, ...], Sequence[str]] | None = None, name: str = "ksweep",
+           source: str = "", generator: str = "ksweep", cover: float | None = None, shape: str | None = None,
+           variant: str | None = None, gpu: str | None = None) -> Exported:
+    results = _only(_only(results, "variant", variant), "shape", shape)
+    if fmt in ("header", "json"):
+        sel = select(results, metric, direction, conf, cover_pct=cover, gpu=gpu)
+        text = header(sel, name=name, source=source, generator=generator) if fmt == "header" \
+            else selection_json(sel, conf) + "\n"
+        return Exported(text, _summary(sel))
+    if cover is not None:
+        raise ExportError(f"--cover applies to --format header and json, not {fmt}: a {fmt} file records "
+                          f"every config of one shape")
+    if fmt not in FORMATS:
+        raise ExportError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
+    rec = recording(results, metric, direction, conf, orders, gpu=gpu)
+    kernel = name if rec.variant == BASE_VARIANT.name else f"{name}/{rec.variant}"
+    text = kt_cache_text(rec, kernel) if fmt == "kt-cache" else t4_text(rec, kernel, metric, generator)
+    where = f"shape {rec.shape}" + (f", variant {rec.variant}" if rec.variant != BASE_VARIANT.name else "") + (
+        f", {rec.gpu}" if rec.gpu else "")
+    best = f"{rec.best_time_ms:.6g} ms" if rec.best_time_ms is not None else f"{rec.best.value:.6g} {metric}"
+    lines = [f"{fmt}: {len(rec.records)} configs of {where}; best {_params(rec.best.result)}: {best}"]
+    notes = []
+    fastest = rec.fastest()
+    if fastest is not None and fastest.result is not rec.best.result:
+        notes.append(f"the least time recorded, {fastest.time_ms:.6g} ms ({_params(fastest.result)}), is not the "
+                     f"database's best ({_params(rec.best.result)}): a replay will find that config best"
+                     + (" (single measurements beside confirmed medians)" if rec.best.confirmed else ""))
+    return Exported(text, lines, notes)
+
+
+def _only(results: Sequence[Result], what: str, name: str | None) -> list[Result]:
+    if name is None:
+        return list(results)
+    kept = [r for r in results if getattr(r, what) == name]
+    if not kept:
+        known = list(dict.fromkeys(getattr(r, what) for r in results))
+        close = did_you_mean(name, known)
+        raise ExportError(f"--{what} {name}: no such {what} in the database"
+                          + (f" — did you mean {close}?" if close else f" ({what}s: {', '.join(known[:12])})"))
+    return kept
+
+
+def _params(r: Result) -> str:
+    return " ".join(f"{k}={v}" for k, v in r.params.items())
+
+
+def _summary(sel: Selection) -> list[str]:
+    n, count = len(sel.configs), len(sel.entries)
+    many = len({(e.variant, e.gpu) for e in sel.entries}) > 1
+    what = "entries (variant / GPU model / shape)" if many else "shapes" if count != 1 else "shape"
+    head = f"{count} {what}, {n} distinct config{'s' * (n != 1)}"
+    if sel.cover_pct is None:
+        return [head + " (each shape's best)"]
+    lines = [head + f": the fewest keeping every shape within {sel.cover_pct:g}% of its own best"
+             + ("" if sel.exact else " (the search stopped early: perhaps not the fewest)")]
+    labels = [(f"{e.variant} / {e.gpu or 'GPU not recorded'} / " if many else "") + e.shape for e in sel.entries]
+    width = max(map(len, labels))
+    for e, label in zip(sel.entries, labels):
+        lines.append(f"  {label:<{width}}  config {sel.config_index(e)}  {e.value:.6g} {sel.metric}  "
+                     f"loss {100 * e.loss:5.2f}%  (own best {e.best_value:.6g})")
+    return lines
