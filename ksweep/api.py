@@ -89,14 +89,15 @@ def make_dask_executor(spec: Spec, cluster: str, *, gpus: list[int] | None = Non
 def run_sweep(spec: Spec, *, db: str | Path | None = None, options: SweepOptions = SweepOptions(),
               gpus: list[int] | None = None, jobs: int | None = None, observer=None,
               executor=None, kernel_backend: str = "cuda", start_gap: float | None = None,
-              cache: str | Path | None = None) -> tuple[Summary, Path]:
+              cache: str | Path | None = None, strategy_factory=None) -> tuple[Summary, Path]:
     """Sweep a spec on this host (or on ``executor``, which the caller then shuts down):
     build, run, verify and store every config the strategy proposes; resumes from ``db``.
     ``cache``: the build cache's folder (else ``cache/`` beside ``db`` when it is given, else
     ``.ksweep/cache`` beside the spec)."""
     cache = _cache_folder(db, cache)
     return run_with(spec, lambda: make_executor(spec, gpus, jobs, kernel_backend, start_gap, cache),
-                    mode_for(spec, kernel_backend), db=db, options=options, observer=observer, executor=executor)
+                    mode_for(spec, kernel_backend), db=db, options=options, observer=observer, executor=executor,
+                    strategy_factory=strategy_factory)
 
 
 def _cache_folder(db: str | Path | None, cache: str | Path | None) -> str | Path | None:

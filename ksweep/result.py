@@ -53,6 +53,7 @@ class Result:
     deps: tuple = ()  # (path, digest) of every file its build read beyond the listed sources
     # the GPU around the run (NVML: clocks, temperature, power, throttle reasons; run/gpu_state.py)
     gpu_state: Mapping[str, Any] = field(default_factory=dict)
+    revision: str | None = None  # the source revision it was measured on (build/revision.py)
 
     def value(self, metric: str) -> float | None:
         """The objective's value, only for a config that passed everything (and a finite number:

@@ -11,8 +11,8 @@ import sys
 from ..errors import KsweepError
 
 # One module per command, each with add_parser(subparsers) and run(args) -> int.
-COMMANDS = ("plan", "run", "report", "explain", "profile", "compare", "export", "plot", "replay", "bench_strategies",
-            "include")
+COMMANDS = ("plan", "run", "report", "explain", "profile", "compare", "history", "check", "export", "plot", "replay",
+            "bench_strategies", "include")
 
 
 def version() -> str:

@@ -1,9 +1,10 @@
 """Results in an embedded SQLite database: crash-safe, resumable, readable while a sweep runs.
 
 WAL mode and one transaction per result: a ``kill -9`` at any moment loses at most
-the result being written, and the file stays readable. One row per
-(variant, shape, config); a config re-evaluated because its result key changed
-replaces its row. The files a result's build read (``deps``) are kept once per distinct
+the result being written, and the file stays readable. ``results`` holds the current row
+per (variant, shape, config): a config re-evaluated because its result key changed
+replaces its row there; ``history`` keeps every evaluated result, append-only, with the
+source revision it was measured on (``build/revision.py``). The files a result's build read (``deps``) are kept once per distinct
 set in ``depsets``.
 
 One sweep writes a database at a time: ``lock()`` takes an exclusive ``flock`` on
@@ -19,6 +20,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import sys
 import time
 from pathlib import Path
 from typing import Any, Iterable
@@ -27,8 +29,9 @@ from ..errors import StoreError, StoreInUse
 from ..result import Measurement, Result
 from ..status import Status
 
-SCHEMA_VERSION = "5"  # 2: results.deps and the depsets table; 3: results.verified;
-# 4: results.gpu_state and the measurements table (confirmation runs); 5: the profiles table
+SCHEMA_VERSION = "6"  # 2: results.deps and the depsets table; 3: results.verified;
+# 4: results.gpu_state and the measurements table (confirmation runs); 5: the profiles table;
+# 6: results.revision and the history table (every result kept)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -46,8 +49,26 @@ CREATE TABLE IF NOT EXISTS results (
     build_argv TEXT, cache_key TEXT, cached INTEGER, phase TEXT,
     gpu_index INTEGER, gpu_name TEXT, gpu_uuid TEXT, driver TEXT,
     build_seconds REAL, run_seconds REAL, started REAL, finished REAL, deps TEXT, verified INTEGER, gpu_state TEXT,
+    revision TEXT,
     UNIQUE (variant, shape, config)
 );
+CREATE TABLE IF NOT EXISTS history (
+    id INTEGER PRIMARY KEY,
+    variant TEXT NOT NULL,
+    shape TEXT NOT NULL,
+    config TEXT NOT NULL,
+    params TEXT NOT NULL,
+    derived TEXT NOT NULL,
+    status TEXT NOT NULL,
+    message TEXT NOT NULL,
+    metrics TEXT NOT NULL,
+    regs INTEGER, spills INTEGER, smem INTEGER, kernels TEXT,
+    build_argv TEXT, cache_key TEXT, cached INTEGER, phase TEXT,
+    gpu_index INTEGER, gpu_name TEXT, gpu_uuid TEXT, driver TEXT,
+    build_seconds REAL, run_seconds REAL, started REAL, finished REAL, deps TEXT, verified INTEGER, gpu_state TEXT,
+    revision TEXT
+);
+CREATE INDEX IF NOT EXISTS history_by_target ON history (variant, shape, finished);
 CREATE TABLE IF NOT EXISTS depsets (id TEXT PRIMARY KEY, files TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS measurements (
     id INTEGER PRIMARY KEY,
@@ -80,13 +101,13 @@ CREATE TABLE IF NOT EXISTS profiles (
 _COLUMNS = (
     "variant", "shape", "config", "params", "derived", "status", "message", "metrics", "regs", "spills",
     "smem", "kernels", "build_argv", "cache_key", "cached", "phase", "gpu_index", "gpu_name", "gpu_uuid",
-    "driver", "build_seconds", "run_seconds", "started", "finished", "deps", "verified", "gpu_state",
+    "driver", "build_seconds", "run_seconds", "started", "finished", "deps", "verified", "gpu_state", "revision",
 )
 
 # Columns added to results since schema 1 (schema 2: deps, 3: verified): an older database gets
 # them by ALTER TABLE. Its rows read NULL there: without deps their result keys no longer match,
 # so they rerun; and they are not known to be verified.
-_ADDED_COLUMNS = ("deps TEXT", "verified INTEGER", "gpu_state TEXT")
+_ADDED_COLUMNS = ("deps TEXT", "verified INTEGER", "gpu_state TEXT", "revision TEXT")
 
 
 def _dumps(v: Any) -> str:
@@ -96,6 +117,8 @@ def _dumps(v: Any) -> str:
 class Store:
     def __init__(self, path: str | Path, create: bool = True):
         self.path = Path(path)
+        self.revision: str | None = None  # the source revision the results put now were measured on
+        self.migrated: str | None = None  # what opening it changed (an older schema), for a message
         self._lock_fd: int | None = None
         self._depsets: set[str] = set()
         if self.path.is_dir():
@@ -135,12 +158,19 @@ class Store:
             return
         if str(version) == SCHEMA_VERSION:
             return
-        if str(version) in ("1", "2", "3", "4"):
+        if str(version) in ("1", "2", "3", "4", "5"):
             columns = {row[1] for row in self.db.execute("PRAGMA table_info(results)")}
             for column in _ADDED_COLUMNS:
                 if column.split()[0] not in columns:
                     self.db.execute(f"ALTER TABLE results ADD COLUMN {column}")
+            # the history starts with the results it had (their revision unknown)
+            cols = ", ".join(_COLUMNS)
+            self.db.execute(f"INSERT INTO history ({cols}) SELECT {cols} FROM results WHERE status != ? "
+                            f"ORDER BY id", (Status.PRUNED.value,))
             self.set_meta("schema", SCHEMA_VERSION)
+            self.migrated = (f"{self.path}: migrated from schema {version} to {SCHEMA_VERSION}: every result is "
+                             f"now kept with its source revision (ksweep history)")
+            print(f"ksweep: {self.migrated}", file=sys.stderr)
             return
         raise StoreError(f"{self.path}: written by a newer ksweep (schema {version}, this one reads "
                          f"{SCHEMA_VERSION}): upgrade ksweep, or choose another --db")
@@ -199,9 +229,20 @@ class Store:
             r.gpu_index, r.gpu_name, r.gpu_uuid, r.driver, r.build_seconds, r.run_seconds,
             None, r.finished if r.finished is not None else time.time(), self._depset(r.deps),
             int(r.verified), _dumps(dict(r.gpu_state)) if r.gpu_state else None,
+            r.revision if r.revision is not None else self.revision,
         )
         marks = ", ".join("?" * len(_COLUMNS))
-        self.db.execute(f"INSERT OR REPLACE INTO results ({', '.join(_COLUMNS)}) VALUES ({marks})", row)
+        # the current row of the config and, for an evaluated one, a row of the history, at once
+        self.db.execute("SAVEPOINT put")
+        try:
+            self.db.execute(f"INSERT OR REPLACE INTO results ({', '.join(_COLUMNS)}) VALUES ({marks})", row)
+            if r.status is not Status.PRUNED:
+                self.db.execute(f"INSERT INTO history ({', '.join(_COLUMNS)}) VALUES ({marks})", row)
+            self.db.execute("RELEASE put")
+        except BaseException:
+            self.db.execute("ROLLBACK TO put")
+            self.db.execute("RELEASE put")
+            raise
 
     def _depset(self, deps) -> str | None:
         if not deps:
@@ -260,6 +301,19 @@ class Store:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY id"
         return [self._to_result(row) for row in self.db.execute(sql, args)]
+
+    def history(self, variant: str | None = None, shape: str | None = None) -> list[Result]:
+        """Every evaluated result ever stored (append-only), oldest first; ``revision`` says
+        which source revision it was measured on (None: stored before schema 6)."""
+        where, args = [], []
+        for name, value in (("variant", variant), ("shape", shape)):
+            if value is not None:
+                where.append(f"{name} = ?")
+                args.append(value)
+        sql = f"SELECT {', '.join(_COLUMNS)} FROM history"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        return [self._to_result(row) for row in self.db.execute(sql + " ORDER BY id", args)]
 
     def count(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
@@ -365,5 +419,5 @@ def _to_result(row, deps=lambda key: ()) -> Result:
         gpu_name=d["gpu_name"], gpu_uuid=d["gpu_uuid"], driver=d["driver"],
         build_seconds=d["build_seconds"], run_seconds=d["run_seconds"], 
         finished=d["finished"], deps=deps(d["deps"]), verified=bool(d["verified"]),
-        gpu_state=json.loads(d["gpu_state"]) if d.get("gpu_state") else {},
+        gpu_state=json.loads(d["gpu_state"]) if d.get("gpu_state") else {}, revision=d.get("revision"),
     )

@@ -28,6 +28,7 @@ from .. import confirm, physics
 from ..confirm import Confirmation
 from ..build import deps as depfiles
 from ..build.builder import BuildResult
+from ..build.revision import source_revision
 from ..errors import EnvironmentProblem, Interrupted, KsweepError, SpecError, StoreError, SystematicFailure
 from ..job import Job, config_id
 from ..observer import NullObserver, Observer
@@ -173,6 +174,12 @@ class Sweep:
         prior = Prior(tuple(sources))
         return prior if prior else None
 
+    def _sources(self) -> list[str]:
+        listed = list(self.spec.build.sources)
+        for v in self.spec.variant_list():
+            listed += [s for s in v.sources or () if s not in listed]
+        return listed
+
     # -- top level ---------------------------------------------------------------------
     def run(self) -> Summary:
         start = time.monotonic()
@@ -184,6 +191,7 @@ class Sweep:
             self.store.set_meta("spec_name", self.spec.name)
             self.store.set_meta("objective", {"metric": self.spec.objective.metric,
                                               "direction": self.spec.objective.direction})
+            self.store.revision = source_revision(self.spec.root, [self.spec.root / s for s in self._sources()])
             with _one_blas_thread():
                 self._run_targets(start)
             self.flush_held()

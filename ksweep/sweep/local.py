@@ -78,9 +78,12 @@ def check_sources(spec: Spec, variants: tuple[str, ...] | None = None) -> None:
 
 
 def run_with(spec: Spec, executor_factory, mode: Mode | None = None, *, db: str | Path | None = None,
-             options: SweepOptions = SweepOptions(), observer=None, executor=None) -> tuple[Summary, Path]:
+             options: SweepOptions = SweepOptions(), observer=None, executor=None,
+             strategy_factory=None) -> tuple[Summary, Path]:
     """Run a sweep of ``spec`` into ``db``: on ``executor`` when given (the caller shuts it
-    down), else on one ``executor_factory()`` makes, shut down and cleaned up after."""
+    down), else on one ``executor_factory()`` makes, shut down and cleaned up after.
+    ``strategy_factory(name, space, seed, max_evals)``: the strategy of each shape ×
+    variant, when not the one ``options`` names."""
     db_path = Path(db) if db else default_db_path(spec)
     check_sources(spec, options.variants)  # before anything is created beside the spec
     store = Store(db_path)
@@ -88,7 +91,7 @@ def run_with(spec: Spec, executor_factory, mode: Mode | None = None, *, db: str 
     try:
         if executor is None:
             executor = executor_factory()
-        summary = Sweep(spec, store, executor, options, observer, mode=mode).run()
+        summary = Sweep(spec, store, executor, options, observer, strategy_factory=strategy_factory, mode=mode).run()
     finally:
         if own_executor and executor is not None:
             executor.shutdown()

@@ -1,0 +1,46 @@
+"""ksweep check SPEC: build the current source, measure the best known config of each shape
+again, and exit 1 when a shape regressed beyond tolerance and noise."""
+
+from __future__ import annotations
+
+import json
+
+from ..regress import check
+from ..spec.load import load_spec
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("check", help="a regression gate: the best known configs measured on the current source")
+    p.add_argument("spec", help="the sweep spec (TOML)")
+    p.add_argument("--db", help="its results database (default: the spec's, under .ksweep/)")
+    p.add_argument("--tolerance", type=float, default=5.0, metavar="PCT",
+                   help="slower by more than PCT %% (and beyond noise) is a regression (default 5)")
+    p.add_argument("--shape", action="append", help="only this shape (repeatable)")
+    p.add_argument("--variant", action="append", help="only this variant (repeatable)")
+    p.add_argument("--repeats", type=int, default=3, metavar="R",
+                   help="interleaved measurements of each config after the first (default 3)")
+    p.add_argument("--update", action="store_true", help="record the new measurements in the history")
+    p.add_argument("--gpus", help="the GPUs to use (e.g. 0,1)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    spec = load_spec(args.spec)
+    gpus = [int(g) for g in args.gpus.split(",")] if args.gpus else None
+    verdicts = check(spec, db=args.db, tolerance=args.tolerance / 100, shapes=args.shape or (),
+                     variants=args.variant or (), repeats=args.repeats, update=args.update, gpus=gpus)
+    metric = spec.objective.metric
+    if args.json:
+        print(json.dumps([{"variant": v.variant, "shape": v.shape, "verdict": v.verdict, "params": v.params,
+                           "baseline": v.baseline, "baseline_revision": v.baseline_revision, "now": v.now,
+                           "revision": v.revision, "speedup": v.speedup, "beyond_noise": v.beyond_noise,
+                           "message": v.message} for v in verdicts], indent=2))
+    else:
+        for v in verdicts:
+            print(v.line(metric))
+    bad = [v for v in verdicts if v.failed]
+    if bad:
+        print(f"ksweep check: {len(bad)} of {len(verdicts)} shapes regressed or failed")
+        return 1
+    return 0

@@ -1,0 +1,37 @@
+"""ksweep history DB: the best result per source revision, in time order, regressions marked."""
+
+from __future__ import annotations
+
+import json
+
+from ..report.history import plot, render, timeline
+from ..store.sqlite import Store
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("history", help="the best result per source revision, regressions marked")
+    p.add_argument("db", help="results database")
+    p.add_argument("--shape", help="only this shape")
+    p.add_argument("--variant", help="only this variant")
+    p.add_argument("--tolerance", type=float, default=2.0, metavar="PCT",
+                   help="a revision slower than the previous by more than PCT %% (and not within noise) is a "
+                        "regression (default 2)")
+    p.add_argument("--plot", metavar="FILE.png", help="also draw the timeline")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    with Store(args.db, create=False) as store:
+        rows = store.history(args.variant, args.shape)
+        measurements = store.measurements(args.variant, args.shape)
+        objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
+    lines = timeline(rows, measurements, objective["metric"], objective["direction"], args.tolerance / 100)
+    if args.json:
+        print(json.dumps([{"variant": v, "shape": s, "points": [p.to_json() for p in pts]}
+                          for (v, s), pts in lines.items()], indent=2))
+    else:
+        print(render(lines, objective["metric"]) if lines else f"{args.db}: no evaluated result yet")
+    if args.plot and lines:
+        print(plot(lines, objective["metric"], args.plot))
+    return 0

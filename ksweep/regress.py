@@ -1,0 +1,158 @@
+"""``ksweep check``: did the current source regress? A gate a CI job runs on a GPU runner.
+
+For each shape × variant of a spec: the baseline is the latest revision in the database's
+history (``report/history.py``) and its best config; the current sources are built and
+that config (and the default config) measured again, interleaved, ``repeats`` times more
+(the confirmation: a median and a 95% interval). The shape regressed when the config is
+slower than the baseline by more than ``tolerance`` and the two intervals do not overlap
+(beyond noise; with no interval on one side, the tolerance alone decides), or when it no
+longer builds or runs. Without ``update`` the measurements go to a copy of the database
+and the history is left as it was; with it they are recorded, a revision of their own.
+Above every layer, like ``api.py``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from .api import run_sweep
+from .confirm import Confirmation, Interval
+from .errors import KsweepError
+from .job import config_id
+from .report.confirmed import confirmed
+from .report.history import timeline
+from .space.space import Space
+from .spec.model import Spec
+from .status import Status
+from .store.sqlite import Store
+from .strategies.listed import ListedStrategy
+from .sweep.driver import SweepOptions
+from .sweep.local import default_db_path
+
+
+@dataclass(frozen=True)
+class ShapeVerdict:
+    variant: str
+    shape: str
+    verdict: str  # "ok", "faster", "REGRESSED", "FAILED", "no baseline"
+    params: dict
+    baseline: float | None = None
+    baseline_revision: str | None = None
+    baseline_interval: Interval | None = None
+    now: float | None = None
+    now_interval: Interval | None = None
+    revision: str | None = None
+    speedup: float | None = None
+    beyond_noise: bool | None = None
+    message: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict in ("REGRESSED", "FAILED")
+
+    def line(self, metric: str) -> str:
+        head = f"{self.shape}/{self.variant}: "
+        if self.verdict == "no baseline":
+            return head + "no baseline in the history (sweep it first): not checked"
+        if self.verdict == "FAILED":
+            return head + f"FAILED: the best known config ({_cfg(self.params)}) {self.message}"
+        noise = {True: "beyond noise", False: "within noise", None: "noise unknown"}[self.beyond_noise]
+        return (head + f"{self.verdict}: {metric} {self.baseline:.4g} at {self.baseline_revision} -> "
+                f"{self.now:.4g} now ({self.revision}), {self.speedup:.3f}x ({noise}); config {_cfg(self.params)}")
+
+
+def _cfg(params) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items())
+
+
+def _copy(db: Path, to: Path) -> None:
+    src = sqlite3.connect(str(db))
+    dst = sqlite3.connect(str(to))
+    try:
+        src.backup(dst)
+    finally:
+        dst.close()
+        src.close()
+
+
+def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, shapes: Sequence[str] = (),
+          variants: Sequence[str] = (), repeats: int = 3, update: bool = False, gpus=None, jobs=None,
+          observer=None) -> list[ShapeVerdict]:
+    db_path = Path(db) if db else default_db_path(spec)
+    if not db_path.exists():
+        raise KsweepError(f"{db_path}: no results database: sweep the spec first (ksweep run), then check")
+    with Store(db_path, create=False) as store:
+        history = store.history()
+        objective = store.get_meta("objective", {"metric": spec.objective.metric,
+                                                 "direction": spec.objective.direction})
+        lines = timeline(history, store.measurements(), objective["metric"], objective["direction"], tolerance)
+    metric, direction = objective["metric"], objective["direction"]
+    verdicts: list[ShapeVerdict] = []
+    targets = []
+    for sh in spec.shape_list():
+        if shapes and sh.name not in shapes:
+            continue
+        for va in spec.variant_list():
+            if variants and va.name not in variants:
+                continue
+            points = [p for p in lines.get((va.name, sh.name), []) if p.value is not None]
+            if not points:
+                verdicts.append(ShapeVerdict(va.name, sh.name, "no baseline", {}))
+                continue
+            base = points[-1]
+            space = Space.from_spec(spec, sh.name, va.name)
+            default = {p.name: p.default for p in spec.effective_params(sh, va)}
+            configs = [dict(base.params)] + ([default] if default != dict(base.params) and default in space else [])
+            targets.append((va.name, sh.name, base, configs))
+    if not targets:
+        return verdicts
+    with tempfile.TemporaryDirectory(prefix="ksweep-check-") as tmp:
+        target = db_path
+        if not update:
+            target = Path(tmp) / db_path.name
+            _copy(db_path, target)
+        for va, sh, base, configs in targets:
+            def listed(name, space, seed, max_evals, configs=configs):  # the driver's factory signature
+                return ListedStrategy(space, configs)
+
+            options = SweepOptions(shapes=(sh,), variants=(va,), rerun="all", record_pruned=False,
+                                   max_evals=len(configs), confirm=Confirmation(k=1, rounds=repeats),
+                                   warm_between_shapes=False)
+            run_sweep(spec, db=target, options=options, gpus=gpus, jobs=jobs, observer=observer,
+                      cache=db_path.resolve().parent / "cache", strategy_factory=listed)
+            verdicts.append(_judge(target, va, sh, base, metric, direction, tolerance))
+    return verdicts
+
+
+def _judge(db: Path, variant: str, shape: str, base, metric: str, direction: str, tolerance: float) -> ShapeVerdict:
+    cid = config_id(base.params)
+    with Store(db, create=False) as store:
+        rows = store.history(variant, shape)
+        revision = rows[-1].revision if rows else None
+        now_rows = [r for r in rows if r.revision == revision]
+        latest = {config_id(r.params): r for r in now_rows}
+        conf = confirmed(list(latest.values()), store.measurements(variant, shape), direction).get((variant, shape))
+    mine = latest.get(cid)
+    common = dict(variant=variant, shape=shape, params=dict(base.params), baseline=base.value,
+                  baseline_revision=base.revision, baseline_interval=base.interval, revision=revision)
+    if mine is None or mine.status is not Status.OK:
+        what = "was not measured" if mine is None else f"is {mine.status.value} now: {mine.message}"
+        return ShapeVerdict(verdict="FAILED", message=what, **common)
+    v = conf.verdicts.get(cid) if conf is not None else None
+    now_iv = v.interval if v is not None and v.interval.n else None
+    now = now_iv.median if now_iv is not None else mine.value(metric)
+    speed = base.value / now if direction == "min" else now / base.value
+    beyond = None
+    if now_iv is not None and base.interval is not None and now_iv.n > 1 and base.interval.n > 1:
+        beyond = not now_iv.overlaps(base.interval)
+    if speed < 1 - tolerance and beyond is not False:
+        verdict = "REGRESSED"
+    elif speed > 1 + tolerance and beyond is not False:
+        verdict = "faster"
+    else:
+        verdict = "ok"
+    return ShapeVerdict(verdict=verdict, now=now, now_interval=now_iv, speedup=speed, beyond_noise=beyond, **common)

@@ -1,0 +1,159 @@
+"""The evolution of a kernel across source revisions (pure): seed 002's timeline.
+
+Per shape × variant, one point per source revision in the order they were first measured:
+the best result of that revision — the confirmed best (median and 95% interval of its
+confirmation runs) where the confirmation ran, else the best single value — and its
+change against the previous revision, as a speed-up (``0.88×``: 12% slower). A change is
+*beyond noise* when both points have intervals and they do not overlap; it is a
+*regression* when it is slower by more than ``tolerance`` and not within noise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+from ..confirm import Interval
+from ..job import config_id
+from ..result import Measurement, Result
+from .confirmed import confirmed
+from .rank import finite_value
+
+BEFORE = "(before history)"  # the revision of results stored before schema 6
+
+
+@dataclass(frozen=True)
+class Point:
+    revision: str
+    first_seen: float | None
+    value: float | None  # the best value of the revision (None: nothing valid)
+    params: Mapping = field(default_factory=dict)
+    interval: Interval | None = None  # of the confirmed best
+    evaluated: int = 0
+    speedup: float | None = None  # against the previous point with a value (>1: faster)
+    beyond_noise: bool | None = None  # None: not known (no intervals)
+    regression: bool = False
+    confirmed: bool = False
+
+    def to_json(self) -> dict:
+        iv = self.interval
+        return {"revision": self.revision, "first_seen": self.first_seen, "value": self.value,
+                "params": dict(self.params), "confirmed": self.confirmed, "evaluated": self.evaluated,
+                "ci95": None if iv is None else [iv.lo, iv.hi], "n": None if iv is None else iv.n,
+                "speedup": self.speedup, "beyond_noise": self.beyond_noise, "regression": self.regression}
+
+
+def timeline(history: Iterable[Result], measurements: Iterable[Measurement], metric: str, direction: str,
+             tolerance: float = 0.02) -> dict[tuple[str, str], list[Point]]:
+    """(variant, shape) -> its points in time order."""
+    rows_by: dict[tuple[str, str], dict[str, list[Result]]] = {}
+    first: dict[tuple, float | None] = {}
+    for r in history:
+        rev = r.revision or BEFORE
+        rows_by.setdefault((r.variant, r.shape), {}).setdefault(rev, []).append(r)
+        key = (r.variant, r.shape, rev)
+        if key not in first:
+            first[key] = r.finished
+    ms = list(measurements)
+    out = {}
+    for group, revisions in rows_by.items():
+        points: list[Point] = []
+        for rev, rows in revisions.items():
+            points.append(_point(group, rev, rows, ms, metric, direction, first[(*group, rev)]))
+        out[group] = _changes(points, direction, tolerance)
+    return out
+
+
+def _point(group, rev, rows: Sequence[Result], ms, metric, direction, first_seen) -> Point:
+    valid = [r for r in rows if finite_value(r, metric) is not None]
+    if not valid:
+        return Point(rev, first_seen, None, evaluated=len(rows))
+    latest = {config_id(r.params): r for r in valid}  # a config measured twice: its last result
+    conf = confirmed(list(latest.values()), [m for m in ms if (m.variant, m.shape) == group], direction).get(group)
+    if conf is not None and conf.best is not None:
+        v = conf.verdicts[conf.best]
+        return Point(rev, first_seen, v.interval.median, latest[conf.best].params, v.interval, len(rows),
+                     confirmed=True)
+    sign = 1 if direction == "min" else -1
+    best = min(latest.values(), key=lambda r: sign * finite_value(r, metric))
+    return Point(rev, first_seen, finite_value(best, metric), best.params, None, len(rows))
+
+
+def _changes(points: list[Point], direction: str, tolerance: float) -> list[Point]:
+    out: list[Point] = []
+    prev: Point | None = None
+    for p in points:
+        if p.value is None or prev is None or not prev.value or not p.value:
+            out.append(p)
+            prev = p if p.value is not None else prev
+            continue
+        speed = prev.value / p.value if direction == "min" else p.value / prev.value
+        beyond = None
+        if p.interval is not None and prev.interval is not None and p.interval.n > 1 and prev.interval.n > 1:
+            beyond = not p.interval.overlaps(prev.interval)
+        regression = speed < 1 - tolerance and beyond is not False
+        out.append(Point(p.revision, p.first_seen, p.value, p.params, p.interval, p.evaluated, speed, beyond,
+                         regression, p.confirmed))
+        prev = p
+    return out
+
+
+def render(lines_of: Mapping[tuple[str, str], list[Point]], metric: str) -> str:
+    import time as _time
+
+    lines = []
+    for (variant, shape), points in lines_of.items():
+        lines.append(f"{shape} / {variant}")
+        lines.append(f"  {'revision':<22} {'first measured':<16} {'best ' + metric:>12} {'ci95':>9} {'change':>8}  "
+                     f"{'n':>3}  config")
+        for p in points:
+            when = _time.strftime("%Y-%m-%d %H:%M", _time.localtime(p.first_seen)) if p.first_seen else "-"
+            value = f"{p.value:.4g}" if p.value is not None else "-"
+            ci = f"±{100 * p.interval.half_width / p.interval.median:.2f}%" if p.interval and p.interval.median \
+                else ("" if p.value is None else "unconf.")
+            change = "" if p.speedup is None else f"{p.speedup:.2f}x"
+            note = ""
+            if p.regression:
+                note = "  REGRESSION" + (" (beyond noise)" if p.beyond_noise else " (noise unknown)")
+            elif p.speedup is not None and p.beyond_noise is False:
+                note = "  within noise"
+            cfg = " ".join(f"{k}={v}" for k, v in p.params.items())
+            lines.append(f"  {p.revision:<22} {when:<16} {value:>12} {ci:>9} {change:>8}  {p.evaluated:>3}  {cfg}{note}")
+    return "\n".join(lines)
+
+
+def plot(lines_of: Mapping[tuple[str, str], list[Point]], metric: str, out, title: str = ""):
+    from ..errors import require
+
+    matplotlib = require("matplotlib", "plot", "ksweep history --plot")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * max(len(p) for p in lines_of.values())), 4.2))
+    labels: list[str] = []
+    for (variant, shape), points in lines_of.items():
+        xs = [i for i, p in enumerate(points) if p.value is not None]
+        ys = [points[i].value for i in xs]
+        ax.plot(xs, ys, marker="o", label=shape + (f" / {variant}" if variant != "base" else ""))
+        for i in xs:
+            p = points[i]
+            if p.interval is not None and p.interval.n > 1:
+                ax.errorbar([i], [p.value], yerr=[[p.value - p.interval.lo], [p.interval.hi - p.value]],
+                            fmt="none", ecolor="gray", capsize=3)
+            if p.regression:
+                ax.plot([i], [p.value], marker="v", color="red", markersize=11, linestyle="none")
+            if p.speedup is not None:
+                ax.annotate(f"{p.speedup:.2f}x", (i, p.value), textcoords="offset points", xytext=(0, 8),
+                            ha="center", fontsize=8, color="red" if p.regression else "black")
+        if len(points) > len(labels):
+            labels = [p.revision for p in points]
+    ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel(f"best {metric}")
+    ax.set_xlabel("source revision (time order)")
+    ax.set_title(title or f"best {metric} per revision (red: regression)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out

@@ -1,0 +1,147 @@
+"""History per source revision and the regression gate: three revisions of a gcc program in
+a temporary git repository, the second with a planted regression."""
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from ksweep.build.revision import source_revision
+from ksweep.store.sqlite import SCHEMA_VERSION, Store
+from ksweep.result import Result
+from ksweep.status import Status
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None or shutil.which("gcc") is None,
+                                reason="needs git and gcc")
+
+PROGRAM = """#include <stdio.h>
+#ifndef X
+#define X 1
+#endif
+#define COST {cost}
+int main(void) {{ printf("@@RESULT ms=%d\\n", COST * X + 10); return 0; }}
+"""
+
+SPEC = """
+[sweep]
+objective = "ms"
+[params]
+X = [2, 1, 3]
+[build]
+sources = ["prog.c"]
+command = ["gcc", "-O0", "{defines}", "-o", "{binary}", "prog.c"]
+[run]
+timeout = 20
+"""
+
+
+def cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "ksweep.cli.main", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def git(repo, *args):
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                        "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"})
+
+
+def revise(repo, cost: int, message: str) -> None:
+    (repo / "prog.c").write_text(PROGRAM.format(cost=cost))
+    git(repo, "add", "prog.c")
+    git(repo, "commit", "-q", "-m", message)
+
+
+@pytest.fixture
+def repo(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "sweep.toml").write_text(textwrap.dedent(SPEC))
+    (repo / ".gitignore").write_text(".ksweep/\n")
+    git(repo, "add", "sweep.toml", ".gitignore")
+    revise(repo, 10, "v1")
+    return repo
+
+
+def test_three_revisions_a_planted_regression_and_its_fix(repo, tmp_path):
+    # v1: the best (X=1) takes 20 ms
+    assert cli("run", "sweep.toml", "--confirm", "2,2", "-q", cwd=repo).returncode == 0
+    # v2 (planted regression: COST 10 -> 14, best 24 ms): the gate fails before and after it is recorded
+    revise(repo, 14, "v2: slower")
+    r = cli("check", "sweep.toml", "--repeats", "2", cwd=repo)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "REGRESSED" in r.stdout and "0.833x" in r.stdout and "beyond noise" in r.stdout
+    with Store(repo / ".ksweep" / "sweep.db", create=False) as store:
+        assert {h.revision for h in store.history()} == {_head(repo, 1)}  # check left the history alone
+    assert cli("run", "sweep.toml", "--confirm", "2,2", "-q", cwd=repo).returncode == 0
+    # v3: fixed (COST 8: 18 ms), against v2's 24 ms the gate passes
+    revise(repo, 8, "v3: fixed")
+    r = cli("check", "sweep.toml", "--repeats", "2", "--update", cwd=repo)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "faster" in r.stdout
+    h = cli("history", ".ksweep/sweep.db", "--json", cwd=repo)
+    assert h.returncode == 0, h.stderr
+    (line,) = json.loads(h.stdout)
+    points = line["points"]
+    assert [p["revision"] for p in points] == [_head(repo, 3), _head(repo, 2), _head(repo, 1)][::-1]
+    assert [p["value"] for p in points] == [20.0, 24.0, 18.0]
+    assert [p["params"] for p in points] == [{"X": 1}] * 3
+    assert points[1]["regression"] and points[1]["beyond_noise"] and round(points[1]["speedup"], 3) == 0.833
+    assert not points[2]["regression"] and round(points[2]["speedup"], 3) == 1.333
+    text = cli("history", ".ksweep/sweep.db", cwd=repo).stdout
+    assert text.count("REGRESSION") == 1 and "0.83x" in text
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "timeline.png"
+    assert cli("history", ".ksweep/sweep.db", "--plot", str(out), cwd=repo).returncode == 0
+    assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def _head(repo, n_from_first: int) -> str:
+    commits = subprocess.run(["git", "-C", str(repo), "rev-list", "--reverse", "HEAD"], capture_output=True,
+                             text=True).stdout.split()
+    return commits[n_from_first - 1][:12]
+
+
+def test_an_uncommitted_edit_is_a_revision_of_its_own(repo):
+    clean = source_revision(repo, [repo / "prog.c"])
+    assert clean == _head(repo, 1)
+    (repo / "prog.c").write_text(PROGRAM.format(cost=11))
+    edited = source_revision(repo, [repo / "prog.c"])
+    assert edited.startswith(clean + "+") and edited == source_revision(repo, [repo / "prog.c"])
+    (repo / "notes.db").write_text("a results database beside the spec is not a source")
+    assert source_revision(repo, [repo / "prog.c"]) == edited
+
+
+def test_outside_git_the_revision_is_a_digest_of_the_sources(tmp_path):
+    (tmp_path / "a.c").write_text("int main(){return 0;}")
+    first = source_revision(tmp_path, [tmp_path / "a.c"])
+    assert first.startswith("sha:") and first == source_revision(tmp_path, [tmp_path / "a.c"])
+    (tmp_path / "a.c").write_text("int main(){return 1;}")
+    assert source_revision(tmp_path, [tmp_path / "a.c"]) != first
+
+
+def test_history_is_append_only_and_an_older_database_is_migrated_with_a_message(tmp_path, capsys):
+    path = tmp_path / "old.db"
+    with Store(path) as store:
+        store.revision = "r1"
+        store.put(Result("v", "s", {"A": 1}, Status.OK, metrics={"ms": 2.0}))
+        store.revision = "r2"
+        store.put(Result("v", "s", {"A": 1}, Status.OK, metrics={"ms": 1.5}))
+        store.put(Result("v", "s", {"A": 9}, Status.PRUNED, "too big"))
+        assert [r.metrics["ms"] for r in store.results() if r.status is Status.OK] == [1.5]  # the current view
+        assert [(h.revision, h.metrics["ms"]) for h in store.history()] == [("r1", 2.0), ("r2", 1.5)]
+    db = sqlite3.connect(str(path))  # as schema 5 wrote it: no history, no revision column
+    db.execute("DROP TABLE history")
+    db.execute("ALTER TABLE results DROP COLUMN revision")
+    db.execute("UPDATE meta SET value = '\"5\"' WHERE key = 'schema'")
+    db.commit()
+    db.close()
+    with Store(path, create=False) as store:
+        assert store.get_meta("schema") == SCHEMA_VERSION == "6"
+        assert [(h.revision, h.metrics["ms"]) for h in store.history()] == [(None, 1.5)]
+        assert "migrated from schema 5 to 6" in store.migrated
+    assert "ksweep: " in capsys.readouterr().err
