@@ -159,14 +159,17 @@ def test_verified_is_stored_and_read_back(tmp_path):
     assert got == {1: (True, ""), 2: (False, "unverified: the reference (defaults) config failed")}
 
 
-@pytest.mark.parametrize("old", ["1", "2", "3", "4"])
+@pytest.mark.parametrize("old", ["1", "2", "3", "4", "5"])
 def test_an_older_database_gains_the_verified_column(tmp_path, old):
     path = tmp_path / "old.db"
     with Store(path) as store:
         store.put(Result("v", "s", {"A": 1}, Status.OK, metrics={"ms": 1.0}))
     db = sqlite3.connect(str(path))  # as an older ksweep wrote it: no gpu_state, measurements (nor verified)
-    db.execute("DROP TABLE profiles")
-    if old != "4":
+    db.execute("DROP TABLE history")
+    db.execute("ALTER TABLE results DROP COLUMN revision")
+    if old != "5":
+        db.execute("DROP TABLE profiles")
+    if old not in ("4", "5"):
         db.execute("ALTER TABLE results DROP COLUMN gpu_state")
         db.execute("DROP TABLE measurements")
     if old in ("1", "2"):
@@ -179,9 +182,10 @@ def test_an_older_database_gains_the_verified_column(tmp_path, old):
     with Store(path, create=False) as store:
         (row,) = store.results()
         assert (row.status, row.verified, row.metrics) == (Status.OK, False, {"ms": 1.0})
-        assert store.get_meta("schema") == SCHEMA_VERSION == "5"
+        assert store.get_meta("schema") == SCHEMA_VERSION == "6"
         store.put(Result("v", "s", {"A": 2}, Status.OK, verified=True, metrics={"ms": 2.0},
                          gpu_state={"sm_clock_mhz": 1980}))
         assert [r.verified for r in store.results()] == [False, True]
         assert store.results()[1].gpu_state == {"sm_clock_mhz": 1980} and store.measurements() == []
         assert store.profiles() == []  # schema 5's table is there
+        assert [h.params for h in store.history()] == [{"A": 1}, {"A": 2}]  # schema 6: the history, from the results
