@@ -46,7 +46,7 @@ def run(args) -> int:
           file=sys.stderr)
     code = 0
     if args.check is not None:
-        report = check(path, text, result.text, args.check, timeout=args.timeout)
+        report = check(path, text, result.line_mapped, args.check, timeout=args.timeout)
         for line in report.lines():
             print(f"ksweep: {line}" if not line.startswith((" ", "-", "+", "@", "…")) else line, file=sys.stderr)
         code = 0 if report.identical else 1

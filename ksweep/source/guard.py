@@ -57,6 +57,9 @@ class Guarded:
     text: str
     guarded: tuple[Define, ...]
     left: tuple[Left, ...]
+    # the same with a #line after each inserted line, so that every original line keeps its
+    # number (__LINE__, assertions): what --check compiles
+    line_mapped: str = ""
 
     @property
     def changed(self) -> bool:
@@ -78,25 +81,37 @@ def guard(text: str, names: Sequence[str] | None = None, *, label: str = "the fi
     found = scan(text)
     chosen, left = _choose(found.defines, names, label)
     if not chosen:
-        return Guarded(text, (), tuple(left))
-    lines = list(found.lines)
-    eol = Counter(line.end for line in lines if line.end).most_common(1)
-    eol = eol[0][0] if eol else "\n"
-    # from the last define up, so that earlier line indices stay valid
-    for d in sorted(chosen, key=lambda d: d.directive.first, reverse=True):
-        first, last = d.directive.first, d.directive.last
-        ending = lines[first].end or eol
-        bom = ""
-        if first == 0 and lines[0].text.startswith("\ufeff"):
-            bom = "\ufeff"
-            lines[0] = Line(lines[0].text[1:], lines[0].end)
-        head = f"{d.directive.indent}#{d.directive.gap}"
-        closing = Line(f"{head}endif", lines[last].end)
-        if not lines[last].end:  # the file ends without a newline: so does it after #endif
-            lines[last] = Line(lines[last].text, ending)
-        lines[last + 1:last + 1] = [closing]
-        lines[first:first] = [Line(f"{bom}{head}ifndef {d.name}", ending)]
-    return Guarded(join_lines(lines), tuple(chosen), tuple(left))
+        return Guarded(text, (), tuple(left), text)
+    ends = Counter(line.end for line in found.lines if line.end).most_common(1)
+    eol = ends[0][0] if ends else "\n"
+    opens = {d.directive.first: d for d in chosen}
+    closes = {d.directive.last: d for d in chosen}
+    out: list[tuple[Line, int | None]] = []  # each line, and its index in the original (None: inserted)
+    for i, line in enumerate(found.lines):
+        if i in opens:
+            d = opens[i]
+            bom = "\ufeff" if i == 0 and line.text.startswith("\ufeff") else ""
+            line = Line(line.text[len(bom):], line.end)
+            out.append((Line(f"{bom}{_head(d)}ifndef {d.name}", line.end or eol), None))
+        if i in closes:
+            d = closes[i]
+            closing = Line(f"{_head(d)}endif", line.end)  # a last line without newline: #endif has none
+            out += [(Line(line.text, line.end or found.lines[d.directive.first].end or eol), i), (closing, None)]
+        else:
+            out.append((line, i))
+    mapped = []
+    for k, (line, origin) in enumerate(out):
+        following = out[k + 1][1] if k + 1 < len(out) else None
+        if origin is None and following is not None:
+            mapped += [line.text, line.end or eol, f"#line {following + 1}", eol]
+        else:
+            mapped += [line.text, line.end]
+    return Guarded(join_lines(line for line, _ in out), tuple(chosen), tuple(left), "".join(mapped))
+
+
+def _head(d: Define) -> str:
+    """What an inserted directive starts with: the define's indentation and spacing after '#'."""
+    return f"{d.directive.indent}#{d.directive.gap}"
 
 
 def _choose(defines: Iterable[Define], names: Sequence[str] | None, label: str) -> tuple[list[Define], list[Left]]:
