@@ -278,6 +278,8 @@ def test_user_errors_are_one_line(tmp_path, capsys):
     assert code == 2 and err == f"ksweep: error: {f}: STAGE is not #defined there — did you mean STAGES?\n"
     code, _, err = _cli(capsys, "guard", tmp_path / "missing.cu")
     assert code == 2 and "cannot read" in err and len(err.splitlines()) == 1
+    code, _, err = _cli(capsys, "guard", f, "--against", f)
+    assert code == 2 and "--against compares generated code: give --check" in err
     with pytest.raises(SystemExit) as exc:
         main(["guard", str(f), "--in-place", "-o", str(tmp_path / "x.cu")])
     assert exc.value.code == 2
@@ -327,7 +329,7 @@ def test_check_with_gcc_shows_where_a_d_flag_changes_the_code(tmp_path, capsys, 
     code, out, err = _cli(capsys, "guard", "k.c", "--in-place", "--check", "--",
                           "gcc", "-O2", "-DSCALE=5", "-DN=32", "-c", "k.c")
     assert code == 1
-    assert "ksweep: the generated code differs (object code):" in err
+    assert "ksweep: the generated code is different (object code)\n" in err
     assert "  function f (.text): bytes differ" in err
     assert "  section .data: bytes differ from offset 0x0 of 256 (128 in the guarded build)" in err  # int table[N]
     assert "  symbols: symbols differ: table" in err
@@ -362,6 +364,38 @@ def test_check_refuses_a_command_that_does_not_build_the_file(tmp_path, capsys, 
     assert code == 2 and "--check needs the build command" in err
 
 
+SEED_BEFORE = textwrap.dedent('''\
+    #define TK 128
+    #define TM 128
+    #define TN 256
+    #define STAGE_BYTES 32768
+    #define TMA_BYTES 32768
+    unsigned stage_offset(unsigned s) { return s * STAGE_BYTES; }
+    unsigned expect_tx(void) { return TMA_BYTES; }
+''')
+
+
+@needs_gcc
+@pytest.mark.parametrize("tma_bytes, same", [("(STAGE_BYTES)", True), ("(TK * TN / 2)", False)])
+def test_check_against_the_file_before_hard_coded_constants_became_expressions(tmp_path, capsys, monkeypatch,
+                                                                              tma_bytes, same):
+    # seed 000's phase 0: STAGE_BYTES and TMA_BYTES follow TN; at TN=256 nothing may change
+    (tmp_path / "k.c.orig").write_text(SEED_BEFORE)
+    (tmp_path / "k.c").write_text(SEED_BEFORE.replace("#define STAGE_BYTES 32768",
+                                                      "#define STAGE_BYTES (TK * TM + TK * (TN / 2))")
+                                  .replace("#define TMA_BYTES 32768", f"#define TMA_BYTES {tma_bytes}"))
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _cli(capsys, "guard", "k.c", "TN", "--in-place", "--against", "k.c.orig", "--check", "--",
+                        "gcc", "-O2", "-c", "-o", "k.o", "k.c")
+    assert code == (0 if same else 1), err
+    if same:
+        assert "the generated code is identical (object code)" in err
+        assert "#ifndef TN\n#define TN 256\n#endif\n" in (tmp_path / "k.c").read_text()
+    else:
+        assert "  function expect_tx (.text): bytes differ" in err and "stage_offset" not in err
+        assert "#ifndef" not in (tmp_path / "k.c").read_text()
+
+
 KERNEL = textwrap.dedent('''\
     #define TN 256
     #define THREADS (TN / 2)
@@ -388,7 +422,7 @@ def test_check_with_nvcc_cubins(tmp_path, capsys, monkeypatch):
     # -DTN=128 reaches the guarded file only: another kernel, and half the shared memory
     code, out, err = _cli(capsys, "guard", "k.cu", "TN", "--check", "--", *nvcc[:-1], "-DTN=128", "k.cu")
     assert code == 1
-    assert "ksweep: the generated code differs (SASS of a cubin):" in err
+    assert "ksweep: the generated code is different (SASS of a cubin)\n" in err
     assert "  function k (.text.k): bytes differ" in err
     assert "  section .nv.shared.k: size 1536 bytes, 1280 in the guarded build" in err
 

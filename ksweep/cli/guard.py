@@ -24,6 +24,9 @@ def add_parser(sub) -> None:
                    help="after '--': a command that compiles FILE (with -o); FILE is built as it is and as "
                         "guarded, and the generated code compared; --in-place and -o write only when it is "
                         "identical")
+    p.add_argument("--against", metavar="OLD",
+                   help="with --check: compare with the code of OLD (the file before your own edits, such as "
+                        "hard-coded constants turned into expressions) instead of FILE as it is")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
                    help=f"seconds each --check build may take (default {DEFAULT_TIMEOUT:g})")
     p.set_defaults(handler=run)
@@ -35,21 +38,24 @@ def run(args) -> int:
         raise KsweepError(f"--timeout {args.timeout:g}: give a positive number of seconds")
     if args.check is not None and not args.check:
         raise KsweepError("--check needs the build command after it: --check -- nvcc -cubin -o k.cubin k.cu")
+    if args.against and args.check is None:
+        raise KsweepError("--against compares generated code: give --check -- BUILD COMMAND too")
     text = read_source(path)
     result = guard(text, args.names or None, label=str(path))
     names = list(dict.fromkeys(d.name for d in result.guarded))
-    left = [f"{x.name} ({x.why}, line {x.line})" for x in result.left]
-    if not result.changed:
-        print(f"ksweep: {path}: nothing to guard" + (f"; left: {', '.join(left)}" if left else ""), file=sys.stderr)
-        return 0
-    print(f"ksweep: {path}: guarded {', '.join(names)}" + (f"; left: {', '.join(left)}" if left else ""),
+    left = f"; left: {', '.join(f'{x.name} ({x.why}, line {x.line})' for x in result.left)}" if result.left else ""
+    print(f"ksweep: {path}: " + (f"guarded {', '.join(names)}" if names else "nothing to guard") + left,
           file=sys.stderr)
     code = 0
-    if args.check is not None:
-        report = check(path, text, result.line_mapped, args.check, timeout=args.timeout)
-        for line in report.lines():
-            print(f"ksweep: {line}" if not line.startswith((" ", "-", "+", "@", "…")) else line, file=sys.stderr)
+    if args.check is not None and (result.changed or args.against):
+        before = read_source(args.against) if args.against else text
+        report = check(path, before, result.line_mapped, args.check, timeout=args.timeout)
+        print(f"ksweep: {report.summary}", file=sys.stderr)
+        for line in report.details():
+            print(line, file=sys.stderr)
         code = 0 if report.identical else 1
+    if not result.changed:
+        return code
     target = path if args.in_place else Path(args.output) if args.output else None
     if target is None:
         sys.stdout.write(unified_diff(text, result.text, str(path)))

@@ -48,19 +48,21 @@ class CheckReport:
     failed: str | None = None  # the guarded copy did not build: the compiler's first error
     note: str = ""  # why no listing
 
-    def lines(self) -> list[str]:
-        """The report, for people."""
+    @property
+    def summary(self) -> str:
+        """The verdict, in one line."""
         if self.failed is not None:
-            return [f"the guarded file does not build: {self.failed}"]
-        if self.identical:
-            return [f"the generated code is identical ({self.what})"]
-        out = [f"the generated code differs ({self.what}):"]
-        out += [f"  {d.unit}: {d.detail}" for d in self.differences[:20]]
+            return f"the guarded file does not build: {self.failed}"
+        return f"the generated code is {'identical' if self.identical else 'different'} ({self.what})"
+
+    def details(self) -> list[str]:
+        """Where the code differs: the units, then the first differing instructions."""
+        out = [f"  {d.unit}: {d.detail}" for d in self.differences[:20]]
         if len(self.differences) > 20:
             out.append(f"  … and {len(self.differences) - 20} more")
         if self.listing:
             out += self.listing.rstrip("\n").splitlines()
-        elif self.note:
+        elif self.note and self.differences:
             out.append(f"  ({self.note})")
         return out
 
