@@ -11,7 +11,7 @@ import pytest
 
 from ksweep.cli.main import main
 from ksweep.errors import SourceError
-from ksweep.source.codecheck import split_functions
+from ksweep.source.codecheck import _argv, split_functions
 from ksweep.source.directives import scan, split_lines
 from ksweep.source.guard import guard, is_value, unified_diff
 
@@ -459,3 +459,12 @@ def test_sass_and_objdump_listings_lose_addresses_and_encodings():
         "f": ["lea 0x40(%rdi,%rdi,2),%eax", "ret"],
         "main": ["lea 0x0(%rip),%rdx # 17 <main+0x7>", "R_X86_64_PC32 .LC0-0x4"],
     }
+
+
+def test_the_build_command_gets_the_copy_and_a_temporary_output():
+    src, out = Path("/d/.k.ksweep-1.cu"), Path("/t/original.o")
+    assert _argv(["gcc", "-c", "-o", "k.o", "k.c"], [4], src, out) == ["gcc", "-c", "-o", "/t/original.o", str(src)]
+    assert _argv(["gcc", "-c", "-ok.o", "k.c"], [3], src, out) == ["gcc", "-c", "-o/t/original.o", str(src)]
+    assert _argv(["nvcc", "-odir", "x", "--output-file=k.o", "k.cu"], [4], src, out) == \
+        ["nvcc", "-odir", "x", "--output-file=/t/original.o", str(src)]
+    assert _argv(["gcc", "-c", "k.c"], [2], src, out) == ["gcc", "-c", str(src), "-o", "/t/original.o"]

@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -81,23 +82,26 @@ def check(path: str | Path, before: str, after: str, command: Sequence[str], *, 
         raise SourceError(f"the build command does not name {path}: --check builds temporary copies of it "
                           f"in its place (give the command that compiles it, e.g. gcc -c -o k.o {path.name})")
     named = command[where[0]]
+    suffix = Path(_output(command) or "").suffix
     with tempfile.TemporaryDirectory(prefix="ksweep-guard-") as tmp:
-        out_a, out_b = Path(tmp) / "original", Path(tmp) / "guarded"
+        outputs = (Path(tmp) / f"original{suffix}", Path(tmp) / f"guarded{suffix}")
         copies = []
         try:
             for text in (before, after):
                 copies.append(_copy_beside(path, text, named))
             env = {"SOURCE_DATE_EPOCH": str(int(path.stat().st_mtime))}
-            first = _build(command, where, copies[0], out_a, cwd, env, timeout)
-            if first is not None:
-                raise SourceError(f"the build command fails on {path} as it is: {first}")
-            second = _build(command, where, copies[1], out_b, cwd, env, timeout)
+            # the two builds at once: a large kernel takes nvcc minutes
+            with ThreadPoolExecutor(2) as pool:
+                first, second = pool.map(lambda c, o: _build(command, where, c, o, cwd, env, timeout),
+                                         copies, outputs)
         finally:
             for copy in copies:
                 copy.unlink(missing_ok=True)
+        if first is not None:
+            raise SourceError(f"the build command fails on {path} as it is: {first}")
         if second is not None:
             return CheckReport(identical=False, what="", failed=second)
-        return _compare(out_a.read_bytes(), out_b.read_bytes(), out_a, out_b)
+        return _compare(outputs[0].read_bytes(), outputs[1].read_bytes(), *outputs)
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -124,21 +128,42 @@ def _copy_beside(path: Path, text: str, named: str) -> Path:
 _OUTPUT_FLAGS = ("-o", "--output-file")
 
 
+def _output_at(argv: Sequence[str]) -> tuple[int, str] | None:
+    """(index, form) of the command's output option: form "next" (-o X), "glued" (-oX) or
+    "equals" (--output-file=X); None when it has none."""
+    for i, a in enumerate(argv):
+        if a in _OUTPUT_FLAGS and i + 1 < len(argv):
+            return i, "next"
+        if a.startswith("--output-file="):
+            return i, "equals"
+        if a.startswith("-o") and len(a) > 2 and a != "-odir" and not a.startswith("-o="):
+            return i, "glued"
+    return None
+
+
+def _output(argv: Sequence[str]) -> str | None:
+    """The output path the command names."""
+    found = _output_at(argv)
+    if found is None:
+        return None
+    i, form = found
+    return argv[i + 1] if form == "next" else argv[i].split("=", 1)[1] if form == "equals" else argv[i][2:]
+
+
 def _argv(command: list[str], where: list[int], source: Path, output: Path) -> list[str]:
+    """The command with the copy in place of the source and ``output`` in place of its -o."""
     argv = list(command)
     for i in where:
         argv[i] = str(source)
-    for i, a in enumerate(argv):
-        if a in _OUTPUT_FLAGS and i + 1 < len(argv):
-            argv[i + 1] = str(output)
-            return argv
-        if a.startswith("--output-file="):
-            argv[i] = f"--output-file={output}"
-            return argv
-        if a.startswith("-o") and len(a) > 2 and not a.startswith("-o="):
-            argv[i] = f"-o{output}"
-            return argv
-    return argv + ["-o", str(output)]
+    found = _output_at(argv)
+    if found is None:
+        return argv + ["-o", str(output)]
+    i, form = found
+    if form == "next":
+        argv[i + 1] = str(output)
+    else:
+        argv[i] = f"--output-file={output}" if form == "equals" else f"-o{output}"
+    return argv
 
 
 def _build(command, where, source: Path, output: Path, cwd: Path, env, timeout: float) -> str | None:

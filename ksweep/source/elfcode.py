@@ -99,12 +99,19 @@ def _units(elf) -> dict[str, Any]:
                 functions.setdefault(shndx, []).append((sym.name, sym["st_value"] - base, sym["st_size"]))
 
     out: dict[str, Any] = {}
+
+    def put(name: str, value) -> None:  # a name seen twice (sections of COMDAT groups) gets a number
+        key, n = name, 2
+        while key in out:
+            key, n = f"{name} #{n}", n + 1
+        out[key] = value
+
     for index, sec in enumerate(sections):
         if not _kept(sec):
             continue
         rows = sorted(relocs.get(index, ()), key=lambda r: (r[0], r[1], r[2]))
         if sec["sh_type"] == _NOBITS:
-            out[f"section {sec.name}"] = ("size", sec["sh_size"])
+            put(f"section {sec.name}", ("size", sec["sh_size"]))
             continue
         data = sec.data()
         funcs = sorted(functions.get(index, ()), key=lambda f: f[1])
@@ -112,17 +119,17 @@ def _units(elf) -> dict[str, Any]:
             spans = []
             for name, start, size in funcs:
                 inside = tuple((o - start, *rest) for o, *rest in rows if start <= o < start + size)
-                out[f"function {name} ({sec.name})"] = (data[start:start + size], inside)
+                put(f"function {name} ({sec.name})", (data[start:start + size], inside))
                 spans.append((start, start + size))
             # what no function covers (padding between them, code without a symbol)
-            rest = bytearray(data)
+            uncovered = bytearray(data)
             for start, end in spans:
-                rest[start:end] = bytes(max(0, min(end, len(data)) - start))
+                uncovered[start:end] = bytes(max(0, min(end, len(data)) - start))
             outside = tuple(r for r in rows if not any(a <= r[0] < b for a, b in spans))
-            if any(rest) or outside:
-                out[f"section {sec.name} (outside functions)"] = (bytes(rest), outside)
+            if any(uncovered) or outside:
+                put(f"section {sec.name} (outside functions)", (bytes(uncovered), outside))
         else:
-            out[f"section {sec.name}"] = (data, tuple(rows))
+            put(f"section {sec.name}", (data, tuple(rows)))
     out["symbols"] = tuple(sorted(symbols))
     return out
 
