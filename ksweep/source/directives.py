@@ -101,10 +101,6 @@ class Scan:
     includes: tuple[Include, ...] = ()
     code: str = ""  # the text with comments blanked
     tested: dict[str, int] = field(default_factory=dict)  # name -> 1-based line of its first defined-ness test
-    undefined: frozenset[str] = frozenset()  # names some #undef removes
-
-    def defined_names(self) -> list[str]:
-        return list(dict.fromkeys(d.name for d in self.defines))
 
 
 def read_source(path: str | Path) -> str:
@@ -287,7 +283,6 @@ def _read(lines: list[Line], directives: list[Directive], code: str) -> Scan:
     defines: list[Define] = []
     includes: list[Include] = []
     tested: dict[str, int] = {}
-    undefined: set[str] = set()
     now: set[str] = set()  # what the default build has defined at this point, as far as is known
 
     def test(name: str, d: Directive) -> None:
@@ -331,7 +326,6 @@ def _read(lines: list[Line], directives: list[Directive], code: str) -> Scan:
             if stack:
                 stack.pop()
         elif kw == "undef" and first_name:
-            undefined.add(first_name.group(0))
             if all(f.taken for f in stack):
                 now.discard(first_name.group(0))
         elif kw == "include":
@@ -349,7 +343,7 @@ def _read(lines: list[Line], directives: list[Directive], code: str) -> Scan:
             if all(f.taken for f in stack):
                 now.add(name)
     return Scan(lines=tuple(lines), directives=tuple(directives), defines=tuple(defines), includes=tuple(includes),
-                code=code, tested=tested, undefined=frozenset(undefined))
+                code=code, tested=tested)
 
 
 def _not_defined(condition: str) -> str | None:
