@@ -20,7 +20,8 @@ file, the key and the fix; the CLI prints that line and exits with code 2.
     │   └── StoreInUse             another sweep is writing it (names its PID)
     ├── EnvironmentProblem         every config would fail for a reason outside it (no GPU, ...)
     │   └── SystematicFailure      the first configs all failed to compile with the same error
-    └── MissingDependency          an optional dependency is not installed (with the pip line)
+    ├── MissingDependency          an optional dependency is not installed (with the pip line)
+    └── SourceError                (source/) a kernel source that cannot be read, guarded or checked as asked
     Interrupted (KeyboardInterrupt) Ctrl-C stopped a sweep; carries what it had evaluated
 
 Low-level errors (OSError, sqlite3, TOML, ast) are translated into these once, where they
@@ -113,6 +114,11 @@ class MissingDependency(KsweepError):
             f"{purpose} needs the Python package '{module}', which is not installed: "
             f"pip install 'ksweep[{extra}]'"
         )
+
+
+class SourceError(KsweepError):
+    """A kernel source that ``ksweep guard`` or ``ksweep init`` cannot read or rewrite as
+    asked (a name it does not define, a build command that does not name it)."""
 
 
 def require(module: str, extra: str, purpose: str):

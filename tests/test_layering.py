@@ -13,22 +13,24 @@ PACKAGE = Path(__file__).parent.parent / "ksweep"
 
 # (package or module, the ksweep packages/modules it must never import, why)
 RULES = [
-    ("spec", {"space", "strategies", "build", "run", "kernel", "sweep", "store", "report", "cli", "api", "replay"},
-     "the spec is the bottom layer"),
-    ("space", {"strategies", "build", "run", "kernel", "sweep", "store", "report", "cli", "api"},
+    ("spec", {"space", "strategies", "build", "run", "kernel", "sweep", "store", "report", "cli", "api", "replay",
+              "source"}, "the spec is the bottom layer"),
+    ("space", {"strategies", "build", "run", "kernel", "sweep", "store", "report", "cli", "api", "source"},
      "spaces know specs, nothing above"),
-    ("strategies", {"build", "run", "kernel", "sweep", "store", "report", "cli", "api"},
+    ("strategies", {"build", "run", "kernel", "sweep", "store", "report", "cli", "api", "source"},
      "a strategy sees a space and results"),
-    ("build", {"run", "kernel", "sweep", "store", "report", "cli", "api"}, "builds know nothing of runs"),
-    ("run", {"kernel", "sweep", "report", "cli", "api"}, "run modes and executors sit below the loop"),
-    ("kernel", {"sweep", "report", "cli", "api"}, "kernel mode is a mode below the loop"),
-    ("store", {"run", "kernel", "sweep", "report", "cli", "api"}, "the store keeps results, it runs nothing"),
-    ("sweep", {"kernel", "report", "cli", "api"}, "the loop knows modes and executors by their contracts"),
-    ("report", {"sweep", "run", "kernel", "cli", "api"}, "reports read results, not the loop"),
-    ("replay", {"sweep", "run", "kernel", "cli", "api"}, "replay evaluates recorded data, no runs"),
-    ("profile", {"space", "strategies", "build", "run", "kernel", "sweep", "store", "report", "cli", "api", "insight"},
-     "Nsight Compute's command lines and output, read by the layers above"),
-    ("report", {"insight"}, "reports read results, not the loop"),
+    ("build", {"run", "kernel", "sweep", "store", "report", "cli", "api", "source"}, "builds know nothing of runs"),
+    ("run", {"kernel", "sweep", "report", "cli", "api", "source"}, "run modes and executors sit below the loop"),
+    ("kernel", {"sweep", "report", "cli", "api", "source"}, "kernel mode is a mode below the loop"),
+    ("store", {"run", "kernel", "sweep", "report", "cli", "api", "source"}, "the store keeps results, it runs nothing"),
+    ("sweep", {"kernel", "report", "cli", "api", "source"}, "the loop knows modes and executors by their contracts"),
+    ("report", {"sweep", "run", "kernel", "cli", "api", "source"}, "reports read results, not the loop"),
+    ("replay", {"sweep", "run", "kernel", "cli", "api", "source"}, "replay evaluates recorded data, no runs"),
+    ("source", {"space", "strategies", "build", "run", "kernel", "sweep", "store", "report", "cli", "api", "replay"},
+     "guard and init read sources and spec names; no sweep"),
+    ("profile", {"space", "strategies", "build", "run", "kernel", "sweep", "store", "report", "cli", "api", "insight",
+                 "source"}, "Nsight Compute's command lines and output, read by the layers above"),
+    ("report", {"insight", "regress"}, "reports read results, not the loop"),
 ]
 
 

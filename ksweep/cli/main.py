@@ -12,7 +12,7 @@ from ..errors import KsweepError
 
 # One module per command, each with add_parser(subparsers) and run(args) -> int.
 COMMANDS = ("plan", "run", "report", "explain", "profile", "compare", "history", "check", "export", "plot", "replay",
-            "bench_strategies", "include")
+            "bench_strategies", "include", "guard", "init")
 
 
 def version() -> str:
@@ -30,6 +30,18 @@ def version() -> str:
 class _Parser(argparse.ArgumentParser):
     """argparse, with a usage mistake said in one line (the option, the value, the fix)
     and exit code 2; ``--help`` still shows the whole usage."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        # `ksweep guard F --check -- gcc -c F`: argparse leaves an option that takes the rest of
+        # the line (nargs=REMAINDER) empty when `--` follows it; there `--` only marks where the
+        # command starts, so it is dropped.
+        if args is not None:
+            args = list(args)
+            rest = {s for s, a in self._option_string_actions.items() if a.nargs == argparse.REMAINDER}
+            at = next((i for i, a in enumerate(args[:-1]) if a in rest and args[i + 1] == "--"), None)
+            if at is not None:
+                del args[at + 1]
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str):
         message = re.sub(r"^argument [^:]+: (?=--)", "", message)  # our own types name the option already

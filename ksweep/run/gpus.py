@@ -35,6 +35,31 @@ def detect_gpus() -> list[Gpu]:
     return parse_nvidia_smi(r.stdout)
 
 
+def local_arch() -> str | None:
+    """The arch to build for on this host, from its first GPU's compute capability
+    (nvidia-smi): 9.0 -> sm_90a, 10.0 -> sm_100a (the arch-specific targets of the
+    data-centre parts), 8.6 -> sm_86; None when there is no GPU or nvidia-smi says nothing."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        r = subprocess.run([exe, "--query-gpu=compute_cap", "--format=csv,noheader"],
+                           capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return arch_of(r.stdout) if r.returncode == 0 else None
+
+
+def arch_of(compute_caps: str) -> str | None:
+    """sm_XY of the first compute capability nvidia-smi lists ("9.0" -> sm_90a)."""
+    for line in compute_caps.split("\n"):
+        major, dot, minor = line.strip().partition(".")
+        if dot and major.isdigit() and minor.isdigit():
+            arch = f"sm_{major}{minor}"
+            return arch + "a" if arch in ("sm_90", "sm_100") else arch
+    return None
+
+
 def parse_nvidia_smi(text: str) -> list[Gpu]:
     gpus = []
     for line in text.strip().splitlines():

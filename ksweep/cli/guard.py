@@ -1,0 +1,67 @@
+"""ksweep guard FILE [NAME ...]: wrap plain #define lines in #ifndef guards, so -D can set them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import KsweepError
+from ..source.codecheck import DEFAULT_TIMEOUT, check
+from ..source.directives import read_source, write_source
+from ..source.guard import guard, unified_diff
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("guard", help="wrap #define NAME value lines in #ifndef NAME guards (prints a diff)")
+    p.add_argument("file", help="the C, C++ or CUDA source")
+    p.add_argument("names", nargs="*", metavar="NAME",
+                   help="guard these defines only (default: every object-like define with a value)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--in-place", action="store_true", help="rewrite FILE (its line endings kept)")
+    out.add_argument("-o", "--output", metavar="OUT", help="write the guarded source to OUT")
+    p.add_argument("--check", nargs=argparse.REMAINDER, metavar="BUILD COMMAND",
+                   help="after '--': a command that compiles FILE (with -o); FILE is built as it is and as "
+                        "guarded, and the generated code compared; --in-place and -o write only when it is "
+                        "identical")
+    p.add_argument("--against", metavar="OLD",
+                   help="with --check: compare with the code of OLD (the file before your own edits, such as "
+                        "hard-coded constants turned into expressions) instead of FILE as it is")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+                   help=f"seconds each --check build may take (default {DEFAULT_TIMEOUT:g})")
+    p.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    path = Path(args.file)
+    if args.timeout <= 0:
+        raise KsweepError(f"--timeout {args.timeout:g}: give a positive number of seconds")
+    if args.check is not None and not args.check:
+        raise KsweepError("--check needs the build command after it: --check -- nvcc -cubin -o k.cubin k.cu")
+    if args.against and args.check is None:
+        raise KsweepError("--against compares generated code: give --check -- BUILD COMMAND too")
+    text = read_source(path)
+    result = guard(text, args.names or None, label=str(path))
+    names = list(dict.fromkeys(d.name for d in result.guarded))
+    left = f"; left: {', '.join(f'{x.name} ({x.why}, line {x.line})' for x in result.left)}" if result.left else ""
+    print(f"ksweep: {path}: " + (f"guarded {', '.join(names)}" if names else "nothing to guard") + left,
+          file=sys.stderr)
+    code = 0
+    if args.check is not None and (result.changed or args.against):
+        before = read_source(args.against) if args.against else text
+        report = check(path, before, result.line_mapped, args.check, timeout=args.timeout)
+        print(f"ksweep: {report.summary}", file=sys.stderr)
+        for line in report.details():
+            print(line, file=sys.stderr)
+        code = 0 if report.identical else 1
+    if not result.changed:
+        return code
+    target = path if args.in_place else Path(args.output) if args.output else None
+    if target is None:
+        sys.stdout.write(unified_diff(text, result.text, str(path)))
+    elif code == 0:
+        write_source(target, result.text)
+        print(f"ksweep: wrote {target}", file=sys.stderr)
+    else:
+        print(f"ksweep: {target} not written: the generated code differs", file=sys.stderr)
+    return code

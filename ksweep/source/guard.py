@@ -1,0 +1,159 @@
+"""``ksweep guard``: wrap plain ``#define NAME value`` lines in ``#ifndef NAME … #endif``
+so that ``-DNAME=…`` can set them, and nothing else changes (pure).
+
+Every physical line of the source is given back as it was, with its own line ending; the
+inserted ``#ifndef``/``#endif`` lines take the define's indentation, its spacing after
+``#`` (``#  define`` gives ``#  ifndef``) and its line ending. A define that goes on over
+backslash continuations, or over a block comment that spans lines, is wrapped whole.
+
+Without names, every object-like define with a value is guarded, except: function-like
+macros, defines already inside ``#ifndef NAME`` (or ``#if !defined(NAME)``), defines inside
+``#if 0``, empty defines (flags, include guards) and defines whose value is code rather than
+a value (a ``;``, braces, ``#``/``##``, a statement or declaration keyword, a CUDA qualifier
+such as ``__device__``). Names given choose those defines alone, whatever their value; a
+name the file does not define is an error with "did you mean", and so is a function-like
+macro.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from ..errors import SourceError
+from ..spec.names import did_you_mean
+from .directives import Define, Line, join_lines, scan, split_lines
+
+# Tokens that make a replacement text code (a statement, a declaration, an attribute)
+# rather than a value; type names (float, unsigned) and sizeof are values here.
+CODE_WORDS = frozenset("""
+    if else for while do switch case default break continue return goto try catch throw
+    static extern inline register thread_local typedef struct class union enum template typename
+    namespace using virtual explicit friend mutable public private protected operator asm
+    constexpr consteval constinit static_assert
+    __device__ __host__ __global__ __forceinline__ __noinline__ __inline__ __shared__ __constant__
+    __managed__ __restrict__ __restrict restrict __launch_bounds__ __align__ __attribute__ __declspec
+    __grid_constant__ _Pragma __pragma
+""".split())
+_TOKEN = re.compile(r'[A-Za-z_]\w*|"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|##|#|[;{}]')
+
+
+@dataclass(frozen=True)
+class Left:
+    """A define ``guard`` left as it was, and why."""
+
+    name: str
+    line: int
+    why: str
+
+
+@dataclass(frozen=True)
+class Guarded:
+    """The guarded text, the defines guarded and those left alone."""
+
+    text: str
+    guarded: tuple[Define, ...]
+    left: tuple[Left, ...]
+    # the same with a #line after each inserted line, so that every original line keeps its
+    # number (__LINE__, assertions): what --check compiles
+    line_mapped: str = ""
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.guarded)
+
+
+def is_value(text: str) -> bool:
+    """Whether a replacement text is a literal or an expression (or a type name), not code."""
+    if not text.strip():
+        return False
+    for tok in _TOKEN.findall(text):
+        if tok in (";", "{", "}", "#", "##") or tok in CODE_WORDS:
+            return False
+    return True
+
+
+def guard(text: str, names: Sequence[str] | None = None, *, label: str = "the file") -> Guarded:
+    """Wrap the chosen defines of ``text`` in ``#ifndef NAME … #endif``."""
+    found = scan(text)
+    chosen, left = _choose(found.defines, names, label)
+    if not chosen:
+        return Guarded(text, (), tuple(left), text)
+    ends = Counter(line.end for line in found.lines if line.end).most_common(1)
+    eol = ends[0][0] if ends else "\n"
+    opens = {d.directive.first: d for d in chosen}
+    closes = {d.directive.last: d for d in chosen}
+    out: list[tuple[Line, int | None]] = []  # each line, and its index in the original (None: inserted)
+    for i, line in enumerate(found.lines):
+        if i in opens:
+            d = opens[i]
+            bom = "\ufeff" if i == 0 and line.text.startswith("\ufeff") else ""
+            line = Line(line.text[len(bom):], line.end)
+            out.append((Line(f"{bom}{_head(d)}ifndef {d.name}", line.end or eol), None))
+        if i in closes:
+            d = closes[i]
+            closing = Line(f"{_head(d)}endif", line.end)  # a last line without newline: #endif has none
+            out += [(Line(line.text, line.end or found.lines[d.directive.first].end or eol), i), (closing, None)]
+        else:
+            out.append((line, i))
+    mapped = []
+    for k, (line, origin) in enumerate(out):
+        following = out[k + 1][1] if k + 1 < len(out) else None
+        if origin is None and following is not None:
+            mapped += [line.text, line.end or eol, f"#line {following + 1}", eol]
+        else:
+            mapped += [line.text, line.end]
+    return Guarded(join_lines(line for line, _ in out), tuple(chosen), tuple(left), "".join(mapped))
+
+
+def _head(d: Define) -> str:
+    """What an inserted directive starts with: the define's indentation and spacing after '#'."""
+    return f"{d.directive.indent}#{d.directive.gap}"
+
+
+def _choose(defines: Iterable[Define], names: Sequence[str] | None, label: str) -> tuple[list[Define], list[Left]]:
+    defines = list(defines)
+    chosen, left = [], []
+    if names:
+        known = {d.name for d in defines}
+        for name in dict.fromkeys(names):
+            if name not in known:
+                close = did_you_mean(name, known)
+                hint = f" — did you mean {close}?" if close else ""
+                raise SourceError(f"{label}: {name} is not #defined there{hint}")
+        for d in defines:
+            if d.name not in names:
+                continue
+            if d.function_like:
+                raise SourceError(f"{label}:{d.line}: {d.name} is a function-like macro: only an object-like "
+                                  f"#define NAME value can be guarded")
+            if d.guarded:
+                left.append(Left(d.name, d.line, "already guarded"))
+            else:
+                chosen.append(d)
+        return chosen, left
+    for d in defines:
+        why = ("function-like" if d.function_like else "already guarded" if d.guarded
+               else "inside #if 0" if d.dead else "no value" if not d.value
+               else "code, not a value" if not is_value(d.value) else None)
+        if why:
+            left.append(Left(d.name, d.line, why))
+        else:
+            chosen.append(d)
+    return chosen, left
+
+
+def unified_diff(before: str, after: str, path: str) -> str:
+    """A unified diff (as ``diff -u`` and ``git apply`` read it) from ``before`` to ``after``."""
+    a = [line.text + line.end for line in split_lines(before)]
+    b = [line.text + line.end for line in split_lines(after)]
+    out = []
+    for line in difflib.unified_diff(a, b, f"a/{path}", f"b/{path}"):
+        if not line.endswith(("\n", "\r")):
+            line += "\n\\ No newline at end of file\n"
+        out.append(line)
+    return "".join(out)
+
