@@ -23,7 +23,8 @@ PROGRAM = """#include <stdio.h>
 #define X 1
 #endif
 #define COST {cost}
-int main(void) {{ printf("@@RESULT ms=%d\\n", COST * X + 10); return 0; }}
+#define SLOW_X1 {slow}
+int main(void) {{ printf("@@RESULT ms=%d\\n", COST * X + 10 + (X == 1 ? SLOW_X1 : 0)); return 0; }}
 """
 
 SPEC = """
@@ -49,8 +50,8 @@ def git(repo, *args):
                         "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"})
 
 
-def revise(repo, cost: int, message: str) -> None:
-    (repo / "prog.c").write_text(PROGRAM.format(cost=cost))
+def revise(repo, cost: int, message: str, slow: int = 0) -> None:
+    (repo / "prog.c").write_text(PROGRAM.format(cost=cost, slow=slow))
     git(repo, "add", "prog.c")
     git(repo, "commit", "-q", "-m", message)
 
@@ -65,6 +66,15 @@ def repo(tmp_path):
     git(repo, "add", "sweep.toml", ".gitignore")
     revise(repo, 10, "v1")
     return repo
+
+
+def test_the_gate_confirms_the_best_known_config_even_when_the_default_now_beats_it(repo):
+    assert cli("run", "sweep.toml", "--confirm", "2,2", "-q", cwd=repo).returncode == 0  # best X=1: 20 ms
+    revise(repo, 10, "X=1 alone gets slower", slow=25)  # X=1: 45 ms, the default X=2: 30 ms
+    r = cli("check", "sweep.toml", "--repeats", "2", "--json", cwd=repo)
+    assert r.returncode == 1, r.stdout + r.stderr
+    (v,) = json.loads(r.stdout)
+    assert (v["verdict"], v["params"], v["now"], v["beyond_noise"]) == ("REGRESSED", {"X": 1}, 45.0, True)
 
 
 def test_three_revisions_a_planted_regression_and_its_fix(repo, tmp_path):
@@ -109,7 +119,7 @@ def _head(repo, n_from_first: int) -> str:
 def test_an_uncommitted_edit_is_a_revision_of_its_own(repo):
     clean = source_revision(repo, [repo / "prog.c"])
     assert clean == _head(repo, 1)
-    (repo / "prog.c").write_text(PROGRAM.format(cost=11))
+    (repo / "prog.c").write_text(PROGRAM.format(cost=11, slow=0))
     edited = source_revision(repo, [repo / "prog.c"])
     assert edited.startswith(clean + "+") and edited == source_revision(repo, [repo / "prog.c"])
     (repo / "notes.db").write_text("a results database beside the spec is not a source")

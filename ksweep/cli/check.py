@@ -4,6 +4,7 @@ again, and exit 1 when a shape regressed beyond tolerance and noise."""
 from __future__ import annotations
 
 import json
+import sys
 
 from ..regress import check
 from ..spec.load import load_spec
@@ -41,6 +42,7 @@ def run(args) -> int:
             print(v.line(metric))
     bad = [v for v in verdicts if v.failed]
     if bad:
-        print(f"ksweep check: {len(bad)} of {len(verdicts)} shapes regressed or failed")
+        print(f"ksweep check: {len(bad)} of {len(verdicts)} shapes regressed or failed",
+              file=sys.stderr if args.json else sys.stdout)
         return 1
     return 0
