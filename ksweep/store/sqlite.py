@@ -33,40 +33,31 @@ SCHEMA_VERSION = "6"  # 2: results.deps and the depsets table; 3: results.verifi
 # 4: results.gpu_state and the measurements table (confirmation runs); 5: the profiles table;
 # 6: results.revision and the history table (every result kept)
 
+# A result's columns: the current row of each config (results) and every row ever (history).
+_RESULT_COLUMNS = """    variant TEXT NOT NULL,
+    shape TEXT NOT NULL,
+    config TEXT NOT NULL,
+    params TEXT NOT NULL,
+    derived TEXT NOT NULL,
+    status TEXT NOT NULL,
+    message TEXT NOT NULL,
+    metrics TEXT NOT NULL,
+    regs INTEGER, spills INTEGER, smem INTEGER, kernels TEXT,
+    build_argv TEXT, cache_key TEXT, cached INTEGER, phase TEXT,
+    gpu_index INTEGER, gpu_name TEXT, gpu_uuid TEXT, driver TEXT,
+    build_seconds REAL, run_seconds REAL, started REAL, finished REAL, deps TEXT, verified INTEGER, gpu_state TEXT,
+    revision TEXT"""
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS results (
     id INTEGER PRIMARY KEY,
-    variant TEXT NOT NULL,
-    shape TEXT NOT NULL,
-    config TEXT NOT NULL,
-    params TEXT NOT NULL,
-    derived TEXT NOT NULL,
-    status TEXT NOT NULL,
-    message TEXT NOT NULL,
-    metrics TEXT NOT NULL,
-    regs INTEGER, spills INTEGER, smem INTEGER, kernels TEXT,
-    build_argv TEXT, cache_key TEXT, cached INTEGER, phase TEXT,
-    gpu_index INTEGER, gpu_name TEXT, gpu_uuid TEXT, driver TEXT,
-    build_seconds REAL, run_seconds REAL, started REAL, finished REAL, deps TEXT, verified INTEGER, gpu_state TEXT,
-    revision TEXT,
+{result_columns},
     UNIQUE (variant, shape, config)
 );
 CREATE TABLE IF NOT EXISTS history (
     id INTEGER PRIMARY KEY,
-    variant TEXT NOT NULL,
-    shape TEXT NOT NULL,
-    config TEXT NOT NULL,
-    params TEXT NOT NULL,
-    derived TEXT NOT NULL,
-    status TEXT NOT NULL,
-    message TEXT NOT NULL,
-    metrics TEXT NOT NULL,
-    regs INTEGER, spills INTEGER, smem INTEGER, kernels TEXT,
-    build_argv TEXT, cache_key TEXT, cached INTEGER, phase TEXT,
-    gpu_index INTEGER, gpu_name TEXT, gpu_uuid TEXT, driver TEXT,
-    build_seconds REAL, run_seconds REAL, started REAL, finished REAL, deps TEXT, verified INTEGER, gpu_state TEXT,
-    revision TEXT
+{result_columns}
 );
 CREATE INDEX IF NOT EXISTS history_by_target ON history (variant, shape, finished);
 CREATE TABLE IF NOT EXISTS depsets (id TEXT PRIMARY KEY, files TEXT NOT NULL);
@@ -96,7 +87,7 @@ CREATE TABLE IF NOT EXISTS profiles (
     tool TEXT, command TEXT, gpu_name TEXT, finished REAL,
     UNIQUE (variant, shape, config, metric_set)
 );
-"""
+""".replace("{result_columns}", _RESULT_COLUMNS)
 
 _COLUMNS = (
     "variant", "shape", "config", "params", "derived", "status", "message", "metrics", "regs", "spills",
