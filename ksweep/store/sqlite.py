@@ -280,30 +280,16 @@ class Store:
         return {k: json.loads(v) for k, v in rows}
 
     def results(self, variant: str | None = None, shape: str | None = None) -> list[Result]:
-        where, args = [], []
-        if variant is not None:
-            where.append("variant = ?")
-            args.append(variant)
-        if shape is not None:
-            where.append("shape = ?")
-            args.append(shape)
-        sql = f"SELECT {', '.join(_COLUMNS)} FROM results"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
+        clause, args = _where(variant, shape)
+        sql = f"SELECT {', '.join(_COLUMNS)} FROM results" + clause
         sql += " ORDER BY id"
         return [self._to_result(row) for row in self.db.execute(sql, args)]
 
     def history(self, variant: str | None = None, shape: str | None = None) -> list[Result]:
         """Every evaluated result ever stored (append-only), oldest first; ``revision`` says
         which source revision it was measured on (None: stored before schema 6)."""
-        where, args = [], []
-        for name, value in (("variant", variant), ("shape", shape)):
-            if value is not None:
-                where.append(f"{name} = ?")
-                args.append(value)
-        sql = f"SELECT {', '.join(_COLUMNS)} FROM history"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
+        clause, args = _where(variant, shape)
+        sql = f"SELECT {', '.join(_COLUMNS)} FROM history" + clause
         return [self._to_result(row) for row in self.db.execute(sql + " ORDER BY id", args)]
 
     def count(self) -> int:
@@ -335,15 +321,9 @@ class Store:
 
     def measurements(self, variant: str | None = None, shape: str | None = None) -> list[Measurement]:
         """Confirmation runs, in the order they were stored."""
-        where, args = [], []
-        for name, value in (("variant", variant), ("shape", shape)):
-            if value is not None:
-                where.append(f"{name} = ?")
-                args.append(value)
+        clause, args = _where(variant, shape)
         sql = ("SELECT variant, shape, params, result_key, round, status, value, message, metrics, gpu_name, "
-               "gpu_uuid, gpu_state, finished FROM measurements")
-        if where:
-            sql += " WHERE " + " AND ".join(where)
+               "gpu_uuid, gpu_state, finished FROM measurements") + clause
         out = []
         for row in self.db.execute(sql + " ORDER BY id", args):
             (variant_, shape_, params, key, round_, status, value, message, metrics, gpu_name, gpu_uuid,
@@ -369,15 +349,9 @@ class Store:
     def profiles(self, variant: str | None = None, shape: str | None = None) -> list[dict]:
         """Stored profiles: variant, shape, params, result_key, metric_set, launches, tool, command, gpu_name,
         finished; newest last."""
-        where, args = [], []
-        for name, value in (("variant", variant), ("shape", shape)):
-            if value is not None:
-                where.append(f"{name} = ?")
-                args.append(value)
+        clause, args = _where(variant, shape)
         sql = ("SELECT variant, shape, config, result_key, metric_set, launches, tool, command, gpu_name, finished "
-               "FROM profiles")
-        if where:
-            sql += " WHERE " + " AND ".join(where)
+               "FROM profiles") + clause
         out = []
         for row in self.db.execute(sql + " ORDER BY id", args):
             v, sh, config, key, mset, launches, tool, command, gpu, finished = row
@@ -397,6 +371,14 @@ class Store:
 
     def _to_result(self, row) -> Result:
         return _to_result(row, self._deps)
+
+
+def _where(variant: str | None, shape: str | None) -> tuple[str, list]:
+    """`` WHERE variant = ? AND shape = ?`` for the ones given, and their values."""
+    given = [(name, value) for name, value in (("variant", variant), ("shape", shape)) if value is not None]
+    if not given:
+        return "", []
+    return " WHERE " + " AND ".join(f"{name} = ?" for name, _ in given), [value for _, value in given]
 
 
 def _to_result(row, deps=lambda key: ()) -> Result:
