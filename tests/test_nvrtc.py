@@ -96,7 +96,7 @@ def test_nvrtc_jobs_run_the_command_and_are_keyed_apart_from_nvcc(tmp_path):
     assert argv[:3] == [sys.executable, "-m", "ksweep.build.nvrtc"] and "--gpu-architecture=sm_90a" in argv
     assert {"--use_fast_math", "-std=c++17", "-DELEMS=2", "--ptxas-options=-v"} <= set(argv)
     assert "-O3" not in argv and "--name-expression" not in argv
-    assert job.build_cache_key != nvcc_job.build_cache_key
+    assert job.build_cache_key != nvcc_job.build_cache_key and job.cache_key != nvcc_job.cache_key
     assert Result("v", "s", {}, Status.OK, build_argv=job.build_argv).compiler == "nvrtc"
     assert Result("v", "s", {}, Status.OK, build_argv=nvcc_job.build_argv).compiler == "nvcc"
 
