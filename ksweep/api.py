@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .errors import KsweepError
+from .errors import KsweepError, SpecError
 from .kernel.executor import KernelExecutor
 from .kernel.mode import KernelMode
 from .report.confirmed import confirmed
@@ -30,7 +30,7 @@ from .spec.expr import parse
 from .spec.limits import builtin_limits
 from .spec.load import DEFAULT_ARCH
 from .spec.model import Constraint, Objective, Param, Shape, Spec
-from .spec.kernel import KernelSpec, Timing
+from .spec.kernel import COMPILERS, KernelSpec, Timing, default_flags
 from .status import Status
 from .store.sqlite import Store
 from .sweep.driver import Summary, SweepOptions
@@ -189,7 +189,8 @@ def tune_kernel(
     atol: float = 1e-6,
     rtol: float = 1e-5,
     arch: str = DEFAULT_ARCH,
-    flags: Sequence[str] = ("-O3",),
+    flags: Sequence[str] | None = None,
+    compiler: str = "nvcc",
     timing: Timing | None = None,
     strategy: str = "grid",
     max_evals: int | None = None,
@@ -208,9 +209,13 @@ def tune_kernel(
     ``block`` are expressions of the parameters and problem sizes; a templated
     ``kernel_name`` such as ``"sgemm<{BM}, {BN}>"`` is instantiated per config.
     ``reference`` is ``"file.py:function"`` (returns the expected outputs), a list of
-    expected outputs, a reference config (dict), or ``"defaults"``. ``warm_start``: ksweep
+    expected outputs, a reference config (dict), or ``"defaults"``. ``compiler``: ``"nvcc"``
+    or ``"nvrtc"`` (as Kernel Tuner builds); ``flags``: its options (default ``-O3`` for nvcc,
+    none for NVRTC). ``warm_start``: ksweep
     databases or recorded datasets of the same kernel to start the search from.
     """
+    if compiler not in COMPILERS:
+        raise SpecError(f"expected \"nvcc\" or \"nvrtc\", got {compiler!r}", key="compiler")
     source = Path(kernel_source).resolve()
     root = source.parent
     work = workspace(root)
@@ -229,7 +234,8 @@ def tune_kernel(
         source=source, name=kernel_name, grid=tuple(parse(g) for g in grid),
         block=tuple(parse(b) for b in block), smem=parse(smem) if smem else None, args=arguments,
         outputs=tuple(outputs), reference=dict(reference) if isinstance(reference, Mapping) else reference,
-        atol=atol, rtol=rtol, flags=tuple(flags), defines="<" not in kernel_name,
+        atol=atol, rtol=rtol, flags=tuple(flags) if flags is not None else default_flags(compiler),
+        compiler=compiler, defines="<" not in kernel_name,
         timing=timing or Timing(), timeout=timeout,
     )
     spec = Spec(

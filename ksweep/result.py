@@ -55,6 +55,16 @@ class Result:
     gpu_state: Mapping[str, Any] = field(default_factory=dict)
     revision: str | None = None  # the source revision it was measured on (build/revision.py)
 
+    @property
+    def compiler(self) -> str | None:
+        """What built it, read from the stored command: ``nvrtc`` for kernel mode's NVRTC
+        command (``python -m ksweep.build.nvrtc``), else the program the command runs
+        (``nvcc``, ``gcc``…); None when nothing was built."""
+        argv = self.build_argv
+        if len(argv) >= 3 and argv[1] == "-m" and argv[2] == "ksweep.build.nvrtc":
+            return "nvrtc"
+        return argv[0].rsplit("/", 1)[-1] if argv else None
+
     def value(self, metric: str) -> float | None:
         """The objective's value, only for a config that passed everything (and a finite number:
         a database written before non-finite values were refused may hold NaN)."""

@@ -139,7 +139,8 @@ class Builder:
         depfile = scratch / depfiles.DEPFILE
         dep_flags = depfiles.dependency_flags(argv, str(depfile))
         if dep_flags:
-            argv = [argv[0], *dep_flags, *argv[1:]]
+            n = depfiles.command_length(argv)
+            argv = [*argv[:n], *dep_flags, *argv[n:]]
         out = run_process(argv, cwd=scratch, timeout=job.build_timeout, env=job.build_env, nice=BUILD_NICE,
                           registry=registry)
         log = (out.stdout + "\n" + out.stderr).strip()

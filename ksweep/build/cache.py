@@ -1,7 +1,8 @@
 """Content-addressed build cache.
 
 The key covers everything that changes the binary: the compiler's identity (its
-``--version`` output), the full argv (with the output path left as a placeholder), the
+``--version`` output; for a Python module run as the compiler, ``python -m MODULE``, the
+module's), the full argv (with the output path left as a placeholder), the
 build environment, and the contents of every listed source file. A built config lives
 in ``CACHE/<key>/`` with its binary and ``meta.json``; it is written to a temporary
 folder first and renamed into place, so a crash never leaves a half-built entry.
@@ -21,15 +22,15 @@ from typing import Mapping, Sequence
 
 
 @lru_cache(maxsize=None)
-def compiler_identity(program: str) -> str:
-    """``program --version`` (first 2000 chars), or the resolved path when that fails."""
+def compiler_identity(program: str, *module: str) -> str:
+    """``program [-m MODULE] --version`` (first 2000 chars), or the resolved path when that fails."""
     path = shutil.which(program) or program
     try:
-        r = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
+        r = subprocess.run([path, *module, "--version"], capture_output=True, text=True, timeout=60)
         ident = (r.stdout + r.stderr).strip()[:2000]
     except (OSError, subprocess.TimeoutExpired):
         ident = ""
-    return f"{path}\n{ident}"
+    return f"{path} {' '.join(module)}\n{ident}" if module else f"{path}\n{ident}"
 
 
 def file_digest(path: Path) -> str:
@@ -49,7 +50,8 @@ def _digest(path: str, mtime_ns: int, size: int) -> str:  # re-read only when th
 def cache_key(argv: Sequence[str], sources: Sequence[Path], env: Mapping[str, str] | None = None,
               extra: str = "") -> str:
     h = hashlib.sha256()
-    h.update(compiler_identity(argv[0]).encode() if argv else b"")
+    module = tuple(argv[1:3]) if len(argv) >= 3 and argv[1] == "-m" else ()  # python -m MODULE
+    h.update(compiler_identity(argv[0], *module).encode() if argv else b"")
     h.update(b"\0argv\0" + json.dumps(list(argv)).encode())
     h.update(b"\0env\0" + json.dumps(sorted((env or {}).items())).encode())
     for src in sources:

@@ -6,6 +6,9 @@ Make-style dependency file (``-MMD -MF FILE``: user headers, not system ones) an
 the cached binary and the stored result on the contents of every file listed there too,
 so editing an ``#include``d header rebuilds and reruns what used it.
 
+NVRTC (``python -m ksweep.build.nvrtc``) lists nothing: that command takes the same flags
+and writes the source and the headers it includes with quotes.
+
 Only a command that compiles exactly one source file gets the flags (with several,
 each compiler writes the dependencies of one of them only); a build through ``make``
 or a shell script is keyed on its ``sources`` alone. Headers of the compiler's own
@@ -21,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from . import nvrtc
 from .cache import file_digest
 
 DEPFILE = "ksweep-deps.d"
@@ -33,9 +37,16 @@ _TAKES_VALUE = {"-o", "-I", "-isystem", "-include", "-x", "-L", "-l", "-MF", "-M
                 "--include-path", "--pre-include", "-arch", "-gencode", "-code", "--dependency-output"}
 
 
+def command_length(argv: Sequence[str]) -> int:
+    """How many words of ``argv`` name the compiler (its options go after them)."""
+    return 3 if nvrtc.is_command(argv) else 1
+
+
 def dependency_flags(argv: Sequence[str], depfile: str) -> list[str] | None:
     """The flags that make this build write its dependencies to ``depfile``, or None when
     the command is not a known compiler compiling one source (or already asks for them)."""
+    if nvrtc.is_command(argv):  # it takes them and lists what NVRTC read (build/nvrtc.py)
+        argv = ["nvcc", *argv[3:]]
     if not argv or not _COMPILER.match(os.path.basename(argv[0])):
         return None
     if any(a.startswith(("-M", "--generate-dependencies", "--generate-nonsystem-dependencies",

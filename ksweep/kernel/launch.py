@@ -26,9 +26,10 @@ def launch_dims(kspec: KernelSpec, env: Mapping[str, Any], label: str = "<spec>"
 
 def wrapper_source(kspec: KernelSpec, values: Mapping[str, Any]) -> str:
     """A translation unit that includes the user's source and, for a templated kernel,
-    instantiates the config's template (taking its address from host code is enough)."""
+    instantiates the config's template (taking its address from host code is enough; NVRTC
+    compiles no host code, and instantiates it from a name expression: kernel/mode.py)."""
     text = f'#include "{kspec.source}"\n'
-    if kspec.templated:
+    if kspec.templated and kspec.compiler == "nvcc":
         text += f"void *ksweep_entry_address() {{ return (void *)&{kspec.instance(values)}; }}\n"
     return text
 

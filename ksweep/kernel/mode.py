@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..build import nvrtc
 from ..build.cache import file_digest
 from ..run.modes import ConfigExtras, Mode, Templates
 from ..spec.load import DEFAULT_ARCH
@@ -28,15 +29,21 @@ class KernelMode(Mode):
         build = t.build
         if not build:
             arch = (spec.arch or DEFAULT_ARCH).replace("sm_", "")
-            build = ("nvcc", "-cubin", f"-gencode=arch=compute_{arch},code=sm_{arch}", "-Xptxas=-v", *k.flags,
-                     "{defines}", "-o", "{binary}", "{kernel_wrapper}")
+            if k.compiler == "nvrtc":  # a templated kernel is instantiated by a name expression
+                build = (*nvrtc.command(), f"--gpu-architecture=sm_{arch}", "--ptxas-options=-v", *k.flags,
+                         "{defines}", *(("--name-expression", "&{kernel_instance}") if k.templated else ()),
+                         "-o", "{binary}", "{kernel_wrapper}")
+            else:
+                build = ("nvcc", "-cubin", f"-gencode=arch=compute_{arch},code=sm_{arch}", "-Xptxas=-v", *k.flags,
+                         "{defines}", "-o", "{binary}", "{kernel_wrapper}")
         params = t.params if k.defines else tuple(replace(p, define=False) for p in t.params)
         # templated kernels get their parameters as template arguments, not -D flags
         return replace(t, build=build, run=(), sources=(k.source, *t.sources), params=params)
 
     def config(self, spec, names: Mapping[str, Any]) -> ConfigExtras:
         wrapper = self._wrapper(spec, names)
-        return ConfigExtras(values={"kernel_wrapper": str(wrapper)}, sources=(wrapper,),
+        return ConfigExtras(values={"kernel_wrapper": str(wrapper), "kernel_instance": spec.kernel.instance(names)},
+                            sources=(wrapper,),
                             launch=launch_dims(spec.kernel, names, spec.label))
 
     def key_parts(self, spec) -> dict[str, Any]:

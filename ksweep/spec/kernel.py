@@ -34,11 +34,12 @@ class KernelSpec:
     reference: Any = None  # "file.py:function" | "defaults" | {config} (a reference config)
     atol: float = 1e-6
     rtol: float = 1e-5
-    flags: tuple[str, ...] = ("-O3",)
+    flags: tuple[str, ...] = ("-O3",)  # the compiler's options (default_flags(compiler) when not given)
     defines: bool = True  # pass params as -D (off by default for templated names)
     timing: Timing = field(default_factory=Timing)
     timeout: float = 10.0  # seconds one evaluation may take before the worker is killed (HANG)
     seed: int = 0
+    compiler: str = "nvcc"  # what builds the cubins: "nvcc" or "nvrtc" (build/nvrtc.py)
 
     @property
     def templated(self) -> bool:
@@ -54,7 +55,16 @@ class KernelSpec:
 
 
 _KEYS = {"source", "name", "grid", "block", "smem", "args", "outputs", "reference", "atol", "rtol",
-         "flags", "defines", "timing", "timeout", "seed"}
+         "flags", "defines", "timing", "timeout", "seed", "compiler"}
+COMPILERS = ("nvcc", "nvrtc")
+
+
+def default_flags(compiler: str) -> tuple[str, ...]:
+    """The options a kernel is built with when none are given: nvcc's -O3 (NVRTC has no -O
+    option: it optimizes fully by default)."""
+    return ("-O3",) if compiler == "nvcc" else ()
+
+
 _TIMING_KEYS = {"warmup_ms", "budget_ms", "min_reps", "max_reps", "flush_l2"}
 _ARRAYS = "npz:"  # arguments or reference outputs saved by ksweep.tune_kernel, not a function
 
@@ -96,17 +106,21 @@ def kernel_spec_from_dict(data: Mapping[str, Any], root: Path, label: str) -> Ke
     elif not isinstance(reference, dict):
         raise ctx.error("kernel.reference", "expected \"file.py:function\", \"defaults\" or a table of parameter "
                         f"values, got {reference!r}")
+    compiler = data.get("compiler", "nvcc")
+    if compiler not in COMPILERS:
+        raise ctx.error("kernel.compiler", f"expected \"nvcc\" or \"nvrtc\", got {compiler!r}")
     return KernelSpec(
         source=source, name=name, grid=exprs("grid"), block=exprs("block"),
         smem=ctx.expr(data["smem"], "kernel.smem") if "smem" in data else None,
         args=args, outputs=tuple(outputs), reference=reference,
         atol=float(ctx.at_least(data.get("atol", 1e-6), "kernel.atol", 0)),
         rtol=float(ctx.at_least(data.get("rtol", 1e-5), "kernel.rtol", 0)),
-        flags=ctx.str_list(data.get("flags", ["-O3"]), "kernel.flags"),
+        flags=ctx.str_list(data["flags"], "kernel.flags") if "flags" in data else default_flags(compiler),
         defines=ctx.boolean(data.get("defines", "<" not in name), "kernel.defines"),
         timing=_timing(ctx, data.get("timing", {})),
         timeout=float(ctx.number(data.get("timeout", 10.0), "kernel.timeout")),
         seed=ctx.integer(data.get("seed", 0), "kernel.seed", minimum=0),
+        compiler=compiler,
     )
 
 
