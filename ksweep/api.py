@@ -200,6 +200,7 @@ def tune_kernel(
     timeout: float = 10.0,
     observer=None,
     warm_start: Sequence[str | Path] = (),
+    cmem: str | Mapping[str, Any] | None = None,
 ) -> TuneResult:
     """Tune a ``__global__`` kernel.
 
@@ -209,7 +210,10 @@ def tune_kernel(
     ``kernel_name`` such as ``"sgemm<{BM}, {BN}>"`` is instantiated per config.
     ``reference`` is ``"file.py:function"`` (returns the expected outputs), a list of
     expected outputs, a reference config (dict), or ``"defaults"``. ``warm_start``: ksweep
-    databases or recorded datasets of the same kernel to start the search from.
+    databases or recorded datasets of the same kernel to start the search from. ``cmem``:
+    values of the module's ``__constant__`` / ``__device__`` variables, a dict of name ->
+    numpy array or ``"file.py:function"`` (called as ``function(sizes, seed)``). ``flags``:
+    the compiler's options (part of each build's key).
     """
     source = Path(kernel_source).resolve()
     root = source.parent
@@ -221,13 +225,17 @@ def tune_kernel(
         kinds = [type(a).__name__ for a in arguments]
         (work / "arguments.kinds").write_text(" ".join(kinds))
         arguments = f"npz:{path}"
+    if cmem is not None and not isinstance(cmem, str):
+        path = work / "cmem.npz"
+        np.savez(path, **{str(k): np.ascontiguousarray(v) for k, v in dict(cmem).items()})
+        cmem = f"npz:{path}"
     if not isinstance(reference, (str, Mapping)):
         path = work / "reference.npz"
         np.savez(path, *[np.asarray(r) for r in reference])
         reference = f"npz:{path}"
     kspec = KernelSpec(
         source=source, name=kernel_name, grid=tuple(parse(g) for g in grid),
-        block=tuple(parse(b) for b in block), smem=parse(smem) if smem else None, args=arguments,
+        block=tuple(parse(b) for b in block), smem=parse(smem) if smem else None, args=arguments, cmem=cmem,
         outputs=tuple(outputs), reference=dict(reference) if isinstance(reference, Mapping) else reference,
         atol=atol, rtol=rtol, flags=tuple(flags), defines="<" not in kernel_name,
         timing=timing or Timing(), timeout=timeout,
