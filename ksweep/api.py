@@ -215,6 +215,30 @@ def tune_kernel(
     numpy array or ``"file.py:function"`` (called as ``function(sizes, seed)``). ``flags``:
     the compiler's options (part of each build's key).
     """
+    spec = kernel_tuning_spec(kernel_name, kernel_source, problem_size, arguments, tune_params, grid=grid,
+                              block=block, smem=smem, restrictions=restrictions, outputs=outputs,
+                              reference=reference, atol=atol, rtol=rtol, arch=arch, flags=flags, timing=timing,
+                              timeout=timeout, cmem=cmem)
+    summary, db_path = run_sweep(spec, db=db, options=SweepOptions(strategy=strategy, max_evals=max_evals,
+                                                                    warm_start=tuple(map(str, warm_start))),
+                                 gpus=gpus, jobs=jobs, observer=observer, kernel_backend=backend)
+    with Store(db_path) as store:
+        results = tuple(store.results())
+    ok = [r for r in results if r.status is Status.OK]
+    best = min(ok, key=lambda r: r.metrics["ms"]) if ok else None
+    return TuneResult(best, results, db_path)
+
+
+def kernel_tuning_spec(
+    kernel_name: str, kernel_source: str | Path, problem_size: Mapping[str, Any], arguments: str | Sequence[Any],
+    tune_params: Mapping[str, Sequence[Any]], *, grid: Sequence[str], block: Sequence[str], smem: str | None = None,
+    restrictions: Sequence[str] = (), outputs: Sequence[int] = (),
+    reference: str | Sequence[Any] | Mapping[str, Any] | None = "defaults", atol: float = 1e-6, rtol: float = 1e-5,
+    arch: str = DEFAULT_ARCH, flags: Sequence[str] = ("-O3",), timing: Timing | None = None, timeout: float = 10.0,
+    cmem: str | Mapping[str, Any] | None = None,
+) -> Spec:
+    """The kernel-mode spec ``tune_kernel`` sweeps (arrays given directly are saved in the
+    workspace beside the source); ``reference=None``: outputs are not checked."""
     source = Path(kernel_source).resolve()
     root = source.parent
     work = workspace(root)
@@ -229,7 +253,7 @@ def tune_kernel(
         path = work / "cmem.npz"
         np.savez(path, **{str(k): np.ascontiguousarray(v) for k, v in dict(cmem).items()})
         cmem = f"npz:{path}"
-    if not isinstance(reference, (str, Mapping)):
+    if reference is not None and not isinstance(reference, (str, Mapping)):
         path = work / "reference.npz"
         np.savez(path, *[np.asarray(r) for r in reference])
         reference = f"npz:{path}"
@@ -240,7 +264,7 @@ def tune_kernel(
         atol=atol, rtol=rtol, flags=tuple(flags), defines="<" not in kernel_name,
         timing=timing or Timing(), timeout=timeout,
     )
-    spec = Spec(
+    return Spec(
         name=kernel_name.split("<")[0],
         params=tuple(Param(name, tuple(values)) for name, values in tune_params.items()),
         constraints=tuple(Constraint(f"restriction {i}", expr=parse(r), reason=r) for i, r in enumerate(restrictions)),
@@ -248,14 +272,6 @@ def tune_kernel(
         limits=builtin_limits(arch), arch=arch, objective=Objective("ms", "min"), kernel=kspec,
         path=root / f"{source.stem}.kernel",
     )
-    summary, db_path = run_sweep(spec, db=db, options=SweepOptions(strategy=strategy, max_evals=max_evals,
-                                                                    warm_start=tuple(map(str, warm_start))),
-                                 gpus=gpus, jobs=jobs, observer=observer, kernel_backend=backend)
-    with Store(db_path) as store:
-        results = tuple(store.results())
-    ok = [r for r in results if r.status is Status.OK]
-    best = min(ok, key=lambda r: r.metrics["ms"]) if ok else None
-    return TuneResult(best, results, db_path)
 
 
 # -- what a sweep will cost, and the effort presets (ksweep plan, ksweep run --effort) -----
