@@ -92,6 +92,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     divisors = [_divisor(d, names[i], tune_params, f"grid_div_{'xyz'[i]}")
                 for i, d in enumerate((grid_div_x, grid_div_y, grid_div_z))]
     grid = [f"cdiv({sizes[i]}, {divisors[i]})" for i in range(3)]
+    restricted = _restrictions(restrictions, tune_params)
     objective, higher = _objective(objective, objective_higher_is_better, metrics)
     strategy_name, max_evals, time_limit = _strategy(strategy, strategy_options or {})
     if objective != "time" and strategy_name != "grid":
@@ -123,7 +124,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     limit = Constraint("threads per block", expr=parse(f"{threads} <= MAX_THREADS_PER_BLOCK"),
                        reason=f"{threads} threads per block > the device's MAX_THREADS_PER_BLOCK")
     spec = replace(spec, derived=tuple(derived),
-                   constraints=(*_restrictions(restrictions, tune_params), limit), build=Build(allow_spills=True))
+                   constraints=(*restricted, limit), build=Build(allow_spills=True))
     if strategy_options and "fraction" in strategy_options:
         from .space.space import Space
 
