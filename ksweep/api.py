@@ -201,6 +201,7 @@ def tune_kernel(
     timeout: float = 10.0,
     observer=None,
     warm_start: Sequence[str | Path] = (),
+    cmem: str | Mapping[str, Any] | None = None,
 ) -> TuneResult:
     """Tune a ``__global__`` kernel.
 
@@ -209,11 +210,37 @@ def tune_kernel(
     ``block`` are expressions of the parameters and problem sizes; a templated
     ``kernel_name`` such as ``"sgemm<{BM}, {BN}>"`` is instantiated per config.
     ``reference`` is ``"file.py:function"`` (returns the expected outputs), a list of
-    expected outputs, a reference config (dict), or ``"defaults"``. ``compiler``: ``"nvcc"``
-    or ``"nvrtc"`` (as Kernel Tuner builds); ``flags``: its options (default ``-O3`` for nvcc,
-    none for NVRTC). ``warm_start``: ksweep
-    databases or recorded datasets of the same kernel to start the search from.
+    expected outputs, a reference config (dict), or ``"defaults"``. ``warm_start``: ksweep
+    databases or recorded datasets of the same kernel to start the search from. ``cmem``:
+    values of the module's ``__constant__`` / ``__device__`` variables, a dict of name ->
+    numpy array or ``"file.py:function"`` (called as ``function(sizes, seed)``). ``compiler``:
+    ``"nvcc"`` or ``"nvrtc"`` (as Kernel Tuner builds); ``flags``: its options (part of each
+    build's key; default ``-O3`` for nvcc, none for NVRTC).
     """
+    spec = kernel_tuning_spec(kernel_name, kernel_source, problem_size, arguments, tune_params, grid=grid,
+                              block=block, smem=smem, restrictions=restrictions, outputs=outputs,
+                              reference=reference, atol=atol, rtol=rtol, arch=arch, flags=flags, compiler=compiler,
+                              timing=timing, timeout=timeout, cmem=cmem)
+    summary, db_path = run_sweep(spec, db=db, options=SweepOptions(strategy=strategy, max_evals=max_evals,
+                                                                    warm_start=tuple(map(str, warm_start))),
+                                 gpus=gpus, jobs=jobs, observer=observer, kernel_backend=backend)
+    with Store(db_path) as store:
+        results = tuple(store.results())
+    ok = [r for r in results if r.status is Status.OK]
+    best = min(ok, key=lambda r: r.metrics["ms"]) if ok else None
+    return TuneResult(best, results, db_path)
+
+
+def kernel_tuning_spec(
+    kernel_name: str, kernel_source: str | Path, problem_size: Mapping[str, Any], arguments: str | Sequence[Any],
+    tune_params: Mapping[str, Sequence[Any]], *, grid: Sequence[str], block: Sequence[str], smem: str | None = None,
+    restrictions: Sequence[str] = (), outputs: Sequence[int] = (),
+    reference: str | Sequence[Any] | Mapping[str, Any] | None = "defaults", atol: float = 1e-6, rtol: float = 1e-5,
+    arch: str = DEFAULT_ARCH, flags: Sequence[str] | None = None, compiler: str = "nvcc",
+    timing: Timing | None = None, timeout: float = 10.0, cmem: str | Mapping[str, Any] | None = None,
+) -> Spec:
+    """The kernel-mode spec ``tune_kernel`` sweeps (arrays given directly are saved in the
+    workspace beside the source); ``reference=None``: outputs are not checked."""
     if compiler not in COMPILERS:
         raise SpecError(f"expected \"nvcc\" or \"nvrtc\", got {compiler!r}", key="compiler")
     source = Path(kernel_source).resolve()
@@ -226,19 +253,23 @@ def tune_kernel(
         kinds = [type(a).__name__ for a in arguments]
         (work / "arguments.kinds").write_text(" ".join(kinds))
         arguments = f"npz:{path}"
-    if not isinstance(reference, (str, Mapping)):
+    if cmem is not None and not isinstance(cmem, str):
+        path = work / "cmem.npz"
+        np.savez(path, **{str(k): np.ascontiguousarray(v) for k, v in dict(cmem).items()})
+        cmem = f"npz:{path}"
+    if reference is not None and not isinstance(reference, (str, Mapping)):
         path = work / "reference.npz"
         np.savez(path, *[np.asarray(r) for r in reference])
         reference = f"npz:{path}"
     kspec = KernelSpec(
         source=source, name=kernel_name, grid=tuple(parse(g) for g in grid),
-        block=tuple(parse(b) for b in block), smem=parse(smem) if smem else None, args=arguments,
+        block=tuple(parse(b) for b in block), smem=parse(smem) if smem else None, args=arguments, cmem=cmem,
         outputs=tuple(outputs), reference=dict(reference) if isinstance(reference, Mapping) else reference,
         atol=atol, rtol=rtol, flags=tuple(flags) if flags is not None else default_flags(compiler),
         compiler=compiler, defines="<" not in kernel_name,
         timing=timing or Timing(), timeout=timeout,
     )
-    spec = Spec(
+    return Spec(
         name=kernel_name.split("<")[0],
         params=tuple(Param(name, tuple(values)) for name, values in tune_params.items()),
         constraints=tuple(Constraint(f"restriction {i}", expr=parse(r), reason=r) for i, r in enumerate(restrictions)),
@@ -246,14 +277,6 @@ def tune_kernel(
         limits=builtin_limits(arch), arch=arch, objective=Objective("ms", "min"), kernel=kspec,
         path=root / f"{source.stem}.kernel",
     )
-    summary, db_path = run_sweep(spec, db=db, options=SweepOptions(strategy=strategy, max_evals=max_evals,
-                                                                    warm_start=tuple(map(str, warm_start))),
-                                 gpus=gpus, jobs=jobs, observer=observer, kernel_backend=backend)
-    with Store(db_path) as store:
-        results = tuple(store.results())
-    ok = [r for r in results if r.status is Status.OK]
-    best = min(ok, key=lambda r: r.metrics["ms"]) if ok else None
-    return TuneResult(best, results, db_path)
 
 
 # -- what a sweep will cost, and the effort presets (ksweep plan, ksweep run --effort) -----

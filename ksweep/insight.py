@@ -400,7 +400,7 @@ def _kernel_mode_program(spec: Spec, job: Job, built: BuildResult, workdir: Path
         raise ncu_mod.NcuError(f"no entry point for '{spec.kernel.name}' in the cubin")
     sh = next(s for s in spec.shape_list() if s.name == job.shape)
     request = {
-        "setup": {"op": "setup", "args": spec.kernel.args, "root": str(spec.root),
+        "setup": {"op": "setup", "args": spec.kernel.args, "cmem": spec.kernel.cmem, "root": str(spec.root),
                   "sizes": {**spec.constants, **sh.constants, **sh.defines}, "seed": spec.kernel.seed,
                   "outputs": list(spec.kernel.outputs), "reference": None, "atol": spec.kernel.atol,
                   "rtol": spec.kernel.rtol, "timing": spec.kernel.timing.__dict__},

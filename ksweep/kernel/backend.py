@@ -8,6 +8,7 @@ on purpose, so the worker protocol (load, launch, fault, restart) is tested in C
 from __future__ import annotations
 
 import ctypes
+import inspect
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +59,7 @@ class CudaBackend:
         name = self._check(cu.cuDeviceGetName(256, self.device), "cuDeviceGetName")
         self.name = name.split(b"\0", 1)[0].decode() if isinstance(name, bytes) else str(name)
         self._modules: dict[str, Any] = {}
+        self._module = None  # the module of the last load: its symbols are what symbol() finds
 
     def _check(self, result, where: str):
         err, *values = result if isinstance(result, tuple) else (result,)
@@ -91,7 +93,19 @@ class CudaBackend:
                 self.cu.cuModuleUnload(self._modules.pop(old))
         if cubin not in self._modules:
             self._modules[cubin] = self._check(self.cu.cuModuleLoadData(Path(cubin).read_bytes()), "cuModuleLoadData")
+        self._module = self._modules[cubin]
         return self._check(self.cu.cuModuleGetFunction(self._modules[cubin], entry.encode()), "cuModuleGetFunction")
+
+    def symbol(self, name: str) -> tuple[int, int]:
+        """(device address, size in bytes) of a module-scope ``__constant__`` or ``__device__``
+        variable of the last loaded module (CUDA_ERROR_NOT_FOUND when it has none of that name)."""
+        ptr, size = self._check(self.cu.cuModuleGetGlobal(self._module, name.encode()), "cuModuleGetGlobal")
+        return int(ptr), int(size)
+
+    def static_smem(self, fn) -> int:
+        """Bytes of static shared memory the function declares."""
+        attr = self.cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+        return int(self._check(self.cu.cuFuncGetAttribute(attr, fn), "cuFuncGetAttribute"))
 
     def set_dynamic_smem(self, fn, nbytes: int) -> None:
         attr = self.cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
@@ -141,7 +155,13 @@ class FakeFault(Exception):
 
 class FakeBackend:
     """A CPU stand-in: 'kernels' are functions ``fn(params, grid, block, smem, *arrays_and_scalars)``
-    of a Python module; an entry named in the module runs, FakeFault(name) fails like CUDA."""
+    of a Python module; an entry named in the module runs, FakeFault(name) fails like CUDA.
+
+    The module's ``SYMBOLS`` (name -> bytes) are its module-scope variables: each load gives
+    them fresh zeroed memory, as loading a cubin does, and a kernel that declares a
+    ``symbols`` parameter receives them (name -> uint8 array). ``STATIC_SMEM`` (bytes, or a
+    function of the params) is its static shared memory; a launch fails, as on an H100, when
+    static + dynamic exceeds 48 KB without the opt-in attribute or 227 KB with it."""
 
     def __init__(self, module_path: str):
         from .args import load_function
@@ -156,6 +176,8 @@ class FakeBackend:
         self._next = 1 << 12
         self._poisoned = False
         self.params: dict = {}
+        self._symbols: dict[str, int] = {}  # name -> address, of the last loaded "module"
+        self._opt_in: dict[int, int] = {}  # id(fn) -> dynamic shared memory opted in to
 
     def host_array(self, shape, dtype) -> np.ndarray:
         return np.empty(shape, dtype)
@@ -179,23 +201,42 @@ class FakeBackend:
         if not Path(cubin).exists():
             raise CudaError("CUDA_ERROR_FILE_NOT_FOUND", "cuModuleLoadData")
         try:
-            return self._load_fn(entry)
+            fn = self._load_fn(entry)
         except Exception:
             raise CudaError("CUDA_ERROR_NOT_FOUND", "cuModuleGetFunction") from None
+        self._symbols = {name: self.alloc(nbytes) for name, nbytes in fn.__globals__.get("SYMBOLS", {}).items()}
+        self._opt_in.pop(id(fn), None)
+        return fn
+
+    def symbol(self, name):
+        if name not in self._symbols:
+            raise CudaError("CUDA_ERROR_NOT_FOUND", "cuModuleGetGlobal")
+        ptr = self._symbols[name]
+        return ptr, len(self.memory[ptr])
+
+    def static_smem(self, fn):
+        declared = fn.__globals__.get("STATIC_SMEM", 0)
+        return int(declared(self.params) if callable(declared) else declared)
 
     def set_dynamic_smem(self, fn, nbytes):
-        if nbytes > 227 * 1024:
+        if nbytes + self.static_smem(fn) > 227 * 1024:
             raise CudaError("CUDA_ERROR_INVALID_VALUE", "cuFuncSetAttribute")
+        self._opt_in[id(fn)] = nbytes
 
     def launch(self, fn, grid, block, smem, args):
         if self._poisoned:
             raise CudaError("CUDA_ERROR_ILLEGAL_ADDRESS", "cuLaunchKernel")
         if block[0] * block[1] * block[2] > 1024:
             raise CudaError("CUDA_ERROR_INVALID_VALUE", "cuLaunchKernel")
+        if smem > self._opt_in.get(id(fn), 48 * 1024 - self.static_smem(fn)):
+            raise CudaError("CUDA_ERROR_INVALID_VALUE", "cuLaunchKernel")
         views = [np.frombuffer(self.memory[a.ptr], dtype=np.uint8)[: a.nbytes].view(a.dtype).reshape(a.shape)
                  if isinstance(a, DeviceArray) else a for a in args]
+        extra = {}
+        if "symbols" in inspect.signature(fn).parameters:
+            extra["symbols"] = {n: np.frombuffer(self.memory[p], dtype=np.uint8) for n, p in self._symbols.items()}
         try:
-            fn(self.params, grid, block, smem, *views)
+            fn(self.params, grid, block, smem, *views, **extra)
         except FakeFault as fault:
             self._poisoned = True
             raise CudaError(fault.name, "cuStreamSynchronize") from None

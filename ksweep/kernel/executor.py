@@ -59,7 +59,7 @@ class KernelExecutor(SlotExecutor):
             if key not in self._workers:
                 env = {"CUDA_VISIBLE_DEVICES": str(gpu.index)} if gpu.index is not None else {}
                 setup = {
-                    "op": "setup", "args": self.kspec.args, "root": str(self.root),
+                    "op": "setup", "args": self.kspec.args, "cmem": self.kspec.cmem, "root": str(self.root),
                     "sizes": self.sizes_by_shape.get(shape, {}), "seed": self.kspec.seed,
                     "outputs": list(self.kspec.outputs), "reference": self.python_reference,
                     "atol": self.kspec.atol, "rtol": self.kspec.rtol, "timing": self.kspec.timing.__dict__,

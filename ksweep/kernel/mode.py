@@ -49,7 +49,7 @@ class KernelMode(Mode):
     def key_parts(self, spec) -> dict[str, Any]:
         k = spec.kernel
         files = []
-        for ref in (k.args, k.reference):
+        for ref in (k.args, k.cmem, k.reference):
             if isinstance(ref, str) and ":" in ref:
                 path = (spec.root / ref.rsplit(":", 1)[0]).resolve()
                 if path.is_file():

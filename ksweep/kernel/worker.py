@@ -6,7 +6,9 @@ It speaks JSON lines on stdin/stdout (user code's prints go to stderr). Requests
   "outputs": [i, ...], "reference": "file.py:fn" | null, "atol": a, "rtol": r, "timing": {...}}``
   makes two input sets from the user's function (seed S for timing, S+1 for checking),
   uploads them, and computes the reference outputs of the check set when a Python
-  reference is given.
+  reference is given. ``"cmem": "file.py:fn" | "npz:PATH" | null``: values of the module's
+  ``__constant__`` and ``__device__`` variables (name -> array), made per input set like
+  the arguments and copied into each loaded module before its launches on that set.
 - ``{"op": "eval", "cubin": PATH, "entry": NAME, "grid": [..], "block": [..], "smem": N,
   "params": {...}, "capture": PATH | null, "reference_file": PATH | null}`` checks the
   kernel's outputs on the check set (outputs poisoned first; compared with the reference,
@@ -26,6 +28,7 @@ starts a fresh one.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import sys
@@ -40,6 +43,11 @@ from .args import compare, load_function, make_args, summarise
 from .backend import CudaBackend, CudaError, DeviceArray, FakeBackend
 
 POISON_BYTE = 0xFF  # NaN for floating outputs, -1 for integers
+STATIC_SMEM_LIMIT = 48 * 1024  # shared memory a block gets without opting in (static + dynamic)
+
+
+class SymbolError(Exception):
+    """A cmem value that does not fit the module: no such variable, or too large for it."""
 
 
 class Worker:
@@ -51,6 +59,8 @@ class Worker:
         self._refs: dict[str, list] = {}
         self._host_out: dict[int, np.ndarray] = {}
         self._host_in: dict[tuple, np.ndarray] = {}
+        self.cmem: dict[str, dict[str, np.ndarray]] = {}  # input set -> symbol name -> value
+        self._symbols_of: str | None = None  # the input set whose symbols the loaded module holds
         self.pool = ThreadPoolExecutor(min(16, os.cpu_count() or 1))
 
     # -- setup ---------------------------------------------------------------------------
@@ -70,14 +80,17 @@ class Worker:
         # computed for it (a Python reference, or the reference config's own outputs)
         self.host["check2"] = other_draw(self.host["check"], self.outputs, seed + 2)
         self.dev = {k: self._upload(v) for k, v in self.host.items()}
+        self.cmem = load_cmem(req.get("cmem"), req.get("root", "."), sizes, seed)
         self.expected = self.expected2 = None
         if req.get("reference", "") and req["reference"].startswith("npz:"):
             with np.load(req["reference"][4:]) as data:
                 self.expected = [data[f"arr_{i}"] for i in range(len(data.files))]
         elif req.get("reference"):
             ref = load_function(req["reference"], req["root"], key="kernel.reference")
+            with_cmem = len(inspect.signature(ref).parameters) >= 3  # reference(args, sizes, cmem)
             self.expected, self.expected2 = ([np.asarray(e) for e in ref(
-                [a.copy() if isinstance(a, np.ndarray) else a for a in self.host[k]], dict(sizes))]
+                [a.copy() if isinstance(a, np.ndarray) else a for a in self.host[k]], dict(sizes),
+                *([{n: v.copy() for n, v in self.cmem.get(k, {}).items()}] if with_cmem else []))]
                 for k in ("check", "check2"))
             if len(self.expected) != len(self.outputs):
                 raise ValueError(f"the reference returned {len(self.expected)} arrays for {len(self.outputs)} outputs")
@@ -104,10 +117,8 @@ class Worker:
             raise RuntimeError("eval before setup")
         if hasattr(self.b, "params"):
             self.b.params = req.get("params", {})
-        fn = self.b.load(req["cubin"], req["entry"])
+        fn = self._load(req)
         grid, block, smem = req["grid"], req["block"], int(req.get("smem", 0))
-        if smem > 48 * 1024:
-            self.b.set_dynamic_smem(fn, smem)
         launch = lambda args: self.b.launch(fn, grid, block, smem, args)  # noqa: E731
 
         # correctness before timing: on two input draws from different distributions, outputs
@@ -144,13 +155,48 @@ class Worker:
         launch Nsight Compute profiles), with nothing timed or checked."""
         if not self.ready:
             raise RuntimeError("launch before setup")
-        fn = self.b.load(req["cubin"], req["entry"])
+        fn = self._load(req)
         smem = int(req.get("smem", 0))
-        if smem > 48 * 1024:
-            self.b.set_dynamic_smem(fn, smem)
+        self._copy_symbols("time")
         self.b.launch(fn, req["grid"], req["block"], smem, self.dev["time"])
         self.b.sync()
         return {"ok": True}
+
+    def _load(self, req: dict):
+        """Load the config's cubin; opt in to its dynamic shared memory where static + dynamic
+        is more than the 48 KB a block gets without (the GPU's own limit then applies)."""
+        fn = self.b.load(req["cubin"], req["entry"])
+        self._symbols_of = None  # a loaded module starts with its own (initial) symbol values
+        smem = int(req.get("smem", 0))
+        if smem > 0:
+            static = self.b.static_smem(fn)
+            if static + smem > STATIC_SMEM_LIMIT:
+                try:
+                    self.b.set_dynamic_smem(fn, smem)
+                except CudaError as exc:
+                    raise CudaError(exc.name, f"cuFuncSetAttribute: {smem} bytes of dynamic + {static} of static "
+                                              f"shared memory are more than one block may opt in to on this GPU") from None
+        return fn
+
+    def _copy_symbols(self, which: str) -> None:
+        """Copy input set ``which``'s cmem values into the loaded module's symbols (once per
+        module and set)."""
+        values = self.cmem.get(which)
+        if not values or self._symbols_of == which:
+            return
+        for name, value in values.items():
+            try:
+                ptr, size = self.b.symbol(name)
+            except CudaError as exc:
+                if exc.name != "CUDA_ERROR_NOT_FOUND":
+                    raise
+                raise SymbolError(f"cmem: the module has no __constant__ or __device__ variable '{name}' "
+                                  "at file scope (outside any namespace) of that name") from None
+            if value.nbytes > size:
+                raise SymbolError(f"cmem: '{name}' is {value.nbytes} bytes ({value.dtype}, {value.size} elements) "
+                                  f"but the module's variable holds {size} bytes")
+            self.b.upload(ptr, value)
+        self._symbols_of = which
 
     def _check(self, which: str, expected, launch, inputs: bool = False) -> str | None:
         got = self._run_checked(which, launch, inputs)
@@ -161,6 +207,7 @@ class Worker:
         page-locked buffers: compare them before the next launch), or a message when
         ``inputs`` and the kernel wrote an array that is not an output."""
         dev = self.dev[which]
+        self._copy_symbols(which)
         for i in self.outputs:
             self.b.fill(dev[i].ptr, POISON_BYTE, dev[i].nbytes)
         launch(dev)
@@ -214,6 +261,7 @@ class Worker:
         warmup_ms, budget_ms = float(t.get("warmup_ms", 10.0)), float(t.get("budget_ms", 40.0))
         min_reps, max_reps = int(t.get("min_reps", 7)), int(t.get("max_reps", 2000))
         args = self.dev["time"]
+        self._copy_symbols("time")
         start, end = self.b.event(), self.b.event()
         # warm-up by time budget; its mean launch time sizes the timed loop
         n, t0 = 0, time.perf_counter()
@@ -266,6 +314,35 @@ def other_draw(args: list, outputs, seed: int) -> list:
     return out
 
 
+def load_cmem(ref: str | None, root: str, sizes: dict, seed: int) -> dict[str, dict[str, np.ndarray]]:
+    """Each input set's symbol values: from ``npz:PATH`` (the same for every set) or from
+    ``function(sizes, seed)`` (seed S for timing, S+1 for checking, as the arguments; the
+    second check draw reuses the check set's)."""
+    if not ref:
+        return {}
+    if ref.startswith("npz:"):
+        with np.load(ref[4:]) as data:
+            fixed = {name: data[name] for name in data.files}
+        return {"time": fixed, "check": fixed, "check2": fixed}
+    fn = load_function(ref, root, key="kernel.cmem")
+    made = {"time": cmem_values(fn(dict(sizes), seed)), "check": cmem_values(fn(dict(sizes), seed + 1))}
+    made["check2"] = made["check"]
+    return made
+
+
+def cmem_values(values) -> dict[str, np.ndarray]:
+    """A cmem function's answer as name -> contiguous array (numpy scalars become 0-d arrays)."""
+    if not isinstance(values, dict):
+        raise TypeError(f"the cmem function returned a {type(values).__name__}: return a dict of symbol name -> "
+                        "numpy array")
+    out = {}
+    for name, v in values.items():
+        if not isinstance(v, (np.ndarray, np.generic)):
+            raise TypeError(f"cmem '{name}' is a {type(v).__name__}: use a numpy array or a numpy scalar")
+        out[str(name)] = np.ascontiguousarray(v)
+    return out
+
+
 def load_npz_args(path: str) -> list:
     """Arguments saved by tune_kernel: arrays, and 0-d arrays that were scalars."""
     kinds = Path(path).with_suffix(".kinds").read_text().split()
@@ -298,6 +375,8 @@ def serve(backend, stdin, proto) -> int:
                 return 0
             else:
                 resp = {"ok": False, "error": f"unknown op {op!r}"}
+        except SymbolError as exc:
+            resp = {"ok": False, "error": str(exc)}
         except CudaError as exc:
             fatal = exc.fatal
             resp = {"ok": False, "error": str(exc), "cuda_error": exc.name, "fatal": fatal}

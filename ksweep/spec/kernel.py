@@ -30,6 +30,9 @@ class KernelSpec:
     block: tuple[Expr, ...]
     smem: Expr | None = None
     args: str = ""  # "file.py:function" -> function(sizes, seed) -> list of arrays/scalars
+    # "file.py:function" -> function(sizes, seed) -> {symbol: array}: values copied into the
+    # module's __constant__ / __device__ variables before launches (or "npz:PATH")
+    cmem: str | None = None
     outputs: tuple[int, ...] = ()
     reference: Any = None  # "file.py:function" | "defaults" | {config} (a reference config)
     atol: float = 1e-6
@@ -54,7 +57,7 @@ class KernelSpec:
         return re.sub(r"\{(\w+)\}", lambda m: str(values[m.group(1)]), self.name)
 
 
-_KEYS = {"source", "name", "grid", "block", "smem", "args", "outputs", "reference", "atol", "rtol",
+_KEYS = {"source", "name", "grid", "block", "smem", "args", "cmem", "outputs", "reference", "atol", "rtol",
          "flags", "defines", "timing", "timeout", "seed", "compiler"}
 COMPILERS = ("nvcc", "nvrtc")
 
@@ -92,6 +95,11 @@ def kernel_spec_from_dict(data: Mapping[str, Any], root: Path, label: str) -> Ke
     args = ctx.string(data["args"], "kernel.args")
     if not args.startswith(_ARRAYS):
         find_python(args, root, key="kernel.args", label=label, role="kernel args")
+    cmem = None
+    if "cmem" in data:
+        cmem = ctx.string(data["cmem"], "kernel.cmem")
+        if not cmem.startswith(_ARRAYS):
+            find_python(cmem, root, key="kernel.cmem", label=label, role="kernel cmem")
     outputs = data.get("outputs", [])
     if not isinstance(outputs, list) or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0
                                                 for i in outputs):
@@ -112,7 +120,7 @@ def kernel_spec_from_dict(data: Mapping[str, Any], root: Path, label: str) -> Ke
     return KernelSpec(
         source=source, name=name, grid=exprs("grid"), block=exprs("block"),
         smem=ctx.expr(data["smem"], "kernel.smem") if "smem" in data else None,
-        args=args, outputs=tuple(outputs), reference=reference,
+        args=args, cmem=cmem, outputs=tuple(outputs), reference=reference,
         atol=float(ctx.at_least(data.get("atol", 1e-6), "kernel.atol", 0)),
         rtol=float(ctx.at_least(data.get("rtol", 1e-5), "kernel.rtol", 0)),
         flags=ctx.str_list(data["flags"], "kernel.flags") if "flags" in data else default_flags(compiler),

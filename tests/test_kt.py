@@ -1,0 +1,174 @@
+"""ksweep.kt.tune_kernel: Kernel Tuner's keywords and (results, env) on kernel mode, driven by
+calling code modelled on Kernel Tuner's CUDA examples (matmul, convolution, pnpoly), with real
+nvcc builds and the stand-in GPU backend (tests/kernels/fake_kt.py)."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from ksweep.kt import CompilationFailedConfig, KtUnsupported, tune_kernel
+from ksweep.store.sqlite import Store
+
+from conftest import KERNELS
+
+FAKE = f"fake:{KERNELS / 'fake_kt.py'}"
+nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+
+
+@pytest.fixture
+def here(tmp_path, monkeypatch):
+    shutil.copy(KERNELS / "kt_examples.cu", tmp_path / "kt_examples.cu")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def kt(*args, **kwargs):
+    return tune_kernel(*args, backend=FAKE, jobs=2, quiet=True, **kwargs)
+
+
+@nvcc
+def test_matmul_example(here):
+    n = 64
+    rng = np.random.default_rng(1)
+    A, B = rng.standard_normal((n, n)).astype(np.float32), rng.standard_normal((n, n)).astype(np.float32)
+    C = np.zeros_like(A)
+    tune_params = {"block_size_x": [16, 32], "block_size_y": [2, 4, 8], "tile_size_x": [1, 2], "tile_size_y": [4]}
+    metrics = {"GFLOP/s": lambda p: (2 * n ** 3 / 1e9) / (p["time"] / 1e3)}
+    results, env = kt("matmul_kernel", "kt_examples.cu", (n, n), [C, A, B], tune_params,
+                      grid_div_x=["block_size_x", "tile_size_x"], grid_div_y=["block_size_y", "tile_size_y"],
+                      restrictions=["block_size_x==block_size_y*tile_size_y"], answer=[A @ B, None, None],
+                      atol=1e-3, iterations=5, metrics=metrics)
+    # the restriction leaves (16, 4) and (32, 8) × tile_size_x: 4 configs, each checked and timed
+    assert sorted((r["block_size_x"], r["block_size_y"], r["tile_size_x"]) for r in results) == [
+        (16, 4, 1), (16, 4, 2), (32, 8, 1), (32, 8, 2)]
+    for r in results:
+        assert set(tune_params) <= set(r) and r["time"] > 0 and "__error__" not in r
+        assert r["GFLOP/s"] == pytest.approx((2 * n ** 3 / 1e9) / (r["time"] / 1e3))
+        assert r["compile_time"] > 0 and r["benchmark_time"] > 0 and "timestamp" in r
+    assert env["best_config"]["time"] == min(r["time"] for r in results)
+    assert env["problem_size"] == (n, n) and env["iterations"] == 5 and isinstance(env["device_name"], str)
+    assert env["total_compile_time"] == pytest.approx(sum(r["compile_time"] for r in results))
+    json.dumps(results)  # as Kernel Tuner's examples save them
+    with Store(env["ksweep_db"]) as store:
+        argv = store.results()[0].build_argv
+    assert "-Dgrid_size_x=2" in argv or "-Dgrid_size_x=4" in argv  # 64 / (32 * 1|2) or 64 / (16 * 1|2)
+    assert "-Dkernel_tuner=1" in argv and "-Dblock_size_z=1" in argv
+
+
+@nvcc
+def test_a_wrong_grid_divisor_is_caught_by_the_answer(here):
+    n = 64
+    A = np.ones((n, n), np.float32)
+    results, env = kt("matmul_kernel", "kt_examples.cu", (n, n), [np.zeros_like(A), A, A],
+                      {"block_size_x": [16], "block_size_y": [4], "tile_size_x": [2], "tile_size_y": [4]},
+                      grid_div_x=["block_size_x"], grid_div_y=["block_size_y", "tile_size_y"],  # tile_size_x left out
+                      answer=[A @ A, None, None], atol=1e-3)
+    # Kernel Tuner would launch twice the blocks needed in x: enough; ksweep launches what it is told
+    assert results[0]["time"] > 0
+    results, _ = kt("matmul_kernel", "kt_examples.cu", (n, n), [np.zeros_like(A), A, A],
+                    {"block_size_x": [16], "block_size_y": [4], "tile_size_x": [2], "tile_size_y": [4]},
+                    grid_div_x=["block_size_x", "tile_size_x", 2], grid_div_y=["block_size_y", "tile_size_y"],
+                    answer=[A @ A, None, None], atol=1e-3)
+    assert "time" not in results[0] and str(results[0]["__error__"]) == "RuntimeFailedConfig"
+
+
+@nvcc
+def test_convolution_example_with_constant_memory(here):
+    n = 32
+    rng = np.random.default_rng(2)
+    image = rng.standard_normal((n + 2) * (n + 2)).astype(np.float32)
+    weights = rng.standard_normal(9).astype(np.float32)
+    expected = np.zeros((n, n), np.float32)
+    padded = image.reshape(n + 2, n + 2)
+    for j in range(3):
+        for i in range(3):
+            expected += weights[j * 3 + i] * padded[j:j + n, i:i + n]
+    tune_params = {"block_size_x": [16, 32], "block_size_y": [1, 2], "tile_size_x": [1], "tile_size_y": [1, 2],
+                   "use_padding": [0, 1]}
+    results, env = kt("convolution_kernel", (here / "kt_examples.cu").read_text(), (n, n),
+                      [np.zeros(n * n, np.float32), image, weights], tune_params,
+                      grid_div_x=["block_size_x", "tile_size_x"], grid_div_y=["block_size_y", "tile_size_y"],
+                      restrictions=["use_padding==0 or (block_size_x % 32 != 0)"], cmem_args={"d_filter": weights},
+                      answer=[expected.ravel(), None, None], atol=1e-4, verbose=False)
+    assert len(results) == 12  # 16 configs, 4 of them padded with block_size_x 32
+    assert all(r["time"] > 0 for r in results), [r.get("__error__") for r in results]
+    # without the constant memory the module's d_filter stays zero: every config fails its check
+    results, env = kt("convolution_kernel", (here / "kt_examples.cu").read_text(), (n, n),
+                      [np.zeros(n * n, np.float32), image, weights], {"block_size_x": [32], "block_size_y": [2]},
+                      grid_div_y=["block_size_y"], answer=[expected.ravel(), None, None], atol=1e-4)
+    assert [str(r["__error__"]) for r in results] == ["RuntimeFailedConfig"] and "best_config" not in env
+
+
+def polygon(vertices=16):
+    angles = np.sort(np.random.default_rng(3).uniform(0, 2 * np.pi, vertices))[::-1]
+    return np.stack([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
+
+
+@nvcc
+def test_pnpoly_example(here):
+    size = np.int32(5000)
+    points = np.random.default_rng(4).standard_normal(2 * int(size)).astype(np.float32)
+    vertices = polygon()
+    # the answer by another method: a convex polygon holds a point on one side of every edge
+    p = points.reshape(-1, 2)
+    edges = np.roll(vertices, -1, axis=0) - vertices
+    side = edges[:, 0][None] * (p[:, 1][:, None] - vertices[:, 1][None]) - \
+        edges[:, 1][None] * (p[:, 0][:, None] - vertices[:, 0][None])
+    inside = ((side > 0).all(axis=1) | (side < 0).all(axis=1)).astype(np.int32)
+    tune_params = {"block_size_x": [32, 64], "tile_size": [1, 2, 3], "between_method": [0, 1]}
+    results, env = kt("cn_pnpoly", "kt_examples.cu", (size, 1), [np.zeros(int(size), np.int32), points, size],
+                      tune_params, grid_div_x=["block_size_x", "tile_size"],
+                      cmem_args={"d_vertices": vertices.ravel()}, answer=[inside, None, None])
+    by_tile = {}
+    for r in results:
+        by_tile.setdefault(r["tile_size"], set()).add("time" if "time" in r else str(r["__error__"]))
+    assert by_tile == {1: {"time"}, 2: {"time"}, 3: {"CompilationFailedConfig"}}
+    failed = next(r for r in results if r["tile_size"] == 3)
+    assert isinstance(failed["__error__"], CompilationFailedConfig)
+    assert env["best_config"]["tile_size"] in (1, 2)
+
+
+@nvcc
+def test_block_size_names_strategy_and_a_function_restriction(here):
+    n = 32
+    A = np.ones((n, n), np.float32)
+    tune_params = {"bx": [8, 16, 32], "by": [2, 4], "tile_size_y": [1]}
+    results, env = kt("matmul_kernel", "kt_examples.cu", (n, n), [np.zeros_like(A), A, A], tune_params,
+                      block_size_names=["bx", "by"], restrictions=lambda p: p["bx"] * p["by"] <= 64,
+                      strategy="random_sample", strategy_options={"fraction": 0.5}, answer=[A @ A, None, None],
+                      compiler_options=["-use_fast_math"], atol=1e-3)
+    assert len(results) == 3  # half of the 5 configs the restriction leaves, rounded up
+    assert all(r["bx"] * r["by"] <= 64 and r["time"] > 0 for r in results)
+    with Store(env["ksweep_db"]) as store:
+        argv = store.results()[0].build_argv
+    assert "-use_fast_math" in argv and "-Dblock_size_z=1" in argv and "-Dbx=" in " ".join(argv)
+    assert env["compiler_options"] == ["-use_fast_math"]
+
+
+@pytest.mark.parametrize("keywords, message", [
+    ({"lang": "OpenCL"}, "lang='OpenCL': ksweep tunes CUDA kernels only"),
+    ({"texmem_args": {"t": np.zeros(4)}}, "texmem_args: textures are not supported"),
+    ({"simulation_mode": True}, "simulation_mode: replay a recorded cache with `ksweep replay` instead"),
+    ({"strategy": "genetic_algorithm"}, "strategy 'genetic_algorithm': ksweep.kt runs brute_force, random_sample"),
+    ({"strategy_options": {"popsize": 4}}, "strategy_options popsize: ksweep.kt takes fraction, max_fevals"),
+    ({"verify": lambda *a: True}, "verify: ksweep compares outputs with answer itself"),
+    ({"compiler": "clang"}, "compiler='clang': ksweep builds with 'nvcc' (the default) or 'nvrtc'"),
+    ({"objective": "GFLOP/s"}, "objective 'GFLOP/s': ksweep measures time"),
+    ({"observers": [object()]}, "observers: ksweep records the GPU's clocks"),
+    ({"defines": {"N": 4}}, "defines: ksweep passes each tunable parameter"),
+    ({"problem_size": lambda p: (4, 4)}, "problem_size as a function"),
+    ({"grid_div_x": lambda p: 4}, "grid_div_x as a function"),
+    ({"restrictions": ["block_size_x ** 2 < 100 if True"]}, "restriction 'block_size_x ** 2 < 100 if True'"),
+    ({"answer": [None]}, "answer has 1 entries for 3 arguments"),
+])
+def test_what_cannot_be_honoured_is_one_line(here, keywords, message):
+    call = {"kernel_name": "matmul_kernel", "kernel_source": "kt_examples.cu", "problem_size": (32, 32),
+            "arguments": [np.zeros(4, np.float32)] * 3, "tune_params": {"block_size_x": [16]}}
+    call.update(keywords)
+    with pytest.raises(KtUnsupported) as caught:
+        kt(**call)
+    text = str(caught.value)
+    assert text.startswith(message) and "\n" not in text
+    assert not (here / ".ksweep").exists()  # refused before anything was built or written
