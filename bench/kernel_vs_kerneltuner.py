@@ -8,6 +8,14 @@
    empty build cache, wall clock timed (the same space, the same restrictions).
 3. Both best configs re-measured with ksweep's timer, alternating, 3 times each.
 4. ksweep's best config measured in 10 separate sweeps (a fresh worker each): CV.
+
+    python bench/kernel_vs_kerneltuner.py --reps 3 [--out DIR]
+
+The comparison protocol instead (issue 17): REPS rounds, the order of the two tools
+alternating (Kernel Tuner first in odd rounds), each sweep from empty caches (Kernel
+Tuner in a process of its own with a fresh CUPY_CACHE_DIR, so neither CuPy's disk cache
+nor its in-process cache serves it; ksweep with a fresh database and build cache); the
+wall time of every sweep, the median and range of each tool, and each sweep's best config.
 """
 
 from __future__ import annotations
@@ -101,12 +109,68 @@ def measure(config: dict, work: Path, tag: str) -> float:
     return res.best.metrics["ms"]
 
 
+def kernel_tuner_fresh(work: Path, tag: str) -> dict:
+    """One Kernel Tuner sweep in a process of its own, CuPy's kernel cache in a fresh folder."""
+    cache = work / f"cupy-cache-{tag}"
+    shutil.rmtree(cache, ignore_errors=True)
+    cache.mkdir(parents=True)
+    result = work / f"kt-{tag}.json"
+    env = {**os.environ, "CUPY_CACHE_DIR": str(cache)}
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, __file__, "--kt-only", str(result)], env=env, capture_output=True, text=True)
+    outer = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise SystemExit(f"Kernel Tuner failed:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}")
+    kt = json.loads(result.read_text())
+    kt["process_wall_s"] = outer  # with the interpreter's start and Kernel Tuner's import
+    return kt
+
+
+def protocol(out: Path, reps: int) -> int:
+    work = out / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    rounds = []
+    for i in range(reps):
+        order = ("kt", "ks") if i % 2 == 0 else ("ks", "kt")
+        got = {}
+        for tool in order:
+            if tool == "kt":
+                got["kt"] = kernel_tuner_fresh(work, str(i))
+            else:
+                folder = work / f"ks-{i}"
+                shutil.rmtree(folder, ignore_errors=True)
+                folder.mkdir()
+                got["ks"] = ksweep_sweep(folder)
+            w = got[tool]
+            print(f"round {i + 1} {'Kernel Tuner' if tool == 'kt' else 'ksweep      '}: "
+                  f"{w.get('process_wall_s', w['wall_s']):.1f} s, best {w['best']} {w['best_ms']:.4f} ms", flush=True)
+        rounds.append(got)
+    kt = [r["kt"]["process_wall_s"] for r in rounds]
+    ks = [r["ks"]["wall_s"] for r in rounds]
+    speedups = [a / b for a, b in zip(kt, ks)]
+    summary = {"rounds": rounds, "kernel_tuner_wall_s": kt, "ksweep_wall_s": ks, "speedups": speedups,
+               "same_best": all(r["kt"]["best"] == r["ks"]["best"] for r in rounds)}
+    (out / "kernel_vs_kerneltuner_protocol.json").write_text(json.dumps(summary, indent=2, default=str))
+    print(f"Kernel Tuner: median {statistics.median(kt):.1f} s (range {min(kt):.1f}-{max(kt):.1f}); "
+          f"ksweep: median {statistics.median(ks):.1f} s (range {min(ks):.1f}-{max(ks):.1f}); "
+          f"speed-up per round {', '.join(f'{x:.2f}x' for x in speedups)}; "
+          f"same best config in every round: {summary['same_best']}")
+    return 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--out", default=os.environ.get("OUT", "bench-out"))
+    p.add_argument("--reps", type=int, help="the comparison protocol: this many alternating rounds")
+    p.add_argument("--kt-only", metavar="JSON", help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.kt_only:
+        Path(args.kt_only).write_text(json.dumps(kernel_tuner_sweep(), default=str))
+        return 0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.reps:
+        return protocol(out, args.reps)
     work = out / "work"
     work.mkdir(exist_ok=True)
 
