@@ -340,3 +340,33 @@ def test_convergence_is_the_best_so_far_in_evaluation_order(swept, tmp_path):
     r = cli("plot", "convergence", str(db), "--out", str(out))
     assert r.returncode == 0, r.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plan_and_the_summary_say_how_many_configs_spilled(program_dir, tmp_path):
+    from types import SimpleNamespace
+
+    from ksweep.report.progress import summary_line
+    from ksweep.result import Result
+    from ksweep.status import Status
+
+    spec = program_dir(GCC_BUILD + textwrap.dedent("""
+        [params]
+        MODE = [0]
+        X = [1, 2, 3]
+        """))
+    db = tmp_path / "s.db"
+    with Store(db) as store:
+        for x, status in ((1, Status.SPILLS), (2, Status.SPILLS), (3, Status.OK)):
+            store.put(Result("base", "default", {"MODE": 0, "X": x}, status, metrics={"ms": 1.0}))
+    r = cli("plan", str(spec), "--db", str(db))
+    assert r.returncode == 0, r.stderr
+    assert "2 valid configs spilled registers in the last sweep and were not run" in r.stdout
+    assert json.loads(cli("plan", str(spec), "--db", str(db), "--json").stdout)["spilled"] == [
+        {"variant": "base", "shape": "default", "configs": 2}]
+    assert "spilled" not in cli("plan", str(spec), "--db", str(tmp_path / "none.db")).stdout
+    summary = SimpleNamespace(evaluated=3, resumed=0, wall_seconds=1.0, build_cpu_seconds=1.0, gpu_seconds=0.5,
+                              has_gpu=False, gpu_idle_share=0.0, configs_per_minute=180.0,
+                              counts={"OK": 1, "SPILLS": 2})
+    assert "2 configs not run because their kernels spill registers" in summary_line(summary)
+    summary.counts = {"OK": 3}
+    assert "spill" not in summary_line(summary)

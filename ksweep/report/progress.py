@@ -148,6 +148,10 @@ def summary_line(summary) -> str:
     clocks = getattr(summary, "clocks", None)
     if clocks:
         confirm += f"; {clocks}"
+    spilled = getattr(summary, "counts", {}).get("SPILLS", 0)
+    if spilled:
+        confirm += (f"; {spilled} config{'s' if spilled != 1 else ''} not run because {'their kernels spill' if spilled != 1 else 'its kernel spills'} "
+                    f"registers ([build] allow_spills = false; true runs them)")
     return (f"{summary.evaluated} evaluated, {summary.resumed} resumed from the store; "
             f"wall {summary.wall_seconds:.1f} s, build CPU {summary.build_cpu_seconds:.1f} s, "
             f"{runs}{summary.configs_per_minute:.1f} configs/min{confirm}")
