@@ -1,0 +1,124 @@
+"""Where kernel mode's time goes (issue 17, item 6), on a GPU machine.
+
+    python bench/kernel_mode_phases.py [--spec examples/kernel_mode/matmul.toml] [--jobs N]
+
+Builds every valid config of the spec's first shape (the build cache in a fresh folder,
+N parallel nvcc), then evaluates each in one worker exactly as a sweep does
+(``Worker.evaluate``), with the worker's phases timed: module load, the correctness checks
+(each a poisoned launch, the output's download and its comparison), the timing loop
+(warm-up and timed launches), and the setup (inputs, the Python reference). Prints the
+totals and the mean per config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+t_import = time.perf_counter()
+from ksweep.api import mode_for  # noqa: E402
+from ksweep.build.builder import Builder, BuildRules  # noqa: E402
+from ksweep.build.cache import BuildCache  # noqa: E402
+from ksweep.kernel.backend import CudaBackend  # noqa: E402
+from ksweep.kernel.launch import entry_name  # noqa: E402
+from ksweep.kernel.worker import Worker  # noqa: E402
+from ksweep.space.space import Space  # noqa: E402
+from ksweep.spec.load import load_spec  # noqa: E402
+from ksweep.status import Status  # noqa: E402
+from ksweep.sweep.jobs import JobFactory  # noqa: E402
+
+IMPORT_S = time.perf_counter() - t_import
+
+
+class TimedWorker(Worker):
+    """The sweep's worker with its phases timed."""
+
+    def __init__(self, backend):
+        super().__init__(backend)
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, int] = defaultdict(int)
+
+    def _timed(self, phase, fn, *a, **kw):
+        t0 = time.perf_counter()
+        try:
+            return fn(*a, **kw)
+        finally:
+            self.seconds[phase] += time.perf_counter() - t0
+            self.calls[phase] += 1
+
+    def _load(self, req):
+        return self._timed("load", super()._load, req)
+
+    def _check(self, which, expected, launch, inputs=False):
+        return self._timed("check", super()._check, which, expected, launch, inputs)
+
+    def _time(self, launch):
+        return self._timed("timing", super()._time, launch)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--spec", default=str(ROOT / "examples" / "kernel_mode" / "matmul.toml"))
+    p.add_argument("--jobs", type=int, default=16)
+    args = p.parse_args()
+    spec = load_spec(args.spec)
+    shape, variant = spec.shape_list()[0], spec.variant_list()[0]
+    space = Space.from_spec(spec, shape.name, variant.name)
+    factory = JobFactory(spec, shape, variant, space, mode_for(spec))
+    jobs = [factory.make(c) for c in space]
+    with tempfile.TemporaryDirectory() as tmp:
+        builder = Builder(BuildCache(Path(tmp) / "cache"), BuildRules.of(spec))
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(args.jobs) as pool:
+            builds = list(pool.map(builder.build, jobs))
+        build_wall = time.perf_counter() - t0
+        build_cpu = sum(b.cpu_seconds for b in builds)
+
+        t0 = time.perf_counter()
+        worker = TimedWorker(CudaBackend(0))
+        k = spec.kernel
+        worker.setup({"op": "setup", "args": k.args, "root": str(spec.root),
+                      "sizes": {**spec.constants, **shape.constants, **shape.defines}, "seed": k.seed,
+                      "outputs": list(k.outputs), "reference": k.reference if isinstance(k.reference, str)
+                      and k.reference != "defaults" else None, "cmem": getattr(k, "cmem", None),
+                      "atol": k.atol, "rtol": k.rtol, "timing": k.timing.__dict__})
+        setup_s = time.perf_counter() - t0
+
+        per_config, ok = [], 0
+        for job, build in zip(jobs, builds):
+            if build.status is not Status.OK:
+                continue
+            entry = entry_name([x.name for x in build.report.kernels], k)
+            req = {"op": "eval", "cubin": str(build.binary), "entry": entry, "params": dict(job.params),
+                   **{x: job.launch[x] for x in ("grid", "block", "smem")}, "capture": None,
+                   "reference_file": None}
+            t1 = time.perf_counter()
+            try:
+                answer = worker.evaluate(req)
+                ok += answer.get("outputs") == "matched"
+            except Exception as exc:  # noqa: BLE001 - a config that cannot launch
+                worker.seconds["failed"] += 0
+                print(f"  {dict(job.params)}: {type(exc).__name__}: {exc}")
+            per_config.append(time.perf_counter() - t1)
+    n = len(per_config)
+    print(f"import ksweep: {IMPORT_S:.2f} s; builds: {len(jobs)} in {build_wall:.1f} s wall, {build_cpu:.1f} CPU-s "
+          f"({args.jobs} jobs); worker setup (CUDA, inputs, reference): {setup_s:.2f} s")
+    print(f"evaluations: {n} configs ({ok} matched) in {sum(per_config):.2f} s, "
+          f"mean {statistics.mean(per_config) * 1e3:.0f} ms, median {statistics.median(per_config) * 1e3:.0f} ms")
+    for phase in ("load", "check", "timing"):
+        s, c = worker.seconds[phase], worker.calls[phase]
+        print(f"  {phase:<7} {s:7.2f} s in {c} calls ({1e3 * s / max(c, 1):.1f} ms each, {100 * s / sum(per_config):.0f}%)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
