@@ -266,3 +266,20 @@ def test_kernel_mode_runs_carry_the_gpu_state(tmp_path):
         rows = store.results()
     assert len(rows) == 2 and all(r.status is Status.OK for r in rows)
     assert all(r.gpu_state["sm_clock_mhz"] == 1755 and r.gpu_state["cuda_version"] == "13.0" for r in rows)
+
+
+@pytest.mark.parametrize("nbytes", [64, 60, 6, 3])
+def test_same_bytes_sees_one_changed_byte_anywhere(nbytes):
+    from ksweep.kernel.worker import same_bytes
+
+    a = np.arange(nbytes, dtype=np.uint8)
+    assert same_bytes(a, a.copy())
+    for where in (0, nbytes // 2, nbytes - 1):
+        b = a.copy()
+        b[where] ^= 1
+        assert not same_bytes(a, b)
+    assert not same_bytes(a, a[:-1])
+    f = np.linspace(0, 1, 15, dtype=np.float32)  # 60 bytes: compared as uint32
+    g = f.copy()
+    g[-1] = np.nextafter(g[-1], np.float32(2))
+    assert same_bytes(f, f.copy()) and not same_bytes(f, g)
