@@ -231,6 +231,24 @@ def tune_kernel(
     return TuneResult(best, results, db_path)
 
 
+def _saved_arrays(work: Path, stem: str, arrays: list, named: dict, extra: str = "") -> Path:
+    """Save arrays (positional and named) as ``<stem>-<digest of their contents>.npz`` in ``work``."""
+    import hashlib
+
+    h = hashlib.sha256(extra.encode())
+    for a in [*arrays, *named.values()]:
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(np.ascontiguousarray(a).tobytes())
+    for k in named:
+        h.update(k.encode())
+    path = work / f"{stem}-{h.hexdigest()[:16]}.npz"
+    if not path.exists():
+        tmp = path.with_name(path.stem + f".tmp{os.getpid()}.npz")
+        np.savez(tmp, *arrays, **named)
+        os.replace(tmp, path)
+    return path
+
+
 def kernel_tuning_spec(
     kernel_name: str, kernel_source: str | Path, problem_size: Mapping[str, Any], arguments: str | Sequence[Any],
     tune_params: Mapping[str, Sequence[Any]], *, grid: Sequence[str], block: Sequence[str], smem: str | None = None,
@@ -247,20 +265,17 @@ def kernel_tuning_spec(
     root = source.parent
     work = workspace(root)
     work.mkdir(parents=True, exist_ok=True)
+    # arrays given directly are saved under names of their contents: two calls with other
+    # data never share (or overwrite) a file, and each file's digest keys the results
     if not isinstance(arguments, str):
-        path = work / "arguments.npz"
-        np.savez(path, *[np.asarray(a) for a in arguments])
-        kinds = [type(a).__name__ for a in arguments]
-        (work / "arguments.kinds").write_text(" ".join(kinds))
+        kinds = " ".join(type(a).__name__ for a in arguments)
+        path = _saved_arrays(work, "arguments", [np.asarray(a) for a in arguments], {}, kinds)
+        path.with_suffix(".kinds").write_text(kinds)
         arguments = f"npz:{path}"
     if cmem is not None and not isinstance(cmem, str):
-        path = work / "cmem.npz"
-        np.savez(path, **{str(k): np.ascontiguousarray(v) for k, v in dict(cmem).items()})
-        cmem = f"npz:{path}"
+        cmem = f"npz:{_saved_arrays(work, 'cmem', [], {str(k): np.ascontiguousarray(v) for k, v in dict(cmem).items()})}"
     if reference is not None and not isinstance(reference, (str, Mapping)):
-        path = work / "reference.npz"
-        np.savez(path, *[np.asarray(r) for r in reference])
-        reference = f"npz:{path}"
+        reference = f"npz:{_saved_arrays(work, 'reference', [np.asarray(r) for r in reference], {})}"
     kspec = KernelSpec(
         source=source, name=kernel_name, grid=tuple(parse(g) for g in grid),
         block=tuple(parse(b) for b in block), smem=parse(smem) if smem else None, args=arguments, cmem=cmem,

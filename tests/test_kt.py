@@ -172,3 +172,25 @@ def test_what_cannot_be_honoured_is_one_line(here, keywords, message):
     text = str(caught.value)
     assert text.startswith(message) and "\n" not in text
     assert not (here / ".ksweep").exists()  # refused before anything was built or written
+
+
+def test_arrays_given_directly_are_saved_by_content_and_key_the_results(tmp_path):
+    """Arguments, answers and cmem values passed as arrays: another call with other data gets
+    other files (no overwriting), and the stored results' key covers their contents."""
+    from ksweep.api import kernel_tuning_spec
+    from ksweep.kernel.mode import KernelMode
+
+    (tmp_path / "k.cu").write_text('extern "C" __global__ void k(float *y, const float *x) {}\n')
+
+    def spec(value):
+        x = np.full(8, value, np.float32)
+        return kernel_tuning_spec("k", tmp_path / "k.cu", {"N": 8}, [np.zeros(8, np.float32), x], {"B": [32]},
+                                  grid=["1"], block=["B"], outputs=[0], reference=[2 * x],
+                                  cmem={"d_c": x[:2]})
+
+    one, two, again = spec(1.0), spec(2.0), spec(1.0)
+    for field in ("args", "reference", "cmem"):
+        assert getattr(one.kernel, field) != getattr(two.kernel, field)
+        assert getattr(one.kernel, field) == getattr(again.kernel, field)
+    keys = [KernelMode().key_parts(s)["kernel_files"] for s in (one, two, again)]
+    assert len(keys[0]) == 3 and keys[0] != keys[1] and keys[0] == keys[2]

@@ -51,7 +51,9 @@ class KernelMode(Mode):
         files = []
         for ref in (k.args, k.cmem, k.reference):
             if isinstance(ref, str) and ":" in ref:
-                path = (spec.root / ref.rsplit(":", 1)[0]).resolve()
+                # "file.py:function", or "npz:PATH" (arrays given to tune_kernel): the file's digest
+                where = ref[4:] if ref.startswith("npz:") else ref.rsplit(":", 1)[0]
+                path = (spec.root / where).resolve()
                 if path.is_file():
                     files.append((str(path), file_digest(path)))
         return {"kernel": k, "kernel_files": files}
