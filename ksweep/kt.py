@@ -371,7 +371,7 @@ def _environment(stored, problem_size, iterations, compiler_options, db: Path, s
         "problem_size": problem_size,
         "iterations": iterations,
         "compiler_options": compiler_options,
-        "compiler": "nvcc",
+        "compiler": spec.kernel.compiler,
         "arch": spec.arch,
         "ksweep_db": str(db),
     }

@@ -146,3 +146,20 @@ def test_templated_kernel_is_instantiated_by_a_name_expression(tmp_path):
     build = make_builder(spec).build(job)
     assert build.status is Status.OK, build.message
     assert entry_name([k.name for k in build.report.kernels], spec.kernel) == "_Z6vscaleILi128EEvPfPKffi"
+
+
+def test_a_pre_included_header_in_nvccs_two_words_is_passed_and_listed_for_rebuilds(tmp_path, monkeypatch):
+    from ksweep.build.nvrtc import parse_args, write_depfile
+
+    (tmp_path / "hd").mkdir()
+    (tmp_path / "hd" / "inc.h").write_text('#include "more.h"\n')
+    (tmp_path / "hd" / "more.h").write_text("#define X 1\n")
+    (tmp_path / "k.cu").write_text('extern "C" __global__ void k() {}\n')
+    monkeypatch.chdir(tmp_path)
+    for form in (["-include", "inc.h"], ["-include=inc.h"], ["--pre-include", "inc.h"]):
+        args = parse_args(["--gpu-architecture=sm_90a", *form, "-I", "hd", "-MMD", "-MF", "t.d", "-o", "t.cubin",
+                           "k.cu"])
+        assert "--pre-include=inc.h" in args.options and "-Ihd" in args.options
+        write_depfile("t.d", args)
+        listed = (tmp_path / "t.d").read_text()
+        assert "inc.h" in listed and "more.h" in listed and "k.cu" in listed

@@ -32,7 +32,8 @@ from typing import Sequence
 from ..spec.collisions import read_sources
 
 MODULE = "ksweep.build.nvrtc"
-_JOINED = ("-I", "-D", "-U", "-include")  # options NVRTC takes in one word: "-IDIR", "-DX=1"
+_JOINED = ("-I", "-D", "-U")  # options NVRTC takes in one word: "-IDIR", "-DX=1"
+_PRE_INCLUDE = ("-include", "--pre-include")  # nvcc's and NVRTC's: a header read before the source
 
 
 def command() -> list[str]:
@@ -82,6 +83,13 @@ def parse_args(argv: Sequence[str]) -> Args:
             names.append(next(it, ""))
         elif arg.startswith("--name-expression="):
             names.append(arg.split("=", 1)[1])
+        elif arg in _PRE_INCLUDE:
+            value = next(it, None)
+            if value is None:
+                raise ValueError(f"{arg} needs a value")
+            options.append(f"--pre-include={value}")
+        elif arg.startswith(("-include=", "--pre-include=")):
+            options.append("--pre-include=" + arg.split("=", 1)[1])
         elif arg in _JOINED:
             value = next(it, None)
             if value is None:
@@ -108,7 +116,15 @@ def write_depfile(path: str, args: Args) -> None:
     lists them, so that an edited header rebuilds (build/deps.py)."""
     dirs = [o[2:] for o in args.options if o.startswith("-I")]
     dirs += [o.split("=", 1)[1] for o in args.options if o.startswith("--include-path=")]
-    files = read_sources(Path.cwd(), [args.source], [os.path.abspath(d) for d in dirs])
+    dirs = [os.path.abspath(d) for d in dirs]
+    files = read_sources(Path.cwd(), [args.source], dirs)
+    for o in args.options:  # a pre-included header (and what it includes), found as NVRTC finds it
+        if o.startswith("--pre-include="):
+            name = o.split("=", 1)[1]
+            found = next((Path(d) / name for d in [str(Path(args.source).resolve().parent), *dirs]
+                          if (Path(d) / name).is_file()), None)
+            if found is not None:
+                files = {**files, **read_sources(found.parent, [found.name], dirs)}
     names = " ".join(str(f).replace(" ", "\\ ") for f in files)
     Path(path).write_text(f"{args.output}: {names}\n")
 

@@ -3,6 +3,8 @@ results for another tuner."""
 
 from __future__ import annotations
 
+import math
+
 import sys
 from pathlib import Path
 
@@ -31,7 +33,7 @@ def add_parser(sub) -> None:
 
 def percent(text: str) -> float:
     value = float(text.rstrip("%"))
-    if not value >= 0:
+    if not (value >= 0 and math.isfinite(value)):
         raise ValueError(text)
     return value
 
