@@ -283,3 +283,21 @@ def test_same_bytes_sees_one_changed_byte_anywhere(nbytes):
     g = f.copy()
     g[-1] = np.nextafter(g[-1], np.float32(2))
     assert same_bytes(f, f.copy()) and not same_bytes(f, g)
+
+
+def test_compare_passes_fast_and_still_names_every_kind_of_failure():
+    rng = np.random.default_rng(3)
+    e = rng.standard_normal(3 * (1 << 20) + 5).astype(np.float32)  # several chunks and a short one
+    assert compare([e.copy()], [e], 1e-6, 0) is None
+    near = e * np.float32(1 + 1e-4)
+    assert compare([near], [e], 0, 1e-3) is None  # within rtol everywhere
+    both_nan = e.copy()
+    both_nan[7] = np.nan
+    assert compare([both_nan.copy()], [both_nan], 1e-6, 0) is None  # the reference's own NaN is no error
+    for bad, word in ((np.inf, "not finite"), (np.nan, "not written")):
+        g = e.copy()
+        g[len(e) - 1] = bad
+        assert word in compare([g], [e], 1e-6, 0) and f"first at {len(e) - 1}" in compare([g], [e], 1e-6, 0)
+    g = e.copy()
+    g[2 * (1 << 20) + 1] += 1
+    assert f"element {2 * (1 << 20) + 1}" in compare([g], [e], 1e-3, 0)
