@@ -29,6 +29,7 @@ from ksweep.api import mode_for  # noqa: E402
 from ksweep.build.builder import Builder, BuildRules  # noqa: E402
 from ksweep.build.cache import BuildCache  # noqa: E402
 from ksweep.kernel.backend import CudaBackend  # noqa: E402
+from ksweep.kernel.executor import setup_request, shape_sizes  # noqa: E402
 from ksweep.kernel.launch import entry_name  # noqa: E402
 from ksweep.kernel.worker import Worker  # noqa: E402
 from ksweep.space.space import Space  # noqa: E402
@@ -86,11 +87,7 @@ def main() -> int:
         t0 = time.perf_counter()
         worker = TimedWorker(CudaBackend(0))
         k = spec.kernel
-        worker.setup({"op": "setup", "args": k.args, "root": str(spec.root),
-                      "sizes": {**spec.constants, **shape.constants, **shape.defines}, "seed": k.seed,
-                      "outputs": list(k.outputs), "reference": k.reference if isinstance(k.reference, str)
-                      and k.reference != "defaults" else None, "cmem": getattr(k, "cmem", None),
-                      "atol": k.atol, "rtol": k.rtol, "timing": k.timing.__dict__})
+        worker.setup(setup_request(k, spec.root, shape_sizes(spec, shape)))
         setup_s = time.perf_counter() - t0
 
         per_config, ok = [], 0

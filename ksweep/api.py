@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .errors import KsweepError, SpecError
-from .kernel.executor import KernelExecutor
+from .kernel.executor import KernelExecutor, shape_sizes
 from .kernel.mode import KernelMode
 from .report.confirmed import confirmed
 from .report.export import to_csv
@@ -54,7 +54,7 @@ def make_executor(spec: Spec, gpus: list[int] | None = None, jobs: int | None = 
     if spec.kernel is None:
         gap = start_gap if start_gap is not None else spec.run.start_gap
         return LocalExecutor(make_builder(spec, cache and Path(cache)), gpu_list, scratch, build_jobs=build_jobs, start_gap=gap)
-    sizes = {s.name: {**spec.constants, **s.constants, **s.defines} for s in spec.shape_list()}
+    sizes = {s.name: shape_sizes(spec, s) for s in spec.shape_list()}
     return KernelExecutor(make_builder(spec, cache and Path(cache)), gpu_list, scratch, spec.kernel, spec.root, sizes,
                           build_jobs=build_jobs, backend=kernel_backend)
 

@@ -186,17 +186,16 @@ def best_result(store: Store, variant: str, shape: str) -> Result | None:
 
 
 # -- building one config -------------------------------------------------------------------------
-def _factory(spec: Spec, shape: str, variant: str) -> tuple[JobFactory, Space]:
+def _factory(spec: Spec, shape: str | None, variant: str | None) -> JobFactory:
     sh, va = pick(spec, shape, variant)
-    space = Space.from_spec(spec, sh.name, va.name)
-    return JobFactory(spec, sh, va, space, mode_for(spec)), space
+    return JobFactory(spec, sh, va, Space.from_spec(spec, sh.name, va.name), mode_for(spec))
 
 
 def build_config(spec: Spec, shape: str, variant: str, params: dict, db: Path | None
                  ) -> tuple[Job, BuildResult, BuildResult | None]:
     """Build one config through the build cache (``cache/`` beside the database, as the sweep
     built it): its job, its build and its harness's build (None without one)."""
-    factory, _ = _factory(spec, shape, variant)
+    factory = _factory(spec, shape, variant)
     builder = make_builder(spec, Path(_cache_folder(db, None)) if db is not None else None)
     job = factory.make(params)
     harness = builder.build(job.harness) if job.harness is not None else None
@@ -393,17 +392,16 @@ def _kernel_mode_program(spec: Spec, job: Job, built: BuildResult, workdir: Path
     launches the config's kernel once and exits; the kernel's entry name filters ncu."""
     import json
 
+    from .kernel.executor import setup_request, shape_sizes
     from .kernel.launch import entry_name
 
     entry = entry_name([k.name for k in built.report.kernels], spec.kernel)
     if entry is None:
         raise ncu_mod.NcuError(f"no entry point for '{spec.kernel.name}' in the cubin")
+
     sh = next(s for s in spec.shape_list() if s.name == job.shape)
     request = {
-        "setup": {"op": "setup", "args": spec.kernel.args, "cmem": spec.kernel.cmem, "root": str(spec.root),
-                  "sizes": {**spec.constants, **sh.constants, **sh.defines}, "seed": spec.kernel.seed,
-                  "outputs": list(spec.kernel.outputs), "reference": None, "atol": spec.kernel.atol,
-                  "rtol": spec.kernel.rtol, "timing": spec.kernel.timing.__dict__},
+        "setup": setup_request(spec.kernel, spec.root, shape_sizes(spec, sh), checked=False),
         "launch": {"cubin": str(built.binary), "entry": entry, "params": dict(job.params),
                    **{k: job.launch[k] for k in ("grid", "block", "smem")}},
     }

@@ -19,6 +19,27 @@ from .launch import entry_name
 from ..spec.kernel import KernelSpec
 
 
+def shape_sizes(spec, shape) -> dict:
+    """What the argument, cmem and reference functions get as ``sizes`` for a shape."""
+    return {**spec.constants, **shape.constants, **shape.defines}
+
+
+def python_reference(kspec: KernelSpec) -> str | None:
+    """``reference = "file.py:fn"`` (the worker computes the expected outputs), else None."""
+    ref = kspec.reference
+    return ref if isinstance(ref, str) and ref != "defaults" else None
+
+
+def setup_request(kspec: KernelSpec, root: Path, sizes: dict, checked: bool = True) -> dict:
+    """The worker's ``setup`` request: inputs, cmem values and, when ``checked``, a Python
+    reference's expected outputs."""
+    return {
+        "op": "setup", "args": kspec.args, "cmem": kspec.cmem, "root": str(root), "sizes": sizes,
+        "seed": kspec.seed, "outputs": list(kspec.outputs), "reference": python_reference(kspec) if checked else None,
+        "atol": kspec.atol, "rtol": kspec.rtol, "timing": kspec.timing.__dict__,
+    }
+
+
 class KernelExecutor(SlotExecutor):
     """Kernel mode on this host's GPUs: one worker process per GPU (``backend``: "cuda", or
     ``fake:<module>``, a stand-in for tests) loads each cubin and times it; one worker per
@@ -37,8 +58,7 @@ class KernelExecutor(SlotExecutor):
         self.backend = backend
         self._workers: dict[tuple, WorkerHandle] = {}
         self._lock = threading.Lock()
-        reference = kspec.reference
-        self.python_reference = reference if isinstance(reference, str) and reference != "defaults" else None
+        self.python_reference = python_reference(kspec)
         # Start each GPU's worker now (CUDA init, inputs, reference) while the first cubins build.
         # On a run-pool thread: those live as long as the executor, and a worker dies with the
         # thread that started it (PR_SET_PDEATHSIG).
@@ -58,12 +78,7 @@ class KernelExecutor(SlotExecutor):
         with self._lock:
             if key not in self._workers:
                 env = {"CUDA_VISIBLE_DEVICES": str(gpu.index)} if gpu.index is not None else {}
-                setup = {
-                    "op": "setup", "args": self.kspec.args, "cmem": self.kspec.cmem, "root": str(self.root),
-                    "sizes": self.sizes_by_shape.get(shape, {}), "seed": self.kspec.seed,
-                    "outputs": list(self.kspec.outputs), "reference": self.python_reference,
-                    "atol": self.kspec.atol, "rtol": self.kspec.rtol, "timing": self.kspec.timing.__dict__,
-                }
+                setup = setup_request(self.kspec, self.root, self.sizes_by_shape.get(shape, {}))
                 for old_key in [k for k in self._workers if k[0] == gpu.index]:  # one worker per GPU
                     self._workers.pop(old_key).close()
                 self._workers[key] = WorkerHandle(self.backend, env, setup)
