@@ -164,11 +164,16 @@ def _with_result(c: Chosen, store: Store | None) -> Chosen:
     return replace(c, result=r, result_id=store.result_id(c.variant, c.shape, cid)) if r is not None else c
 
 
+def ranked_valid(store: Store, variant: str, shape: str) -> list[Result]:
+    """The results with a value of the objective, best first."""
+    objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
+    return [r for r in rank(store.results(variant, shape), objective["metric"], objective["direction"])
+            if finite_value(r, objective["metric"]) is not None]
+
+
 def worst_result(store: Store, variant: str, shape: str) -> Result | None:
     """The slowest valid result (the last ranked one with a value)."""
-    objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
-    ranked = [r for r in rank(store.results(variant, shape), objective["metric"], objective["direction"])
-              if finite_value(r, objective["metric"]) is not None]
+    ranked = ranked_valid(store, variant, shape)
     return ranked[-1] if ranked else None
 
 
@@ -277,9 +282,7 @@ def choose_for_profile(store: Store, spec: Spec, top: int, configs: Sequence[str
                 if c.shape == sh and c.variant == va:
                     out.append((sh, va, c.params, text))
             continue
-        objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
-        ranked = [r for r in rank(store.results(va, sh), objective["metric"], objective["direction"])
-                  if finite_value(r, objective["metric"]) is not None]
+        ranked = ranked_valid(store, va, sh)
         first = best_result(store, va, sh)
         picked = ([first] if first is not None else []) + [r for r in ranked if r is not first]
         seen = set()
@@ -315,6 +318,7 @@ def profile(db: str, *, top: int = 3, configs: Sequence[str] = (), metrics: str 
         keys = {(r.variant, r.shape, config_id(r.params)): r.cache_key for r in store.results()}
     if not chosen:
         raise KsweepError(f"{db}: no valid result to profile")
+    version = _version(tool)
     out = []
     for sh, va, params, label in chosen:
         job, built, harness = build_config(spec, sh, va, params, t.db)
@@ -334,7 +338,7 @@ def profile(db: str, *, top: int = 3, configs: Sequence[str] = (), metrics: str 
             continue
         with Store(t.db, create=False) as store:
             store.put_profile(va, sh, params, keys.get((va, sh, config_id(params))), set_name,
-                              [p.to_json() for p in launches], tool=_version(tool), command=command)
+                              [p.to_json() for p in launches], tool=version, command=command)
         out.append(Profiled(sh, va, params, label, True, f"{len(launches)} launch(es)", tuple(launches)))
         echo(f"profiled {sh}/{va} {label}: " + " ".join(f"{k}={v}" for k, v in params.items()))
     return out

@@ -21,6 +21,7 @@ from ..build.occupancy import Occupancy, occupancy
 from ..errors import KsweepError
 from ..result import Result
 from ..spec.expr import ExprError, parse
+from ..space.space import _call_python, format_reason
 from ..spec.limits import builtin_limits
 
 _OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
@@ -159,7 +160,7 @@ def check_constraints(space, config: Mapping[str, Any]) -> tuple[tuple[Constrain
     checks = []
     for c in space.constraints:
         if c.expr is None:
-            verdict = _python_verdict(space, c, config)
+            verdict = _python_verdict(space, c, env)
             checks.append(ConstraintCheck(c.name, verdict[0], None, {}, (), verdict[1]))
             continue
         values = {n: env[n] for n in sorted(c.expr.names) if n in env}
@@ -169,19 +170,12 @@ def check_constraints(space, config: Mapping[str, Any]) -> tuple[tuple[Constrain
             checks.append(ConstraintCheck(c.name, None, c.expr.source, values, (), f"not evaluated: {exc}"))
             continue
         terms = tuple(t for t in (_term(*parts, env) for parts in comparisons(c.expr.source)) if t is not None)
-        reason = None
-        if not ok:
-            from ..space.space import format_reason
-
-            reason = format_reason(c, env)
+        reason = None if ok else format_reason(c, env)
         checks.append(ConstraintCheck(c.name, ok, c.expr.source, values, terms, reason))
     return tuple(checks), derived
 
 
-def _python_verdict(space, c, config) -> tuple[bool | None, str | None]:
-    from ..space.space import _call_python
-
-    env = {**space.fixed, **config, **space.derive_known(config)}
+def _python_verdict(space, c, env) -> tuple[bool | None, str | None]:
     try:
         ok, reason = _call_python(c, space, env)
     except KsweepError as exc:
