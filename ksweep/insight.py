@@ -7,7 +7,6 @@ and hand what they found to the pure modules that compute and render
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import sys
@@ -18,7 +17,7 @@ from typing import Any, Sequence
 
 from .api import _cache_folder, mode_for
 from .build.builder import BuildResult
-from .errors import KsweepError, SpecError
+from .errors import KsweepError
 from .job import Job, config_id
 from .process import run_process
 from .profile import ncu as ncu_mod

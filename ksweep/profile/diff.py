@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
 
 from .ncu import SECTION_ORDER, LaunchProfile, section_of
 
@@ -56,7 +56,6 @@ class Comparison:
     notes: tuple[str, ...] = ()
     params: tuple[Row, ...] = ()
     kernel: tuple[str, str] = ("", "")
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"a": self.a_label, "b": self.b_label, "kernels": list(self.kernel),
@@ -183,9 +182,3 @@ def _change(r: Row) -> str:
     if not math.isfinite(c):
         return "new" if c > 0 else "-inf"
     return f"{c:+.1%}"
-
-
-def top_changes(rows: Iterable[Row], n: int = 8) -> list[Row]:
-    """The ``n`` metrics that changed most (numbers only), for a summary."""
-    numeric = [r for r in rows if r.change is not None and r.change != 0 and math.isfinite(r.change)]
-    return sorted(numeric, key=lambda r: -abs(r.change))[:n]

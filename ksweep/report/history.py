@@ -10,6 +10,7 @@ change against the previous revision, as a speed-up (``0.88×``: 12% slower). A 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
@@ -99,15 +100,13 @@ def _changes(points: list[Point], direction: str, tolerance: float) -> list[Poin
 
 
 def render(lines_of: Mapping[tuple[str, str], list[Point]], metric: str) -> str:
-    import time as _time
-
     lines = []
     for (variant, shape), points in lines_of.items():
         lines.append(f"{shape} / {variant}")
         lines.append(f"  {'revision':<22} {'first measured':<16} {'best ' + metric:>12} {'ci95':>9} {'change':>8}  "
                      f"{'n':>3}  config")
         for p in points:
-            when = _time.strftime("%Y-%m-%d %H:%M", _time.localtime(p.first_seen)) if p.first_seen else "-"
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(p.first_seen)) if p.first_seen else "-"
             value = f"{p.value:.4g}" if p.value is not None else "-"
             ci = f"±{100 * p.interval.half_width / p.interval.median:.2f}%" if p.interval and p.interval.median \
                 else ("" if p.value is None else "unconf.")

@@ -24,7 +24,7 @@ HEADLINE = (
 _STALL = "smsp__average_warps_issue_stalled_"
 
 
-def launch_of(profile: Mapping) -> LaunchProfile | None:
+def first_launch(profile: Mapping) -> LaunchProfile | None:
     launches = profile.get("launches") or []
     return LaunchProfile.from_json(launches[0]) if launches else None
 
@@ -51,7 +51,7 @@ def headline(p: LaunchProfile) -> dict[str, str]:
 
 
 def profile_lines(profile: Mapping) -> list[str]:
-    p = launch_of(profile)
+    p = first_launch(profile)
     if p is None:
         return ["  no profiled launch"]
     lines = [f"  kernel {p.kernel}" + (f"  ({profile.get('metric_set')} set, {profile.get('tool')})"
