@@ -282,3 +282,21 @@ def test_kernel_mode_refuses_a_harness(tmp_path):
     path.write_text(path.read_text() + '[build.harness]\ncommand = ["nvcc", "-o", "{harness}", "h.cu"]\n')
     with pytest.raises(SpecError, match="build.harness: .*drop \\[build.harness\\]"):
         load_spec(path)
+
+
+# X is not passed to the compiler (define = false), only to the run: every config has the same
+# build, which must be compiled once even when two build threads ask for it at the same time
+SHARED_BUILD = SPEC.replace("X = [1, 2, 3, 4, 5, 6]", "X = { values = [1, 2, 3, 4, 5, 6], define = false }").replace(
+    '''command = ["gcc", "-shared", "-fPIC", "{defines}", "-o", "{binary}", "piece.c"]''',
+    '''command = ["sh", "{spec_dir}/wait_for_two.sh", "{spec_dir}/piece_builds.log", "gcc", "-shared", "-fPIC",
+                "{defines}", "-o", "{binary}", "piece.c"]''').replace(
+    '''command = ["{harness}", "{binary}"]''', '''command = ["{harness}", "{binary}", "{X}"]''')
+
+
+def test_configs_sharing_a_build_compile_it_once(tmp_path):
+    shutil.copy(PROGRAMS / "wait_for_two.sh", tmp_path / "wait_for_two.sh")
+    spec = harness_spec(tmp_path, SHARED_BUILD)
+    summary, results = local_sweep(spec, tmp_path / "r.db", gpus=TWO_GPUS)
+    assert [r.status for r in results] == [Status.OK] * 6
+    assert len((tmp_path / "piece_builds.log").read_text().splitlines()) == 1
+    assert len({r.cache_key for r in results}) == 6  # each config's result is its own

@@ -97,6 +97,8 @@ class Builder:
         self.rules = rules
         self._harnesses: dict[str, BuildResult] = {}  # cache key -> result, for this builder's lifetime
         self._harness_lock = threading.Lock()
+        self._key_locks: dict[str, threading.Lock] = {}  # one compile per cache key at a time
+        self._key_locks_lock = threading.Lock()
 
     def build(self, job: Job, registry: ProcessRegistry | None = None) -> BuildResult | Stopped:
         """Build one config (or a harness: once per builder, however many threads ask); ``Stopped``
@@ -127,6 +129,15 @@ class Builder:
     def _build(self, job: Job, harness: str | None, registry: ProcessRegistry | None) -> BuildResult | Stopped:
         if not job.build_argv:
             return BuildResult(Status.OK, cached=True)
+        # configs that differ only in what is not passed to the compiler (a define = false
+        # param given to the run command) share one build: the second waits for the first
+        # and then finds it in the cache, instead of compiling the same thing at the same time
+        with self._key_locks_lock:
+            lock = self._key_locks.setdefault(job.build_cache_key, threading.Lock())
+        with lock:
+            return self._build_locked(job, harness, registry)
+
+    def _build_locked(self, job: Job, harness: str | None, registry: ProcessRegistry | None) -> BuildResult | Stopped:
         key = job.build_cache_key
         meta = self.cache.lookup(key)
         if meta is not None and depfiles.unchanged(meta.get("deps", ())):

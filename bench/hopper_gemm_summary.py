@@ -1,0 +1,91 @@
+"""Summary of a hopper_gemm sweep (bench/hopper_gemm.sh): per shape, the table of each phase
+(Tier 1: every switch at its default; Tier 2: the rest), the best config, default against
+best, the cuBLASLt baselines measured in the same processes, and the build cost.
+
+    python bench/hopper_gemm_summary.py DB SPEC
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+
+import ksweep
+from ksweep.store.sqlite import Store
+
+METRICS = ("ms", "tflops", "unfused_ms", "gemm_only_ms", "lt_fused_ms", "max_rel_err", "mismatches")
+
+
+def main(db: str, spec_path: str) -> int:
+    spec = ksweep.load_spec(spec_path)
+    switches = {p.name: p.default for p in spec.params if p.tier == 2}
+    tier1 = [p.name for p in spec.params if p.tier == 1]
+    with Store(db) as store:
+        results = list(store.results())
+    for shape in [s.name for s in spec.shapes]:
+        rows = [r for r in results if r.shape == shape]
+        if not rows:
+            continue
+        ok = [r for r in rows if r.status.value == "OK" and "ms" in r.metrics]
+        print(f"\n## {shape}: {len(rows)} configs, {len(ok)} OK, "
+              f"statuses {dict(sorted(_count(r.status.value for r in rows).items()))}")
+        built = [r.build_seconds for r in rows if r.build_seconds]
+        if built:
+            print(f"build seconds per config (one nvcc each, run side by side): median {statistics.median(built):.1f}, "
+                  f"min {min(built):.1f}, max {max(built):.1f} ({len(built)} builds)")
+        for phase in ("tier1", "tier2"):
+            sel = [r for r in ok if (r.phase or _phase(r, switches)) == phase]
+            if not sel:
+                continue
+            sel.sort(key=lambda r: r.metrics["ms"])
+            names = tier1 if phase == "tier1" else list(switches)
+            print(f"\n{phase}: {len(sel)} OK configs, the 8 fastest")
+            print(" | ".join(names + ["ms", "TFLOP/s", "unfused ms", "x unfused"]))
+            for r in sel[:8]:
+                m = r.metrics
+                print(" | ".join([str(r.params.get(n, "")) for n in names]
+                                 + [f"{m['ms']:.4f}", f"{m.get('tflops', 0):.0f}",
+                                    f"{m.get('unfused_ms', float('nan')):.4f}",
+                                    f"{m.get('unfused_ms', float('nan')) / m['ms']:.2f}"]))
+        if not ok:
+            continue
+        best = min(ok, key=lambda r: r.metrics["ms"])
+        default = next((r for r in ok if all(r.params.get(p.name) == p.default for p in spec.params
+                                              if p.name in r.params)), None)
+        m = best.metrics
+        print(f"\nbest: {dict(best.params)}")
+        print("  " + ", ".join(f"{k}={m[k]:.5g}" for k in METRICS if k in m))
+        unfused = [r.metrics["unfused_ms"] for r in ok if "unfused_ms" in r.metrics]
+        gemm_only = [r.metrics["gemm_only_ms"] for r in ok if "gemm_only_ms" in r.metrics]
+        lt_fused = [r.metrics["lt_fused_ms"] for r in ok if r.metrics.get("lt_fused_ms") == r.metrics.get("lt_fused_ms")
+                    and "lt_fused_ms" in r.metrics]
+        for name, vals in (("unfused (cuBLASLt + bias, then the rest)", unfused),
+                           ("cuBLASLt GEMM only", gemm_only), ("cuBLASLt's own fused epilogue", lt_fused)):
+            if vals:
+                print(f"  {name}: median {statistics.median(vals):.4f} ms over {len(vals)} runs "
+                      f"(min {min(vals):.4f}, max {max(vals):.4f})")
+        if unfused:
+            print(f"  best vs unfused: {statistics.median(unfused) / m['ms']:.3f}x")
+        if gemm_only:
+            flops = m["tflops"] * m["ms"] * 1e9
+            print(f"  best TFLOP/s {m['tflops']:.0f} = {100 * statistics.median(gemm_only) / m['ms']:.1f}% of "
+                  f"cuBLASLt GEMM-only's {flops / statistics.median(gemm_only) / 1e9:.0f}")
+        if default is not None:
+            print(f"  default {default.metrics['ms']:.4f} ms -> best {m['ms']:.4f} ms: "
+                  f"{default.metrics['ms'] / m['ms']:.3f}x")
+    return 0
+
+
+def _phase(r, switches) -> str:
+    return "tier1" if all(r.params.get(k, v) == v for k, v in switches.items()) else "tier2"
+
+
+def _count(values):
+    out: dict = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:3]))
