@@ -289,8 +289,8 @@ def _with_prefix(spec: Spec, prefix: str) -> Spec:
     )
 
 
-def _switch(ctx: Ctx, name: str, spec: Any) -> Param:
-    where = f"switches.{name}"
+def _switch(ctx: Ctx, name: str, spec: Any, where: str | None = None) -> Param:
+    where = where or f"switches.{name}"
     if spec == "flag" or spec is True:
         return Param(name=name, values=(False, True), default=False, tier=2, flag=True)
     if isinstance(spec, dict) and spec.get("flag"):
@@ -392,12 +392,15 @@ def _profile(ctx: Ctx, spec: Any) -> Profile:
 
 def _shape(ctx: Ctx, name: str, spec: Any, seen: dict[str, str]) -> Shape:
     where = f"shapes.{name}"
-    ctx.keys(spec, {"defines", "args", "params", "constants", "flops", "bytes"}, where)
+    ctx.keys(spec, {"defines", "args", "params", "switches", "constants", "flops", "bytes"}, where)
     defines = _scalar_table(ctx, spec.get("defines", {}), f"{where}.defines")
     constants = _scalar_table(ctx, spec.get("constants", {}), f"{where}.constants")
     params = tuple(
         _param(ctx, pname, pspec, tier=1, where=f"{where}.params.{pname}")
         for pname, pspec in _table(ctx, spec, "params").items()
+    ) + tuple(
+        _switch(ctx, pname, pspec, where=f"{where}.switches.{pname}")
+        for pname, pspec in _table(ctx, spec, "switches").items()
     )
     for pname in [*defines, *constants]:
         if pname in seen and not seen[pname].startswith("constants."):
