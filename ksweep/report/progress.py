@@ -151,6 +151,9 @@ def summary_line(summary) -> str:
     spilled = getattr(summary, "counts", {}).get("SPILLS", 0)
     if spilled:
         confirm += f"; {spilled_line(spilled)}"
+    for strategy, metric in getattr(summary, "searched_by", {}).items():
+        confirm += (f"; {strategy} searched by {metric} alone (the first objective): the Pareto front is over "
+                    f"the configs it evaluated")
     return (f"{summary.evaluated} evaluated, {summary.resumed} resumed from the store; "
             f"wall {summary.wall_seconds:.1f} s, build CPU {summary.build_cpu_seconds:.1f} s, "
             f"{runs}{summary.configs_per_minute:.1f} configs/min{confirm}")

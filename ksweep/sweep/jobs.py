@@ -64,6 +64,8 @@ class JobFactory:
             "timeout": spec.run.timeout, "env": sorted(spec.run.env.items()),
             "output_limit": spec.run.output_limit, "persistent": self.persistent,
             "check": _plain(spec.check), "objective": _plain(spec.objective),
+            # several objectives: every one must be measured (a single one keeps the keys it had)
+            **({"objectives": _plain(spec.objectives)} if spec.objectives else {}),
             # what judges a build's ptxas report: it decides OK, REGS_LIMIT or SPILLS
             "build_rules": BuildRules.of(spec).key(),
         }
