@@ -22,6 +22,7 @@ from .kernel.executor import KernelExecutor, shape_sizes
 from .kernel.mode import KernelMode
 from .report.confirmed import confirmed
 from .report.export import to_csv
+from .report.pareto import front_ids, stored_objectives
 from .result import Result
 from .run.executor import LocalExecutor
 from .run.gpus import Gpu, detect_gpus, select_gpus
@@ -157,8 +158,9 @@ def write_csv(db: Path) -> Path | None:
         results = store.results()
         direction = store.get_meta("objective", {"direction": "min"}).get("direction", "min")
         conf = confirmed(results, store.measurements(), direction, store.default_configs())
+        objectives = stored_objectives(store.get_meta("objectives"))
     path = db.with_suffix(".csv")
-    path.write_text(to_csv(results, conf))
+    path.write_text(to_csv(results, conf, front_ids(results, objectives) if len(objectives) > 1 else None))
     return path
 
 

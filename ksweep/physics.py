@@ -14,6 +14,7 @@ kernel through, or the timing is broken (it measured nothing). It is never ranke
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 from .spec.peaks import Peaks, peaks_for
 
@@ -75,3 +76,14 @@ def gpu_peaks(gpu_name: str | None, override_tflops: float | None, override_bw: 
         tflops[dtype] = override_tflops
     bw = override_bw if override_bw is not None else (row.bandwidth_gbs if row else 0.0)
     return Peaks((row.name if row else "the spec's [physics]"), tflops, bw)
+
+
+def with_efficiency(metrics: Mapping[str, float], work: Work | None) -> dict[str, float]:
+    """A run's metrics with ``gflops_per_watt`` added where its FLOP count (``[physics]``) and
+    its energy per launch (``energy_mj``, kernel mode's energy observer or the run's own) are
+    known: GFLOP/s per watt is GFLOP per joule, flops / 1e9 / (energy_mj / 1e3)."""
+    out = dict(metrics)
+    energy = out.get("energy_mj")
+    if work is not None and work.flops and isinstance(energy, (int, float)) and energy > 0:
+        out["gflops_per_watt"] = work.flops * 1e-6 / float(energy)
+    return out

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from .spec.model import Check
 from .status import Status
@@ -34,12 +34,13 @@ def verify(metrics: Mapping[str, float], check: Check,
     return None
 
 
-def judge(metrics: Mapping[str, float], objective: str, check: Check,
+def judge(metrics: Mapping[str, float], objective: str | Sequence[str], check: Check,
           reference: Mapping[str, float] | None, is_reference: bool,
           outputs_checked: bool = False, impossible: str | None = None) -> tuple[Status, str, bool]:
     """(status, message, verified) of a run that ended OK with ``metrics``.
 
-    ``objective``: the objective's metric name, which must be among the metrics;
+    ``objective``: the objective's metric name (or each objective's, several), which must be
+    among the metrics;
     ``reference``: the metrics of the reference (defaults) config, None when it failed or
     there is none; ``is_reference``: this run is the reference config (checked against
     ``check.expected`` and the bounds only); ``outputs_checked``: the run compared its outputs
@@ -52,9 +53,10 @@ def judge(metrics: Mapping[str, float], objective: str, check: Check,
 
     ``impossible``: why the run's time is below what the hardware allows (physics.check),
     or None: such a run is ``IMPOSSIBLE`` (a wrong checksum is said first)."""
-    if objective not in metrics:
+    missing = [name for name in ((objective,) if isinstance(objective, str) else objective) if name not in metrics]
+    if missing:
         keys = ", ".join(metrics) or "no keys"
-        return Status.NO_RESULT, f"objective '{objective}' missing from @@RESULT ({keys})", False
+        return Status.NO_RESULT, f"objective '{missing[0]}' missing from @@RESULT ({keys})", False
     if not check.active:
         if impossible:
             return Status.IMPOSSIBLE, impossible, False

@@ -356,20 +356,27 @@ def test_plan_and_the_summary_say_how_many_configs_spilled(program_dir, tmp_path
         """))
     db = tmp_path / "s.db"
     with Store(db) as store:
-        for x, status in ((1, Status.SPILLS), (2, Status.SPILLS), (3, Status.OK)):
+        # X=9 spilled in a sweep of an older spec: not a config of this one, so not counted
+        for x, status in ((1, Status.SPILLS), (2, Status.SPILLS), (3, Status.OK), (9, Status.SPILLS)):
             store.put(Result("base", "default", {"MODE": 0, "X": x}, status, metrics={"ms": 1.0}))
+    said = "2 configs not run because their kernels spill registers ([build] allow_spills = false; true runs them)"
     r = cli("plan", str(spec), "--db", str(db))
     assert r.returncode == 0, r.stderr
-    assert "2 valid configs spilled registers in the last sweep and were not run" in r.stdout
+    assert f"{said}, as the last sweep found (the database)" in r.stdout
     assert json.loads(cli("plan", str(spec), "--db", str(db), "--json").stdout)["spilled"] == [
-        {"variant": "base", "shape": "default", "configs": 2}]
-    assert "spilled" not in cli("plan", str(spec), "--db", str(tmp_path / "none.db")).stdout
+        {"variant": "base", "shape": "default", "configs": 2, "will_run": False}]
+    assert "spill" not in cli("plan", str(spec), "--db", str(tmp_path / "none.db")).stdout
     summary = SimpleNamespace(evaluated=3, resumed=0, wall_seconds=1.0, build_cpu_seconds=1.0, gpu_seconds=0.5,
                               has_gpu=False, gpu_idle_share=0.0, configs_per_minute=180.0,
                               counts={"OK": 1, "SPILLS": 2})
-    assert "2 configs not run because their kernels spill registers" in summary_line(summary)
+    assert said in summary_line(summary)  # the run's summary says it in the same words
     summary.counts = {"OK": 3}
     assert "spill" not in summary_line(summary)
+    # allowed now: the next sweep runs them, and plan says so instead
+    spec.write_text(spec.read_text().replace("timeout = 60", "timeout = 60\nallow_spills = true"))
+    r = cli("plan", str(spec), "--db", str(db))
+    assert "2 configs stored as SPILLS by an earlier sweep will run ([build] allow_spills = true)" in r.stdout
+    assert "not run because" not in r.stdout
 
 
 def test_kernel_mode_profile_sets_up_the_worker_as_the_sweep_does_cmem_included(tmp_path):

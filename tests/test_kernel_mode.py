@@ -301,3 +301,22 @@ def test_compare_passes_fast_and_still_names_every_kind_of_failure():
     g = e.copy()
     g[2 * (1 << 20) + 1] += 1
     assert f"element {2 * (1 << 20) + 1}" in compare([g], [e], 1e-3, 0)
+
+
+def test_a_kernel_mode_result_key_is_the_same_in_every_process(tmp_path):
+    """The key of a [kernel] spec's result covers its grid and block expressions by their text:
+    two processes (other hash seeds, other memory addresses) make the same key, so a kernel-mode
+    sweep run again resumes instead of evaluating everything again."""
+    import os
+    import subprocess
+    import sys
+
+    vadd_kernel_spec(tmp_path, "BLOCK = [128]\nELEMS = [1]", 4096)
+    code = ("import sys; from ksweep import load_spec; from ksweep.api import mode_for; "
+            "from ksweep.space.space import Space; from ksweep.sweep.jobs import JobFactory; "
+            "spec = load_spec(sys.argv[1]); "
+            "f = JobFactory(spec, spec.shape(None), spec.variant(None), Space.from_spec(spec), mode_for(spec)); "
+            "print(f.make({'BLOCK': 128, 'ELEMS': 1}).cache_key)")
+    keys = {subprocess.run([sys.executable, "-c", code, str(tmp_path / "k.toml")], capture_output=True, text=True,
+                           check=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
+    assert len(keys) == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..report.plan_view import print_plan
+from ..report.plan_view import print_plan, spilled
 from ..space.plan import make_plan
 from ..spec.load import load_spec
 
@@ -32,27 +32,23 @@ def run(args) -> int:
         print(f"ksweep: warning: {warning}", file=sys.stderr)
     plan = make_plan(spec, show=args.show)
     est = _estimate(spec, args)
-    spilled = _spilled(spec, args)
+    spills = _spilled(spec, args)
     if args.json:
         out = plan.to_json()
         out["estimate"] = _estimate_json(est)
-        out["spilled"] = [{"variant": v, "shape": s, "configs": n} for (v, s), n in spilled.items()]
+        out["spilled"] = [{"variant": v, "shape": s, "configs": n, "will_run": spec.build.allow_spills}
+                          for (v, s), n in spills.items()]
         print(json.dumps(out, indent=2, default=str))
     else:
-        print_plan(spec, plan)
-        for (variant, shape), n in spilled.items():
-            print(f"shape {shape} · variant {variant}: {n} valid config{'s' if n != 1 else ''} spilled registers in "
-                  f"the last sweep and {'were' if n != 1 else 'was'} not run ([build] allow_spills = false; "
-                  f"true runs them)")
+        print_plan(spec, plan, spills=spills)
         _print_estimate(est)
     return 0
 
 
 def _spilled(spec, args) -> dict:
-    """(variant, shape) -> configs the database holds as SPILLS (compiled, spilled, not run)."""
+    """(variant, shape) -> valid configs the database holds as SPILLS (report/plan_view.spilled)."""
     from pathlib import Path
 
-    from ..status import Status
     from ..store.sqlite import Store
     from ..sweep.local import default_db_path
 
@@ -60,11 +56,7 @@ def _spilled(spec, args) -> dict:
     if not db.exists():
         return {}
     with Store(db, create=False) as store:
-        out: dict = {}
-        for r in store.results():
-            if r.status is Status.SPILLS:
-                out[(r.variant, r.shape)] = out.get((r.variant, r.shape), 0) + 1
-    return out
+        return spilled(spec, store.results())
 
 
 def _estimate(spec, args):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from ..report.export import to_csv, to_json
+from ..report.pareto import front_ids, render_fronts, stored_objectives
+from ..spec.objectives import resolve
 from ..report.confirmed import confirmed
 from ..report.profile_view import profiles_block
 from ..report.table import render, wide_console
@@ -19,6 +21,10 @@ def add_parser(sub) -> None:
                    help="table: the N best valid configs and at most N failed ones per shape/variant, "
                         "with a line counting the rest (0: all)")
     p.add_argument("--all", action="store_true", help="table: every row (the same as --top 0)")
+    p.add_argument("--objectives", metavar="A,B",
+                   help="the Pareto front over these metrics (default: the sweep's objectives, when it had "
+                        "several): time, energy, power, gflops_per_watt or any metric, NAME:max to maximise; "
+                        "CSV and JSON get a pareto column")
     p.set_defaults(handler=run)
 
 
@@ -49,15 +55,26 @@ def load_all(db: str, shape=None, variant=None, profiles: list | None = None):
 
 
 def run(args) -> int:
+    from .run import objectives_option
+
     profiles: list = []
     results, objective, order, conf = load_all(args.db, args.shape, args.variant, profiles)
-    if args.format == "csv":
-        print(to_csv(results, conf), end="")
-    elif args.format == "json":
-        print(to_json(results, conf))
+    if args.objectives is not None:  # kernel mode's names (time: ms…) unless the results have such a metric
+        objectives = resolve(objectives_option(args.objectives), True, {m for r in results for m in r.metrics})
     else:
-        render(results, objective["metric"], objective["direction"], wide_console(), param_order=order,
+        with Store(args.db, create=False) as store:
+            objectives = stored_objectives(store.get_meta("objectives"))
+    front = front_ids(results, objectives) if len(objectives) > 1 else None
+    if args.format == "csv":
+        print(to_csv(results, conf, front), end="")
+    elif args.format == "json":
+        print(to_json(results, conf, front))
+    else:
+        console = wide_console()
+        render(results, objective["metric"], objective["direction"], console, param_order=order,
                top=None if args.all else args.top, confirmations=conf)
+        if front is not None:
+            render_fronts(results, objectives, console, order)
         if profiles:
             print("\n".join(profiles_block(profiles)))
     return 0

@@ -14,10 +14,12 @@ from ..confirm import Confirmation
 from ..errors import KsweepError
 from ..strategies.effort import EFFORTS
 from ..api import tune
+from ..report.pareto import render_fronts
 from ..report.progress import make_observer, summary_line
 from ..report.table import render, wide_console
 from ..spec.checks import check_modes
 from ..spec.load import load_spec
+from ..spec.objectives import parse_objectives, with_objectives
 from ..sweep.driver import SweepOptions
 from ..sweep.local import default_db_path
 from .report import load_all
@@ -75,6 +77,10 @@ def add_parser(sub) -> None:
     p.add_argument("--start-gap", type=seconds_of("--start-gap"), metavar="S",
                    help="least seconds between run starts on one host (default: [run] start_gap, else 0.25 "
                         "where one host runs on several GPUs, 0 otherwise; 0 turns the gate off)")
+    p.add_argument("--objectives", metavar="A,B",
+                   help="rank by A and report the Pareto front over all of them (overrides [sweep] objective): "
+                        "time, energy, power, gflops_per_watt (kernel mode measures energy through NVML) or "
+                        "any metric, NAME:max for one to maximise; see docs/cli.md, \"Several objectives\"")
     p.add_argument("--persistent", action=argparse.BooleanOptionalAction, default=None,
                    help="run every config in one long-lived process per GPU, built as a shared library whose "
                         "main ksweep calls (default: [run] persistent); see docs/spec.md")
@@ -140,6 +146,14 @@ def _known(option: str, asked, names: list[str], what: str) -> tuple[str, ...] |
     return tuple(asked)
 
 
+def objectives_option(text: str):
+    """``--objectives time,energy`` as objectives; one line naming the option when it is not."""
+    try:
+        return parse_objectives(w.strip() for w in text.split(","))
+    except ValueError as exc:
+        raise KsweepError(f"--objectives {text}: {exc}") from None
+
+
 def _confirmation(text: str | None) -> Confirmation | None:
     if text is None:
         return None
@@ -162,6 +176,8 @@ def run(args) -> int:
     if args.persistent is not None:
         spec = replace(spec, run=replace(spec.run, persistent=args.persistent))
         check_modes(spec)  # e.g. --persistent on a [kernel] spec
+    if args.objectives is not None:
+        spec = with_objectives(spec, objectives_option(args.objectives), key="--objectives")
     if args.strategy is not None and args.strategy not in STRATEGIES:
         close = difflib.get_close_matches(args.strategy, STRATEGIES, n=1)
         raise KsweepError(f"--strategy {args.strategy}: unknown" + (f" (did you mean '{close[0]}'?)" if close else "")
@@ -239,9 +255,12 @@ def _show(spec, args, options: SweepOptions, db: Path, summary) -> None:
         return
     results, _, order, conf = load_all(str(db))
     console = wide_console()
+    selected = [r for r in results if _selected(r, options)]
     if not args.quiet:
-        render([r for r in results if _selected(r, options)], spec.objective.metric, spec.objective.direction,
+        render(selected, spec.objective.metric, spec.objective.direction,
                console, param_order=order, top=args.top, confirmations=conf)
+    if len(spec.objective_list()) > 1:  # the end of a multi-objective run: its front, quiet or not
+        render_fronts(selected, spec.objective_list(), console, order)
     if summary is not None:
         console.print(summary_line(summary), soft_wrap=True)
     console.print(f"results: {db}  csv: {db.with_suffix('.csv')}", soft_wrap=True)

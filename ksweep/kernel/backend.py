@@ -2,13 +2,20 @@
 
 ``CudaBackend`` is the real one (cuda-python driver API). ``FakeBackend`` stands in
 for tests without a GPU: its "kernels" are Python functions, and they can fault or hang
-on purpose, so the worker protocol (load, launch, fault, restart) is tested in CI.
+on purpose, so the worker protocol (load, launch, fault, restart) is tested in CI; it can
+also play a GPU drawing scripted power, with an energy counter as NVML's (the energy
+observer's tests).
+
+Both give the worker a GPU monitor (``monitor()``, run/gpu_state.py: NVML on a real GPU)
+and the name NVML knows their GPU by (``nvml_device``), a clock (``now()``) and
+``wait(event)``.
 """
 
 from __future__ import annotations
 
 import ctypes
 import inspect
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +67,24 @@ class CudaBackend:
         self.name = name.split(b"\0", 1)[0].decode() if isinstance(name, bytes) else str(name)
         self._modules: dict[str, Any] = {}
         self._module = None  # the module of the last load: its symbols are what symbol() finds
+
+    @property
+    def nvml_device(self) -> str:
+        """NVML's name for this GPU, its PCI bus id: the worker sees one GPU
+        (CUDA_VISIBLE_DEVICES), whose CUDA index need not be NVML's."""
+        bus = self._check(self.cu.cuDeviceGetPCIBusId(32, self.device), "cuDeviceGetPCIBusId")
+        return (bus.split(b"\0", 1)[0].decode() if isinstance(bus, bytes) else str(bus)).strip("\0")
+
+    @staticmethod
+    def monitor():
+        """NVML, opened as for every run (run/gpu_state.py)."""
+        from ..run.gpu_state import NvmlMonitor
+
+        return NvmlMonitor()
+
+    @staticmethod
+    def now() -> float:
+        return time.perf_counter()
 
     def _check(self, result, where: str):
         err, *values = result if isinstance(result, tuple) else (result,)
@@ -126,6 +151,10 @@ class CudaBackend:
     def record(self, event) -> None:
         self._check(self.cu.cuEventRecord(event, self.stream), "cuEventRecord")
 
+    def wait(self, event) -> None:
+        """Until the work recorded before ``event`` has finished (what came after may still run)."""
+        self._check(self.cu.cuEventSynchronize(event), "cuEventSynchronize")
+
     def elapsed_ms(self, start, end) -> float:
         return float(self._check(self.cu.cuEventElapsedTime(start, end), "cuEventElapsedTime"))
 
@@ -161,7 +190,14 @@ class FakeBackend:
     them fresh zeroed memory, as loading a cubin does, and a kernel that declares a
     ``symbols`` parameter receives them (name -> uint8 array). ``STATIC_SMEM`` (bytes, or a
     function of the params) is its static shared memory; a launch fails, as on an H100, when
-    static + dynamic exceeds 48 KB without the opt-in attribute or 227 KB with it."""
+    static + dynamic exceeds 48 KB without the opt-in attribute or 227 KB with it.
+
+    A module that defines ``POWER_W(params)`` (watts) plays a GPU whose kernels draw that
+    power for ``LAUNCH_MS(params)`` milliseconds each (default 0.1), on a
+    clock of its own that only launches move (``now()``, and what events record): its
+    monitor's energy counter integrates that power and, as NVML's, changes only every
+    ``ENERGY_UPDATE_MS`` (default 20) of that clock. So time and energy measured on it are
+    deterministic, and their answers known."""
 
     def __init__(self, module_path: str):
         from .args import load_function
@@ -178,6 +214,39 @@ class FakeBackend:
         self.params: dict = {}
         self._symbols: dict[str, int] = {}  # name -> address, of the last loaded "module"
         self._opt_in: dict[int, int] = {}  # id(fn) -> dynamic shared memory opted in to
+        self.nvml_device = "fake"
+        self._clock = self._energy = self._counter = 0.0  # its clock (s), energy and counter (mJ)
+        self._power = None  # the stand-in GPU's power model: (POWER_W, LAUNCH_MS)
+        try:
+            power = self._load_fn("POWER_W")
+        except Exception:  # noqa: BLE001 - a module without a power model
+            power = None
+        if power is not None:
+            g = power.__globals__
+            self._power = (power, g.get("LAUNCH_MS", lambda params: 0.1))
+        self._update_s = float((power.__globals__ if power else {}).get("ENERGY_UPDATE_MS", 20.0)) / 1e3
+        self._next_update = self._update_s
+
+    def monitor(self):
+        """The stand-in GPU's NVML: its energy counter (with a power model), nothing else."""
+        from ..run.gpu_state import NO_MONITOR, FakeMonitor
+
+        if self._power is None:
+            return NO_MONITOR
+        return FakeMonitor(lambda index, n: None, energy=lambda device, n: self._counter)
+
+    def now(self) -> float:
+        return self._clock if self._power is not None else time.perf_counter()
+
+    def _draw(self, seconds: float, watts: float) -> None:
+        """A launch of ``seconds`` at ``watts`` on the stand-in clock; the counter takes the
+        energy at each update time it passes."""
+        end = self._clock + seconds
+        while self._next_update <= end:
+            self._counter = self._energy + watts * (self._next_update - self._clock) * 1e3
+            self._next_update += self._update_s
+        self._energy += watts * seconds * 1e3
+        self._clock = end
 
     def host_array(self, shape, dtype) -> np.ndarray:
         return np.empty(shape, dtype)
@@ -240,6 +309,11 @@ class FakeBackend:
         except FakeFault as fault:
             self._poisoned = True
             raise CudaError(fault.name, "cuStreamSynchronize") from None
+        if self._power is not None:
+            watts, ms = (f(self.params) for f in self._power)
+            if not (math.isfinite(watts) and math.isfinite(ms)):
+                raise ValueError("POWER_W and LAUNCH_MS must be finite numbers")
+            self._draw(float(ms) / 1e3, float(watts))
 
     def sync(self):
         pass
@@ -248,7 +322,10 @@ class FakeBackend:
         return [0.0]
 
     def record(self, event):
-        event[0] = time.perf_counter()
+        event[0] = self.now()
+
+    def wait(self, event):
+        pass
 
     def elapsed_ms(self, start, end):
         return (end[0] - start[0]) * 1e3

@@ -16,6 +16,7 @@ from ..run.program import RunOutcome
 from ..run.classify import classify_answer, not_run
 from ..run.handle import WorkerHandle
 from .launch import entry_name
+from .worker import ENERGY_EDGE_S
 from ..spec.kernel import KernelSpec
 
 
@@ -31,13 +32,23 @@ def python_reference(kspec: KernelSpec) -> str | None:
 
 
 def setup_request(kspec: KernelSpec, root: Path, sizes: dict, checked: bool = True) -> dict:
-    """The worker's ``setup`` request: inputs, cmem values and, when ``checked``, a Python
-    reference's expected outputs."""
+    """The worker's ``setup`` request: inputs, cmem values and, when ``checked`` (a sweep's
+    worker, not one launch for a profiler), a Python reference's expected outputs and the
+    energy observer's window when it is on."""
     return {
         "op": "setup", "args": kspec.args, "cmem": kspec.cmem, "root": str(root), "sizes": sizes,
         "seed": kspec.seed, "outputs": list(kspec.outputs), "reference": python_reference(kspec) if checked else None,
         "atol": kspec.atol, "rtol": kspec.rtol, "timing": kspec.timing.__dict__,
+        "energy": {"duration_ms": kspec.timing.energy_ms} if checked and "energy" in kspec.observers else None,
     }
+
+
+def eval_timeout(kspec: KernelSpec) -> float:
+    """Seconds one evaluation may take: ``timeout``, plus the energy phase's window and the
+    time its counter may take to change, when the energy observer is on."""
+    if "energy" not in kspec.observers:
+        return kspec.timeout
+    return kspec.timeout + kspec.timing.energy_ms / 1e3 + ENERGY_EDGE_S
 
 
 class KernelExecutor(SlotExecutor):
@@ -99,9 +110,10 @@ class KernelExecutor(SlotExecutor):
         }
         worker = self._worker(gpu, job.shape)
         t0 = time.monotonic()
+        timeout = eval_timeout(self.kspec)
         with watch(self.monitor, gpu.index) as watched:  # the GPU's clocks and throttling meanwhile
-            answer = worker.request(req, timeout=self.kspec.timeout)
-        status, message, metrics, checked = classify_answer(answer, self.kspec.timeout)
+            answer = worker.request(req, timeout=timeout)
+        status, message, metrics, checked = classify_answer(answer, timeout)
         return RunOutcome(status, message, metrics, time.monotonic() - t0, gpu, outputs_checked=checked,
                           gpu_state=watched.state)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -56,7 +56,7 @@ class KernelMode(Mode):
                 path = (spec.root / where).resolve()
                 if path.is_file():
                     files.append((str(path), file_digest(path)))
-        return {"kernel": k, "kernel_files": files}
+        return {"kernel": _key_fields(k), "kernel_files": files}
 
     reference_key = "kernel.reference"
 
@@ -88,3 +88,15 @@ class KernelMode(Mode):
             tmp.write_text(text)
             os.replace(tmp, path)
         return path
+
+
+def _key_fields(k) -> dict[str, Any]:
+    """The kernel settings a result's key covers: every field, but the energy observer's window
+    only when the observer is on (without it, changing the window reruns nothing)."""
+    out = {f.name: getattr(k, f.name) for f in fields(k)}
+    timing = {f.name: getattr(k.timing, f.name) for f in fields(k.timing)}
+    if not k.observers:
+        del out["observers"]
+        del timing["energy_ms"]
+    out["timing"] = timing
+    return out

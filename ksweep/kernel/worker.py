@@ -19,6 +19,13 @@ It speaks JSON lines on stdin/stdout (user code's prints go to stderr). Requests
   "unchecked", "metrics": {...}}``, or ``{"ok": true, "outputs": "mismatched", "mismatch":
   "<how>", "metrics": {}}`` (a mismatched kernel is not timed).
 
+With ``"energy": {"duration_ms": D}`` in the setup (the energy observer), every timed config
+also goes through an energy phase (``Worker._energy``): its launches back to back for about
+D ms while the board's energy counter is read (NVML, through the backend's monitor), adding
+``power_w``, ``energy_mj`` (per launch), ``energy_launches`` and ``energy_window_s`` to the
+metrics. A GPU whose counter cannot be read fails the setup with ENERGY_UNAVAILABLE's words
+(a failure of the host: run/environment.py).
+
 A request that raised answers ``{"ok": false, "error": "<what>"}``, with ``"cuda_error":
 "<CUDA error name>"`` and ``"fatal": true|false`` when the CUDA driver reported it. After
 an error that poisons the CUDA context (``"fatal": true``) the worker exits; the parent
@@ -39,15 +46,26 @@ from pathlib import Path
 
 import numpy as np
 
+from ..run.gpu_state import ENERGY_UNAVAILABLE
 from .args import compare, load_function, make_args, summarise
 from .backend import CudaBackend, CudaError, DeviceArray, FakeBackend
 
 POISON_BYTE = 0xFF  # NaN for floating outputs, -1 for integers
 STATIC_SMEM_LIMIT = 48 * 1024  # shared memory a block gets without opting in (static + dynamic)
+# The energy phase: batches of launches at least half this long between two reads of the
+# counter (the GPU stays busy while the host reads), and the longest the counter may take to
+# change before the phase gives up (NVML updates it every 20-100 ms on recent GPUs).
+ENERGY_BATCH_S = 0.005
+ENERGY_EDGE_S = 3.0
+MAX_BATCH = 1 << 16
 
 
 class SymbolError(Exception):
     """A cmem value that does not fit the module: no such variable, or too large for it."""
+
+
+class EnergyUnavailable(Exception):
+    """The energy observer cannot read this GPU's energy counter (every config would fail so)."""
 
 
 class Worker:
@@ -62,6 +80,9 @@ class Worker:
         self.cmem: dict[str, dict[str, np.ndarray]] = {}  # input set -> symbol name -> value
         self._symbols_of: str | None = None  # the input set whose symbols the loaded module holds
         self.pool = ThreadPoolExecutor(min(16, os.cpu_count() or 1))
+        self.energy: dict | None = None  # the energy observer's settings ({"duration_ms": D}), when asked for
+        self.meter = None  # the GPU monitor whose energy counter the energy phase reads
+        self.meter_device: int | str = 0
 
     # -- setup ---------------------------------------------------------------------------
     def setup(self, req: dict) -> dict:
@@ -97,6 +118,12 @@ class Worker:
         if self.timing.get("flush_l2", True):
             self.flush_bytes = max(2 * int(self.b.l2_bytes), 1 << 20)
             self.flush_ptr = self.b.alloc(self.flush_bytes)
+        self.energy = req.get("energy") or None
+        if self.energy:
+            self.meter, self.meter_device = self.b.monitor(), self.b.nvml_device
+            if self.meter.energy_mj(self.meter_device) is None:
+                raise EnergyUnavailable(f"{ENERGY_UNAVAILABLE}: no NVML (nvidia-ml-py and the NVIDIA driver) or no "
+                                        "energy counter on this GPU (NVML has one from Volta on)")
         self.ready = True
         return {"ok": True, "device": getattr(self.b, "name", "")}
 
@@ -129,20 +156,20 @@ class Worker:
                 return {"ok": True, "outputs": "mismatched", "mismatch": got, "metrics": {}}
             got = [g.copy() for g in got]
             np.savez(req["capture"], *got, *self._run_checked("check2", launch))
-            return {"ok": True, "outputs": "captured", "metrics": self._time(launch)}
+            return {"ok": True, "outputs": "captured", "metrics": self._measure(launch)}
         expected = self._reference(req.get("reference_file"))
         if expected is None:
             got = self._run_checked("check", launch, inputs=True)
             if isinstance(got, str):
                 return {"ok": True, "outputs": "mismatched", "mismatch": got, "metrics": {}}
-            return {"ok": True, "outputs": "unchecked", "metrics": self._time(launch)}
+            return {"ok": True, "outputs": "unchecked", "metrics": self._measure(launch)}
         first, second = expected
         checks = [("check", first, "", True)] + ([("check2", second, "second input draw: ", False)] if second else [])
         for which, ref, what, inputs in checks:
             mismatch = self._check(which, ref, launch, inputs)
             if mismatch:
                 return {"ok": True, "outputs": "mismatched", "mismatch": what + mismatch, "metrics": {}}
-        metrics = self._time(launch)
+        metrics = self._measure(launch)
         # once more after timing: a kernel right at first and wrong after many launches is caught
         which, ref, _, _ = checks[-1]
         mismatch = self._check(which, ref, launch)
@@ -256,6 +283,13 @@ class Worker:
             self._refs[path] = (arrays[:n], arrays[n:2 * n] if len(arrays) >= 2 * n else None)
         return self._refs[path]
 
+    def _measure(self, launch) -> dict:
+        """The timing phase, then the energy phase when the energy observer is on."""
+        metrics = self._time(launch)
+        if self.energy:
+            metrics.update(self._energy(launch))
+        return metrics
+
     def _time(self, launch) -> dict:
         t = self.timing
         warmup_ms, budget_ms = float(t.get("warmup_ms", 10.0)), float(t.get("budget_ms", 40.0))
@@ -294,6 +328,62 @@ class Worker:
         metrics = summarise([self.b.elapsed_ms(s, e) for s, e in events])
         metrics["warmup_launches"] = float(n)
         return metrics
+
+    def _energy(self, launch) -> dict:
+        """Average board power and energy per launch, from NVML's energy counter.
+
+        The counter (millijoules) changes only every 20-100 ms, so the phase keeps the GPU
+        busy with launches back to back (on the timing inputs, no L2 flush between them) and
+        reads the counter between batches of them: one batch runs while the host waits for the
+        one before and reads. The window measured runs from one change of the counter to a
+        later one at least ``duration_ms`` after it, so both ends fall on the counter's own
+        updates (the first change is skipped: it may hold energy of the idle GPU before the
+        phase). Each end is placed midway between the read that saw the change and the one
+        before it, in time and in launches finished. Then power = energy / time, and energy
+        per launch = energy / launches, over that window."""
+        duration = float(self.energy.get("duration_ms", 1000.0)) / 1e3
+        args = self.dev["time"]
+        self._copy_symbols("time")
+        events = [self.b.event(), self.b.event()]
+        reads: list[tuple[float, int, float]] = []  # (time, launches finished, counter) at each read
+        changes: list[int] = []  # the reads that saw the counter change
+        batch, queued, finished, pending = 1, 0, 0, None
+        start = self.b.now()
+        while True:
+            for _ in range(batch):
+                launch(args)
+            event = events[len(reads) % 2]
+            self.b.record(event)
+            if pending is not None:
+                self.b.wait(pending)  # the batch before has finished; this one keeps the GPU busy
+                finished = queued
+            queued += batch
+            pending = event
+            now, counter = self.b.now(), self.meter.energy_mj(self.meter_device)
+            if counter is None:
+                raise EnergyUnavailable(f"{ENERGY_UNAVAILABLE}: NVML stopped answering during the energy phase")
+            if reads and now - reads[-1][0] < ENERGY_BATCH_S / 2 and batch < MAX_BATCH:
+                batch *= 2
+            reads.append((now, finished, counter))
+            if len(reads) > 1 and counter != reads[-2][2]:
+                changes.append(len(reads) - 1)
+                if len(changes) >= 3 and now - reads[changes[1]][0] >= duration:
+                    break
+            if now - start > duration + ENERGY_EDGE_S:
+                raise EnergyUnavailable(f"{ENERGY_UNAVAILABLE}: its energy counter changed {len(changes)} times in "
+                                        f"{now - start:.1f} s of launches (the phase needs 3 changes)")
+        self.b.wait(pending)
+
+        def end(k: int) -> tuple[float, float, float]:
+            (t0, n0, _), (t1, n1, counter) = reads[k - 1], reads[k]
+            return (t0 + t1) / 2, (n0 + n1) / 2, counter
+
+        (t0, n0, e0), (t1, n1, e1) = end(changes[1]), end(changes[-1])
+        if e1 <= e0 or n1 <= n0 or t1 <= t0:
+            raise EnergyUnavailable(f"{ENERGY_UNAVAILABLE}: its energy counter went from {e0:g} to {e1:g} mJ "
+                                    f"over {n1 - n0:g} launches")
+        return {"power_w": (e1 - e0) / (t1 - t0) / 1e3, "energy_mj": (e1 - e0) / (n1 - n0),
+                "energy_launches": float(round(n1 - n0)), "energy_window_s": t1 - t0}
 
 
 def other_draw(args: list, outputs, seed: int) -> list:
@@ -388,7 +478,7 @@ def serve(backend, stdin, proto) -> int:
                 return 0
             else:
                 resp = {"ok": False, "error": f"unknown op {op!r}"}
-        except SymbolError as exc:
+        except (SymbolError, EnergyUnavailable) as exc:
             resp = {"ok": False, "error": str(exc)}
         except CudaError as exc:
             fatal = exc.fatal

@@ -1,13 +1,52 @@
-"""Rendering of a Plan for people."""
+"""Rendering of a Plan for people, with what the database already knows of spilling configs."""
 
 from __future__ import annotations
+
+from collections import defaultdict
+from typing import Iterable, Mapping
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..result import Result
+from ..space.space import Space
+from ..status import Status
+from .progress import spilled_line
 
-def print_plan(spec, plan, console: Console | None = None) -> None:
+
+def spilled(spec, results: Iterable[Result]) -> dict[tuple[str, str], int]:
+    """(variant, shape) -> configs a database holds as SPILLS (built, their kernels spilled,
+    not run) that the spec still makes valid: what ``allow_spills = false`` skips. ``plan``
+    compiles nothing, so it knows this only from an earlier sweep."""
+    rows: dict[tuple[str, str], list[Result]] = defaultdict(list)
+    for r in results:
+        if r.status is Status.SPILLS:
+            rows[(r.variant, r.shape)].append(r)
+    shapes, variants = {s.name for s in spec.shape_list()}, {v.name for v in spec.variant_list()}
+    out = {}
+    for (variant, shape), found in rows.items():
+        if variant not in variants or shape not in shapes:
+            continue
+        space = Space.from_spec(spec, shape, variant)
+        n = sum(set(r.params) == set(space.names) and dict(r.params) in space for r in found)
+        if n:
+            out[(variant, shape)] = n
+    return out
+
+
+def spilled_note(n: int, allow_spills: bool) -> str:
+    """What ``plan`` says of the ``n`` valid configs the database holds as SPILLS."""
+    if allow_spills:
+        return (f"{n} config{'s' if n != 1 else ''} stored as SPILLS by an earlier sweep will run "
+                f"([build] allow_spills = true)")
+    return f"{spilled_line(n)}, as the last sweep found (the database)"
+
+
+def print_plan(spec, plan, console: Console | None = None,
+               spills: Mapping[tuple[str, str], int] | None = None) -> None:
+    """The plan; ``spills`` (``spilled``): per shape × variant, the valid configs the database
+    holds as SPILLS."""
     console = console or Console()
     console.print(f"[bold]{spec.name}[/bold] ({spec.label}): {plan.total:,} configs, "
                   f"{plan.valid:,} valid, {plan.total - plan.valid:,} pruned", soft_wrap=True)
@@ -25,6 +64,9 @@ def print_plan(spec, plan, console: Console | None = None) -> None:
         for name, n in e.pruned.items():
             table.add_row(name, f"{n:,}")
         console.print(table)
+        n = (spills or {}).get((e.variant, e.shape))
+        if n:
+            console.print(escape(spilled_note(n, spec.build.allow_spills)), soft_wrap=True)
         if e.examples:
             _print_examples(console, e.examples)
 

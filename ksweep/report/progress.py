@@ -150,11 +150,20 @@ def summary_line(summary) -> str:
         confirm += f"; {clocks}"
     spilled = getattr(summary, "counts", {}).get("SPILLS", 0)
     if spilled:
-        confirm += (f"; {spilled} config{'s' if spilled != 1 else ''} not run because {'their kernels spill' if spilled != 1 else 'its kernel spills'} "
-                    f"registers ([build] allow_spills = false; true runs them)")
+        confirm += f"; {spilled_line(spilled)}"
+    for strategy, metric in getattr(summary, "searched_by", {}).items():
+        confirm += (f"; {strategy} searched by {metric} alone (the first objective): the Pareto front is over "
+                    f"the configs it evaluated")
     return (f"{summary.evaluated} evaluated, {summary.resumed} resumed from the store; "
             f"wall {summary.wall_seconds:.1f} s, build CPU {summary.build_cpu_seconds:.1f} s, "
             f"{runs}{summary.configs_per_minute:.1f} configs/min{confirm}")
+
+
+def spilled_line(n: int) -> str:
+    """'12 configs not run because their kernels spill registers ([build] allow_spills = false;
+    true runs them)': the run's summary and ``ksweep plan`` say it alike."""
+    return (f"{n} config{'s' if n != 1 else ''} not run because {'their kernels spill' if n != 1 else 'its kernel spills'} "
+            f"registers ([build] allow_spills = false; true runs them)")
 
 
 def make_observer(metric: str, quiet: bool = False):

@@ -29,7 +29,7 @@ def wide_console() -> Console:
     return Console() if sys.stdout.isatty() else Console(width=240)
 
 
-def _fmt(v) -> str:
+def fmt_cell(v) -> str:
     if v is None:
         return "-"
     if isinstance(v, bool):
@@ -216,7 +216,7 @@ def _confirm_cells(v) -> list[str]:
         return ["-", "-", "0" if v is not None else "-"]
     iv = v.interval
     rel = 100 * iv.half_width / iv.median if iv.median else math.inf
-    return [_fmt(iv.median), f"±{rel:.2f}%", str(iv.n)]
+    return [fmt_cell(iv.median), f"±{rel:.2f}%", str(iv.n)]
 
 
 def _throttled(r: Result) -> str:
@@ -259,11 +259,11 @@ def _more_note(more_ok: int, hidden: Sequence[Result]) -> str:
 
 def _row(r: Result, names, metrics, has_checksum, has_kernel=False) -> list[str]:
     """The plain text of a row's cells, STATUS and NOTE apart."""
-    cells = [_fmt(r.params.get(n)) for n in names]
-    cells += [_fmt(r.regs), _fmt(r.spills), _fmt(round(r.smem / 1024) if r.smem is not None else None)]
+    cells = [fmt_cell(r.params.get(n)) for n in names]
+    cells += [fmt_cell(r.regs), fmt_cell(r.spills), fmt_cell(round(r.smem / 1024) if r.smem is not None else None)]
     if has_kernel:
         cells.append(_kernel_cell(r))
-    cells += [_fmt(r.metrics.get(m)) for m in metrics]
+    cells += [fmt_cell(r.metrics.get(m)) for m in metrics]
     if has_checksum:
-        cells.append(_fmt(r.metrics.get("checksum")))
+        cells.append(fmt_cell(r.metrics.get("checksum")))
     return cells

@@ -15,6 +15,7 @@ import re
 import shutil
 
 from ..status import Status
+from .gpu_state import ENERGY_UNAVAILABLE
 
 # (pattern, what to tell the user). The CUDA runtime's and driver's own wording and names.
 _HOST_FAILURES: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p, re.IGNORECASE), fix) for p, fix in (
@@ -38,6 +39,9 @@ _HOST_FAILURES: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p, re.IGN
      "([run] env)"),
     (r"No module named '?(cuda|cupy|torch|numpy)\b[^ ]*",
      "a Python module the run needs is not installed (for kernel mode: pip install 'ksweep[gpu]')"),
+    (re.escape(ENERGY_UNAVAILABLE) + r"[^|\n]*",
+     "the energy observer reads NVML's energy counter: run on a GPU that has one (Volta or newer) with "
+     "nvidia-ml-py installed, or drop the energy objectives and [kernel] observers"),
 ))
 
 

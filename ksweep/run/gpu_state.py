@@ -6,6 +6,11 @@ deserves: ``watch`` samples the GPU during a run (a thread, every ``period`` sec
 sums it up; the sweep measures such a run again once, and flags it if it is throttled
 again. Behind ``GpuMonitor``: ``NvmlMonitor`` on a real GPU, ``FakeMonitor`` in tests,
 ``NO_MONITOR`` where there is neither a GPU nor NVML.
+
+The same monitor reads the board's energy counter (``energy_mj``: millijoules since the
+driver loaded, NVML's nvmlDeviceGetTotalEnergyConsumption), which kernel mode's worker
+reads around its energy phase (kernel/worker.py). A GPU is named by its NVML index or by
+its PCI bus id (what a worker that sees one GPU through CUDA_VISIBLE_DEVICES knows).
 """
 
 from __future__ import annotations
@@ -15,6 +20,10 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator, Protocol
+
+# how a failure to read the energy counter begins (kernel/worker.py): run/environment.py knows
+# it for a failure of the host
+ENERGY_UNAVAILABLE = "NVML cannot measure energy on this GPU"
 
 # clock-event reasons that slow a run down (NVML's nvmlClocksEventReason* bits); idle and the
 # applications-clocks setting are not throttling
@@ -41,6 +50,11 @@ class GpuMonitor(Protocol):
 
     def versions(self) -> dict[str, str]: ...
 
+    def energy_mj(self, device: int | str) -> float | None:
+        """The board's energy counter in millijoules (``device``: NVML index or PCI bus id);
+        None when it cannot be read."""
+        ...
+
 
 class _NoMonitor:
     def sample(self, index: int) -> GpuSample | None:
@@ -49,15 +63,22 @@ class _NoMonitor:
     def versions(self) -> dict[str, str]:
         return {}
 
+    def energy_mj(self, device: int | str) -> float | None:
+        return None
+
 
 NO_MONITOR = _NoMonitor()
 
 
 class FakeMonitor:
-    """Samples from a function of (index, call number): tests and replays."""
+    """Samples from a function of (index, call number): tests and replays. ``energy``: the
+    energy counter, a function of (device, call number) -> millijoules (a scripted counter;
+    kernel/backend.FakeBackend's integrates its stand-in kernels' power)."""
 
-    def __init__(self, fn: Callable[[int, int], GpuSample], versions: dict[str, str] | None = None):
+    def __init__(self, fn: Callable[[int, int], GpuSample | None], versions: dict[str, str] | None = None,
+                 energy: Callable[[int | str, int], float | None] | None = None):
         self._fn, self._n, self._versions = fn, 0, dict(versions or {})
+        self._energy, self._energy_n = energy, 0
         self._lock = threading.Lock()
 
     def sample(self, index: int) -> GpuSample | None:
@@ -67,6 +88,13 @@ class FakeMonitor:
 
     def versions(self) -> dict[str, str]:
         return dict(self._versions)
+
+    def energy_mj(self, device: int | str) -> float | None:
+        if self._energy is None:
+            return None
+        with self._lock:
+            n, self._energy_n = self._energy_n, self._energy_n + 1
+        return self._energy(device, n)
 
 
 class NvmlMonitor:
@@ -84,10 +112,23 @@ class NvmlMonitor:
         except Exception:  # no module, no driver, no GPU: nothing to read, never a failed run
             self._nv = None
 
-    def _handle(self, index: int):
-        if index not in self._handles:
-            self._handles[index] = self._nv.nvmlDeviceGetHandleByIndex(index)
-        return self._handles[index]
+    def _handle(self, device: int | str):
+        if device not in self._handles:
+            nv = self._nv
+            self._handles[device] = (nv.nvmlDeviceGetHandleByPciBusId(device) if isinstance(device, str)
+                                     else nv.nvmlDeviceGetHandleByIndex(device))
+        return self._handles[device]
+
+    def energy_mj(self, device: int | str) -> float | None:
+        """nvmlDeviceGetTotalEnergyConsumption (Volta and newer); None without NVML, on an
+        older GPU or when the driver refuses."""
+        if self._nv is None:
+            return None
+        with self._lock:
+            try:
+                return float(self._nv.nvmlDeviceGetTotalEnergyConsumption(self._handle(device)))
+            except Exception:
+                return None
 
     def sample(self, index: int) -> GpuSample | None:
         nv = self._nv
@@ -123,7 +164,8 @@ class NvmlMonitor:
 
 def summarize(samples: list[GpuSample], versions: dict[str, str] | None = None) -> dict:
     """A run's GPU state from its samples: median and lowest SM clock, memory clock, highest
-    temperature and power, every throttle reason seen, and whether any slowed the run."""
+    temperature, highest and mean power (the samples' mean: board power over the whole run,
+    not per launch), every throttle reason seen, and whether any slowed the run."""
     samples = [s for s in samples if s is not None]
     if not samples:
         return {}
@@ -145,6 +187,7 @@ def summarize(samples: list[GpuSample], versions: dict[str, str] | None = None) 
         out["temperature_max_c"] = max(vals("temperature_c"))
     if vals("power_w"):
         out["power_max_w"] = round(max(vals("power_w")), 1)
+        out["power_mean_w"] = round(statistics.fmean(vals("power_w")), 1)
     out.update({f"{k}_version": v for k, v in (versions or {}).items()})
     return out
 

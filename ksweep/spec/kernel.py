@@ -3,6 +3,7 @@ checked against what. Every key is checked when the spec is loaded, as the rest 
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ class Timing:
     min_reps: int = 7
     max_reps: int = 2000
     flush_l2: bool = True
+    energy_ms: float = 1000.0  # the energy phase's window, when the energy observer is on
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,9 @@ class KernelSpec:
     timeout: float = 10.0  # seconds one evaluation may take before the worker is killed (HANG)
     seed: int = 0
     compiler: str = "nvcc"  # what builds the cubins: "nvcc" or "nvrtc" (build/nvrtc.py)
+    # what the worker measures besides the time: "energy" (power and energy per launch through
+    # NVML, kernel/worker.py); an energy objective turns it on (spec/objectives.py)
+    observers: tuple[str, ...] = ()
 
     @property
     def templated(self) -> bool:
@@ -58,8 +63,9 @@ class KernelSpec:
 
 
 _KEYS = {"source", "name", "grid", "block", "smem", "args", "cmem", "outputs", "reference", "atol", "rtol",
-         "flags", "defines", "timing", "timeout", "seed", "compiler"}
+         "flags", "defines", "timing", "timeout", "seed", "compiler", "observers"}
 COMPILERS = ("nvcc", "nvrtc")
+OBSERVERS = ("energy",)
 
 
 def default_flags(compiler: str) -> tuple[str, ...]:
@@ -68,7 +74,7 @@ def default_flags(compiler: str) -> tuple[str, ...]:
     return ("-O3",) if compiler == "nvcc" else ()
 
 
-_TIMING_KEYS = {"warmup_ms", "budget_ms", "min_reps", "max_reps", "flush_l2"}
+_TIMING_KEYS = {"warmup_ms", "budget_ms", "min_reps", "max_reps", "flush_l2", "energy_ms"}
 _ARRAYS = "npz:"  # arguments or reference outputs saved by ksweep.tune_kernel, not a function
 
 
@@ -117,6 +123,10 @@ def kernel_spec_from_dict(data: Mapping[str, Any], root: Path, label: str) -> Ke
     compiler = data.get("compiler", "nvcc")
     if compiler not in COMPILERS:
         raise ctx.error("kernel.compiler", f"expected \"nvcc\" or \"nvrtc\", got {compiler!r}")
+    observers = ctx.str_list(data.get("observers", []), "kernel.observers")
+    for name in observers:
+        if name not in OBSERVERS:
+            raise ctx.error("kernel.observers", f"unknown observer {name!r} (known: {', '.join(OBSERVERS)})")
     return KernelSpec(
         source=source, name=name, grid=exprs("grid"), block=exprs("block"),
         smem=ctx.expr(data["smem"], "kernel.smem") if "smem" in data else None,
@@ -128,7 +138,7 @@ def kernel_spec_from_dict(data: Mapping[str, Any], root: Path, label: str) -> Ke
         timing=_timing(ctx, data.get("timing", {})),
         timeout=float(ctx.number(data.get("timeout", 10.0), "kernel.timeout")),
         seed=ctx.integer(data.get("seed", 0), "kernel.seed", minimum=0),
-        compiler=compiler,
+        compiler=compiler, observers=tuple(dict.fromkeys(observers)),
     )
 
 
@@ -144,4 +154,12 @@ def _timing(ctx: Ctx, table: Any) -> Timing:
         budget_ms=float(ctx.at_least(table.get("budget_ms", default.budget_ms), "kernel.timing.budget_ms", 0)),
         min_reps=min_reps, max_reps=max_reps,
         flush_l2=ctx.boolean(table.get("flush_l2", default.flush_l2), "kernel.timing.flush_l2"),
+        energy_ms=_finite(ctx, table.get("energy_ms", default.energy_ms), "kernel.timing.energy_ms"),
     )
+
+
+def _finite(ctx: Ctx, value: Any, key: str) -> float:
+    """A positive number that is not infinite (a phase that long would never end)."""
+    if not math.isfinite(float(ctx.number(value, key))):
+        raise ctx.error(key, f"expected a positive finite number, got {value!r}")
+    return float(value)

@@ -15,6 +15,7 @@ from .context import Ctx
 from .kernel import kernel_spec_from_dict
 from .limits import KNOWN_ARCHS, LIMIT_KEYS, builtin_limits
 from .model import Build, Check, Constraint, Derived, Harness, Objective, Param, Physics, Profile, Run, Shape, Spec, Variant
+from .objectives import parse_objective, parse_objectives, with_objectives
 from .peaks import DTYPES
 from .names import did_you_mean, resolve_names
 from .pyref import load_python
@@ -67,7 +68,7 @@ def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
     root = path.parent if path else Path.cwd()
     ctx.keys(dict(data), _TOP_KEYS, "")
 
-    sweep = ctx.keys(data.get("sweep", {}), {"name", "arch", "objective", "direction", "description",
+    sweep = ctx.keys(data.get("sweep", {}), {"name", "arch", "objective", "objectives", "direction", "description",
                                              "define_prefix"}, "sweep")
     prefix = sweep.get("define_prefix", "")
     if not isinstance(prefix, str) or (prefix and not _MACRO.match(prefix)):
@@ -83,10 +84,7 @@ def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
     for key, value in ctx.keys(data.get("limits", {}), set(LIMIT_KEYS), "limits").items():
         limits[key] = int(ctx.number(value, f"limits.{key}", positive=False))
 
-    direction = sweep.get("direction", "min")
-    if direction not in ("min", "max"):
-        raise ctx.error("sweep.direction", f"must be 'min' or 'max', got {direction!r}")
-    objective = Objective(metric=str(sweep.get("objective", "ms")), direction=direction)
+    objectives = _objectives(ctx, sweep)
 
     seen: dict[str, str] = {}  # name -> where it was defined
 
@@ -150,9 +148,10 @@ def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
         name=str(sweep.get("name", path.stem if path else "sweep")),
         params=tuple(params), derived=tuple(derived), constants=constants,
         constraints=tuple(constraints), shapes=shapes, variants=variants, limits=limits,
-        arch=arch, build=build, run=run, check=check, objective=objective, path=path, kernel=kernel,
+        arch=arch, build=build, run=run, check=check, path=path, kernel=kernel,
         define_prefix=prefix, description=description, physics=physics, profile=profile,
     )
+    spec = with_objectives(spec, objectives, key="sweep.objectives" if "objectives" in sweep else "sweep.objective")
     if prefix:
         spec = _with_prefix(spec, prefix)
     check_modes(spec)
@@ -335,6 +334,28 @@ def _constraints(ctx: Ctx, items: Any, root: Path) -> list[Constraint]:
             shapes=_opt_set(ctx, item, "shapes", where), variants=_opt_set(ctx, item, "variants", where),
         ))
     return out
+
+
+def _objectives(ctx: Ctx, sweep: Mapping[str, Any]) -> tuple[Objective, ...]:
+    """``objective`` (+ ``direction``), or ``objectives``: a list of names (spec/objectives.py)."""
+    direction = sweep.get("direction")
+    if direction is not None and direction not in ("min", "max"):
+        raise ctx.error("sweep.direction", f"must be 'min' or 'max', got {direction!r}")
+    if "objectives" in sweep:
+        if "objective" in sweep or direction is not None:
+            raise ctx.error("sweep.objectives", "give either objectives (a list, each name with its own "
+                            ":min or :max) or objective and direction, not both")
+        items = sweep["objectives"]
+        if not isinstance(items, list):
+            raise ctx.error("sweep.objectives", f"expected a list such as [\"time\", \"energy\"], got {items!r}")
+        try:
+            return parse_objectives(items)
+        except ValueError as exc:
+            raise ctx.error("sweep.objectives", str(exc)) from None
+    try:
+        return (parse_objective(sweep.get("objective", "ms"), direction),)
+    except ValueError as exc:
+        raise ctx.error("sweep.objective", str(exc)) from None
 
 
 def _physics(ctx: Ctx, spec: Any) -> Physics:

@@ -322,7 +322,9 @@ class Spec:
     build: Build = field(default_factory=Build)
     run: Run = field(default_factory=Run)
     check: Check = field(default_factory=Check)
-    objective: Objective = field(default_factory=Objective)
+    objective: Objective = field(default_factory=Objective)  # the one that ranks (the first of several)
+    # a multi-objective sweep's objectives, the ranking one first (spec/objectives.py); () for one
+    objectives: tuple[Objective, ...] = ()
     path: Path | None = None  # the spec file, when loaded from one
     kernel: KernelSpec | None = None  # kernel mode ([kernel]): spec/kernel.py
     physics: Physics | None = None  # [physics]: the physics gate
@@ -334,7 +336,7 @@ class Spec:
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self):
-        for name in ("params", "derived", "constraints", "shapes", "variants", "warnings"):
+        for name in ("params", "derived", "constraints", "shapes", "variants", "warnings", "objectives"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "constants", _frozen_map(self.constants))
         object.__setattr__(self, "limits", _frozen_map(self.limits))
@@ -347,6 +349,10 @@ class Spec:
     @property
     def label(self) -> str:
         return str(self.path.name) if self.path else "<spec>"
+
+    def objective_list(self) -> tuple[Objective, ...]:
+        """Every objective, the ranking one first (one, unless a multi-objective sweep)."""
+        return self.objectives or (self.objective,)
 
     def shape_list(self) -> tuple[Shape, ...]:
         return self.shapes or (NO_SHAPE,)

@@ -72,6 +72,8 @@ class Summary:
     throttled: int = 0  # runs measured while throttled (each measured a second time)
     confirm_runs: int = 0  # confirmation runs (not counted by --max-evals)
     confirm_seconds: float = 0.0  # wall time of the confirmation phases
+    # several objectives: the searches (not grid, not random) that only the first one guided
+    searched_by: dict[str, str] = field(default_factory=dict)  # strategy -> the objective's metric
 
     def note_gpu_state(self, state: Mapping) -> None:
         if state.get("sm_clock_mhz"):
@@ -191,6 +193,8 @@ class Sweep:
             self.store.set_meta("spec_name", self.spec.name)
             self.store.set_meta("objective", {"metric": self.spec.objective.metric,
                                               "direction": self.spec.objective.direction})
+            self.store.set_meta("objectives", [{"metric": o.metric, "direction": o.direction}
+                                               for o in self.spec.objective_list()])
             self.store.revision = source_revision(self.spec.root, [self.spec.root / s for s in self._sources()])
             with _one_blas_thread():
                 self._run_targets(start)
@@ -260,6 +264,9 @@ class Sweep:
                                            prior=prior)
         else:
             strategy = self._make_strategy(self.options.strategy, space, self.options.seed, budget.max_evals)
+        searching = getattr(strategy, "chosen", None) or getattr(strategy, "name", None)
+        if len(self.spec.objective_list()) > 1 and searching not in (None, "grid", "random"):
+            self.summary.searched_by[searching] = self.spec.objective.metric  # the front is over what it found
         planned = size if budget.max_evals is None else min(size, budget.max_evals)
         self.observer.target_started(variant.name, shape.name, size, space.raw_size, planned)
         for result in stored.values():  # they count, and show, whether or not the search asks for them again
@@ -325,8 +332,8 @@ class Sweep:
         gpu: Gpu | None = None
         if outcome is not None:
             self.summary.gpu_seconds += outcome.seconds
-            status, message, verified = self._judged(job, outcome, reference)
-            metrics, gpu = outcome.metrics, outcome.gpu
+            metrics, gpu = physics.with_efficiency(outcome.metrics, job.work), outcome.gpu
+            status, message, verified = self._judged(job, outcome, metrics, reference)
         result = Result(
             variant=job.variant, shape=job.shape, params=dict(job.params), derived=dict(job.derived),
             status=status, message=message, verified=verified, metrics=metrics, **build.report.result_fields(),
@@ -357,13 +364,15 @@ class Sweep:
             self.store.put(result)
         return result
 
-    def _judged(self, job: Job, outcome: RunOutcome, reference: Mapping[str, float] | None):
+    def _judged(self, job: Job, outcome: RunOutcome, metrics: Mapping[str, float],
+                reference: Mapping[str, float] | None):
         """(status, message, verified) of a finished run: its own status, or for a run that ended
-        OK, what verify.judge says of its metrics (the check, the physics gate)."""
+        OK, what verify.judge says of its ``metrics`` (every objective measured, the check, the
+        physics gate)."""
         if outcome.status is not Status.OK:
             return outcome.status, outcome.message, False
-        return judge(outcome.metrics, self.spec.objective.metric, self.spec.check, reference, job.is_reference,
-                     outcome.outputs_checked, self._impossible(job, outcome.metrics, outcome.gpu))
+        return judge(metrics, [o.metric for o in self.spec.objective_list()], self.spec.check, reference,
+                     job.is_reference, outcome.outputs_checked, self._impossible(job, metrics, outcome.gpu))
 
     def _impossible(self, job: Job, metrics: Mapping[str, float], gpu: Gpu | None) -> str | None:
         """Why the run's time is below the physics floor of its GPU, or None."""
@@ -466,8 +475,8 @@ class Sweep:
         if outcome is None:
             return Measurement(job.variant, job.shape, dict(job.params), job.cache_key, round_, build.status,
                                message=build.message)
-        status, message, _ = self._judged(job, outcome, None if job.is_reference else reference)
-        gpu, metrics = outcome.gpu, dict(outcome.metrics)
+        gpu, metrics = outcome.gpu, physics.with_efficiency(outcome.metrics, job.work)
+        status, message, _ = self._judged(job, outcome, metrics, None if job.is_reference else reference)
         value = metrics.get(self.spec.objective.metric) if status is Status.OK else None
         return Measurement(job.variant, job.shape, dict(job.params), job.cache_key, round_, status,
                            value=float(value) if value is not None else None, message=message, metrics=metrics,

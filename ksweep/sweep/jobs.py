@@ -16,6 +16,7 @@ from ..physics import Work
 from ..include import include_dir
 from ..job import Job
 from ..run.modes import Mode, Templates, program_mode
+from ..spec.expr import Expr
 from ..spec.model import Shape, Spec, Variant
 
 
@@ -63,6 +64,8 @@ class JobFactory:
             "timeout": spec.run.timeout, "env": sorted(spec.run.env.items()),
             "output_limit": spec.run.output_limit, "persistent": self.persistent,
             "check": _plain(spec.check), "objective": _plain(spec.objective),
+            # several objectives: every one must be measured (a single one keeps the keys it had)
+            **({"objectives": _plain(spec.objectives)} if spec.objectives else {}),
             # what judges a build's ptxas report: it decides OK, REGS_LIMIT or SPILLS
             "build_rules": BuildRules.of(spec).key(),
         }
@@ -150,13 +153,19 @@ def _uses_harness(*args: str) -> bool:
 
 
 def _plain(record) -> Any:
-    """A frozen spec record as plain data for a key (expressions by their source text)."""
+    """A frozen spec record as plain data for a key (expressions by their source text: an
+    expression's parsed tree and code print with memory addresses, and its names as a set in
+    an order of the process's hashing, so neither may reach a key)."""
+    if isinstance(record, Expr):
+        return record.source
     if dataclasses.is_dataclass(record):
         return {f.name: _plain(getattr(record, f.name)) for f in dataclasses.fields(record)}
     if isinstance(record, Mapping):
         return {str(k): _plain(v) for k, v in sorted(record.items(), key=lambda kv: str(kv[0]))}
     if isinstance(record, (list, tuple)):
         return [_plain(v) for v in record]
+    if isinstance(record, (set, frozenset)):
+        return sorted((_plain(v) for v in record), key=str)
     if hasattr(record, "source") and isinstance(getattr(record, "source"), str):
         return record.source
     if isinstance(record, (str, int, float, bool)) or record is None:
