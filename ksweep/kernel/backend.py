@@ -62,9 +62,10 @@ class DeviceArray:
 
 
 class CudaBackend:
-    """The CUDA driver API through cuda-python (``cuda.bindings.driver``)."""
+    """The CUDA driver API through cuda-python (``cuda.bindings.driver``); the checks on the
+    GPU unless ``gpu_checks`` is false (then on the host: measuring what they save)."""
 
-    def __init__(self, device: int = 0):
+    def __init__(self, device: int = 0, gpu_checks: bool = True):
         try:
             from cuda.bindings import driver as cu
         except ImportError:  # cuda-python before 12.6
@@ -86,11 +87,12 @@ class CudaBackend:
         capability = tuple(int(self._check(cu.cuDeviceGetAttribute(a, self.device), "cuDeviceGetAttribute")) for a in (
             cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
             cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
-        builder = ThreadPoolExecutor(1)
-        self._checks_image = builder.submit(gpucheck.build, capability)
-        builder.shutdown(wait=False)
         self._checks = None  # gpucheck.DeviceChecks once loaded
-        self._checks_where: str | None = None
+        self._checks_where: str | None = None if gpu_checks else "host (asked for)"
+        if gpu_checks:
+            builder = ThreadPoolExecutor(1)
+            self._checks_image = builder.submit(gpucheck.build, capability)
+            builder.shutdown(wait=False)
         self._host_copies: dict[tuple, np.ndarray] = {}  # page-locked buffers of the checks on the host
         self._pool: ThreadPoolExecutor | None = None
 
