@@ -320,7 +320,9 @@ def test_a_reference_nan_hides_no_error_anywhere():
 def test_the_warmup_looks_at_the_clock_once_its_budget_should_be_spent():
     from ksweep.kernel.worker import warmup_until
 
-    assert warmup_until(2, 7.8, 10.0) == 3  # a 3.9 ms kernel: one more launch, not two
+    assert warmup_until(1, 3.9, 10.0) == 2  # a 3.9 ms kernel: three launches, not four
+    assert warmup_until(2, 7.8, 10.0) == 3
+    assert warmup_until(1, 12.0, 10.0) is None  # a 12 ms kernel: one launch, not two
     assert warmup_until(3, 11.7, 10.0) is None
     assert warmup_until(2, 0.01, 10.0) == 4  # a short kernel: at most twice the launches so far
     assert warmup_until(1024, 9.99, 10.0) == 1026
