@@ -1,13 +1,16 @@
 """Where kernel mode's time goes (issue 17, item 6), on a GPU machine.
 
-    python bench/kernel_mode_phases.py [--spec examples/kernel_mode/matmul.toml] [--jobs N]
+    python bench/kernel_mode_phases.py [--spec examples/kernel_mode/matmul.toml] [--jobs N] [--host-checks]
 
 Builds every valid config of the spec's first shape (the build cache in a fresh folder,
 N parallel nvcc), then evaluates each in one worker exactly as a sweep does
 (``Worker.evaluate``), with the worker's phases timed: module load, the correctness checks
-(each a poisoned launch, the output's download and its comparison), the timing loop
-(warm-up and timed launches), and the setup (inputs, the Python reference). Prints the
-totals and the mean per config.
+(each a poisoned launch and the comparisons: of the outputs with the references, of the
+inputs with their pristine copies; the comparisons alone are shown apart), the timing loop
+(warm-up and timed launches), and the setup (inputs, the Python reference, the comparison
+kernels' NVRTC build). ``--host-checks`` compares on the host instead (every output
+downloaded), as kernel mode did before the checks moved to the GPU. Prints the totals and
+the mean per config.
 """
 
 from __future__ import annotations
@@ -65,11 +68,18 @@ class TimedWorker(Worker):
     def _time(self, launch):
         return self._timed("timing", super()._time, launch)
 
+    def time_comparisons(self):
+        """The backend's comparisons timed as the phase "compare" (a part of "check")."""
+        for name in ("check_output", "differing_bytes"):
+            method = getattr(self.b, name)
+            setattr(self.b, name, lambda *a, _m=method, **kw: self._timed("compare", _m, *a, **kw))
+
 
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--spec", default=str(ROOT / "examples" / "kernel_mode" / "matmul.toml"))
     p.add_argument("--jobs", type=int, default=16)
+    p.add_argument("--host-checks", action="store_true", help="compare on the host (downloads), as before")
     args = p.parse_args()
     spec = load_spec(args.spec)
     shape, variant = spec.shape_list()[0], spec.variant_list()[0]
@@ -85,12 +95,13 @@ def main() -> int:
         build_cpu = sum(b.cpu_seconds for b in builds)
 
         t0 = time.perf_counter()
-        worker = TimedWorker(CudaBackend(0))
+        worker = TimedWorker(CudaBackend(0, gpu_checks=not args.host_checks))
+        worker.time_comparisons()
         k = spec.kernel
-        worker.setup(setup_request(k, spec.root, shape_sizes(spec, shape)))
+        checks = worker.setup(setup_request(k, spec.root, shape_sizes(spec, shape)))["checks"]
         setup_s = time.perf_counter() - t0
 
-        per_config, ok = [], 0
+        per_config, ok, metrics = [], 0, []
         for job, build in zip(jobs, builds):
             if build.status is not Status.OK:
                 continue
@@ -102,18 +113,24 @@ def main() -> int:
             try:
                 answer = worker.evaluate(req)
                 ok += answer.get("outputs") == "matched"
+                metrics.append(answer.get("metrics") or {})
             except Exception as exc:  # noqa: BLE001 - a config that cannot launch
                 worker.seconds["failed"] += 0
                 print(f"  {dict(job.params)}: {type(exc).__name__}: {exc}")
             per_config.append(time.perf_counter() - t1)
     n = len(per_config)
     print(f"import ksweep: {IMPORT_S:.2f} s; builds: {len(jobs)} in {build_wall:.1f} s wall, {build_cpu:.1f} CPU-s "
-          f"({args.jobs} jobs); worker setup (CUDA, inputs, reference): {setup_s:.2f} s")
+          f"({args.jobs} jobs); worker setup (CUDA, inputs, reference): {setup_s:.2f} s; checks on the {checks}")
     print(f"evaluations: {n} configs ({ok} matched) in {sum(per_config):.2f} s, "
           f"mean {statistics.mean(per_config) * 1e3:.0f} ms, median {statistics.median(per_config) * 1e3:.0f} ms")
-    for phase in ("load", "check", "timing"):
+    for phase in ("load", "check", "compare", "timing"):
         s, c = worker.seconds[phase], worker.calls[phase]
-        print(f"  {phase:<7} {s:7.2f} s in {c} calls ({1e3 * s / max(c, 1):.1f} ms each, {100 * s / sum(per_config):.0f}%)")
+        print(f"  {phase:<7} {s:7.2f} s in {c} calls ({1e3 * s / max(c, 1):.1f} ms each, {100 * s / sum(per_config):.0f}%)"
+              + ("  (part of check)" if phase == "compare" else ""))
+    timed = [m for m in metrics if "reps" in m]
+    if timed:
+        print(f"  timing loops: {statistics.mean(m['warmup_launches'] for m in timed):.1f} warm-up launches and "
+              f"{statistics.mean(m['reps'] for m in timed):.1f} timed launches per config on average")
     return 0
 
 

@@ -173,6 +173,7 @@ def test_cheats_are_caught_by_two_draws_unchanged_inputs_and_a_check_after_timin
         assert once["status"] == "CHECKSUM_MISMATCH" and once["message"].startswith("second input draw: ")
         writes = cheat(2)
         assert writes["status"] == "CHECKSUM_MISMATCH" and "input argument 1 is not an output" in writes["message"]
+        assert writes["message"].endswith("(4 of 16384 bytes)")  # a[0], one float32 of 4096
         late = cheat(3)  # right on both draws before timing, wrong afterwards
         assert late["status"] == "CHECKSUM_MISMATCH" and late["message"].startswith("after timing: ")
         assert evaluate(w, 256, cubin)["status"] == "OK"  # an honest kernel still passes all three checks
@@ -270,7 +271,7 @@ def test_kernel_mode_runs_carry_the_gpu_state(tmp_path):
 
 @pytest.mark.parametrize("nbytes", [64, 60, 6, 3])
 def test_same_bytes_sees_one_changed_byte_anywhere(nbytes):
-    from ksweep.kernel.worker import same_bytes
+    from ksweep.kernel.args import same_bytes
 
     a = np.arange(nbytes, dtype=np.uint8)
     assert same_bytes(a, a.copy())
@@ -320,3 +321,26 @@ def test_a_kernel_mode_result_key_is_the_same_in_every_process(tmp_path):
     keys = {subprocess.run([sys.executable, "-c", code, str(tmp_path / "k.toml")], capture_output=True, text=True,
                            check=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
     assert len(keys) == 1
+def test_a_reference_nan_hides_no_error_anywhere():
+    """Elements whose reference is not finite are not judged, and nothing else is hidden by
+    them: not in their chunk, not in a later one (the largest error is found wherever it is)."""
+    e = np.linspace(-1, 1, 3 * (1 << 20), dtype=np.float32)
+    e[5] = np.nan
+    e[(1 << 20) + 5] = np.inf
+    g = e.copy()
+    assert compare([g], [e], 1e-6, 0) is None
+    g[9] += 1
+    g[2 * (1 << 20) + 9] += 2
+    assert compare([g], [e], 1e-3, 0).startswith(f"output 0: max abs error 2 (element {2 * (1 << 20) + 9}: got ")
+
+
+def test_the_warmup_looks_at_the_clock_once_its_budget_should_be_spent():
+    from ksweep.kernel.worker import warmup_until
+
+    assert warmup_until(1, 3.9, 10.0) == 2  # a 3.9 ms kernel: three launches, not four
+    assert warmup_until(2, 7.8, 10.0) == 3
+    assert warmup_until(1, 12.0, 10.0) is None  # a 12 ms kernel: one launch, not two
+    assert warmup_until(3, 11.7, 10.0) is None
+    assert warmup_until(2, 0.01, 10.0) == 4  # a short kernel: at most twice the launches so far
+    assert warmup_until(1024, 9.99, 10.0) == 1026
+    assert warmup_until(4, 0.0, 10.0) == 8

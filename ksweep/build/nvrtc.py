@@ -145,20 +145,22 @@ def version() -> str:
 
 def compile_cubin(source: str, options: Sequence[str], names: Sequence[str] = ()) -> tuple[bytes | None, str]:
     """(the cubin, NVRTC's log) of ``source`` (a path); the cubin is None on a compile error."""
-    from cuda.bindings import nvrtc
-
-    def check(result, what: str):
-        err, *rest = result
-        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise RuntimeError(f"{what}: {nvrtc.nvrtcGetErrorString(err)[1].decode()}")
-        return rest[0] if len(rest) == 1 else rest
-
     with open(source, "rb") as f:
         text = f.read()
-    prog = check(nvrtc.nvrtcCreateProgram(text, os.path.abspath(source).encode(), 0, [], []), "nvrtcCreateProgram")
+    return compile_program(text, os.path.abspath(source), options, names)
+
+
+def compile_program(text: bytes, name: str, options: Sequence[str], names: Sequence[str] = (),
+                    ptx: bool = False) -> tuple[bytes | None, str]:
+    """(the cubin, or the PTX when ``ptx``; NVRTC's log) of the CUDA source ``text``, called
+    ``name`` in messages; the image is None on a compile error."""
+    from cuda.bindings import nvrtc
+
+    check = _checker(nvrtc)
+    prog = check(nvrtc.nvrtcCreateProgram(text, name.encode(), 0, [], []), "nvrtcCreateProgram")
     try:
-        for name in names:
-            check(nvrtc.nvrtcAddNameExpression(prog, name.encode()), f"nvrtcAddNameExpression({name})")
+        for expr in names:
+            check(nvrtc.nvrtcAddNameExpression(prog, expr.encode()), f"nvrtcAddNameExpression({expr})")
         include = cuda_include()
         opts = [o.encode() for o in options] + ([f"--include-path={include}".encode()] if include else [])
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
@@ -171,12 +173,30 @@ def compile_cubin(source: str, options: Sequence[str], names: Sequence[str] = ()
                 log += ("\nerror: the CUDA headers were not found: install the CUDA toolkit (or set CUDA_HOME), "
                         "or pip install nvidia-cuda-runtime")
             return None, log or nvrtc.nvrtcGetErrorString(err)[1].decode()
-        size = check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
-        cubin = b" " * size
-        check(nvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
-        return cubin, log
+        get_size, get = (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX) if ptx else \
+            (nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN)
+        size = check(get_size(prog), get_size.__name__)
+        image = b" " * size
+        check(get(prog, image), get.__name__)
+        return image, log
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
+
+
+def supported_archs() -> list[int]:
+    """The architectures this NVRTC compiles for, as numbers (90 for sm_90)."""
+    from cuda.bindings import nvrtc
+
+    return [int(a) for a in _checker(nvrtc)(nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs")]
+
+
+def _checker(nvrtc):
+    def check(result, what: str):
+        err, *rest = result
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise RuntimeError(f"{what}: {nvrtc.nvrtcGetErrorString(err)[1].decode()}")
+        return rest[0] if len(rest) == 1 else rest
+    return check
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,9 +1,25 @@
-"""What the worker needs from a GPU: memory, modules, launches, events.
+"""What the worker needs from a GPU: memory, modules, launches, events, and checks.
 
-``CudaBackend`` is the real one (cuda-python driver API). ``FakeBackend`` stands in
-for tests without a GPU: its "kernels" are Python functions, and they can fault or hang
-on purpose, so the worker protocol (load, launch, fault, restart) is tested in CI; it can
-also play a GPU drawing scripted power, with an energy counter as NVML's (the energy
+The contract, which ``CudaBackend`` (the real one, cuda-python's driver API) and
+``FakeBackend`` (a stand-in for tests without a GPU: its "kernels" are Python functions,
+and they can fault or hang on purpose, so the worker protocol is tested in CI) both keep:
+
+- memory: ``alloc(nbytes) -> ptr``, ``upload(ptr, array)``, ``download(ptr, array)``,
+  ``fill(ptr, byte, nbytes)``, ``copy(dst, src, nbytes)`` (device to device), and
+  ``host_array(shape, dtype)`` (host memory fast to copy to and from);
+- modules: ``load(cubin, entry) -> fn`` (one module loaded at a time), ``symbol(name)``,
+  ``static_smem(fn)``, ``set_dynamic_smem(fn, nbytes)``;
+- launches and time: ``launch(fn, grid, block, smem, args)``, ``sync()``, ``event()``,
+  ``record(event)``, ``elapsed_ms(start, end)``;
+- checks, on arrays in its memory (``DeviceArray``): ``check_output(got, expected, atol,
+  rtol) -> args.OutputCheck``, the comparison of ``args.check_output`` (``expected`` in the
+  work type, ``args.work_dtype``), and ``differing_bytes(a, b) -> int``; they wait for the
+  launches before them. ``checks_where()`` says where they run ("gpu", or "host" and why).
+
+Errors are ``CudaError`` (its ``fatal``: the context is lost). ``ksweep.testing.backend_suite``
+holds the conformance tests of the checks.
+
+``FakeBackend`` can also play a GPU drawing scripted power, with an energy counter as NVML's (the energy
 observer's tests).
 
 Both give the worker a GPU monitor (``monitor()``, run/gpu_state.py: NVML on a real GPU)
@@ -16,12 +32,18 @@ from __future__ import annotations
 import ctypes
 import inspect
 import math
+import os
+import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from . import gpucheck
+from .args import OutputCheck, check_output, differing_bytes
 
 # Errors after which the CUDA context is unusable: the worker must be restarted.
 STICKY = {
@@ -48,9 +70,10 @@ class DeviceArray:
 
 
 class CudaBackend:
-    """The CUDA driver API through cuda-python (``cuda.bindings.driver``)."""
+    """The CUDA driver API through cuda-python (``cuda.bindings.driver``); the checks on the
+    GPU unless ``gpu_checks`` is false (then on the host: measuring what they save)."""
 
-    def __init__(self, device: int = 0):
+    def __init__(self, device: int = 0, gpu_checks: bool = True):
         try:
             from cuda.bindings import driver as cu
         except ImportError:  # cuda-python before 12.6
@@ -67,6 +90,19 @@ class CudaBackend:
         self.name = name.split(b"\0", 1)[0].decode() if isinstance(name, bytes) else str(name)
         self._modules: dict[str, Any] = {}
         self._module = None  # the module of the last load: its symbols are what symbol() finds
+        # the comparison kernels, compiled by NVRTC on a thread (it releases the GIL) while the
+        # worker makes its inputs; loaded at the first check
+        capability = tuple(int(self._check(cu.cuDeviceGetAttribute(a, self.device), "cuDeviceGetAttribute")) for a in (
+            cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+            cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+        self._checks = None  # gpucheck.DeviceChecks once loaded
+        self._checks_where: str | None = None if gpu_checks else "host (asked for)"
+        if gpu_checks:
+            builder = ThreadPoolExecutor(1)
+            self._checks_image = builder.submit(gpucheck.build, capability)
+            builder.shutdown(wait=False)
+        self._host_copies: dict[tuple, np.ndarray] = {}  # page-locked buffers of the checks on the host
+        self._pool: ThreadPoolExecutor | None = None
 
     @property
     def nvml_device(self) -> str:
@@ -111,6 +147,54 @@ class CudaBackend:
 
     def fill(self, ptr: int, byte: int, nbytes: int) -> None:
         self._check(self.cu.cuMemsetD8Async(ptr, byte, nbytes, self.stream), "cuMemsetD8Async")
+
+    def copy(self, dst: int, src: int, nbytes: int) -> None:
+        self._check(self.cu.cuMemcpyDtoDAsync(dst, src, nbytes, self.stream), "cuMemcpyDtoDAsync")
+
+    # -- checks ------------------------------------------------------------------------------
+    def checks_where(self) -> str:
+        self._device_checks()
+        return self._checks_where
+
+    def check_output(self, got: DeviceArray, expected: DeviceArray, atol: float, rtol: float) -> OutputCheck:
+        checks = self._device_checks()
+        if checks is not None and checks.handles(got, expected):
+            return checks.check_output(got, expected, atol, rtol)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(min(16, os.cpu_count() or 1))
+        return check_output(self._on_host(got, 0), self._on_host(expected, 1), atol, rtol, self._pool)
+
+    def differing_bytes(self, a: DeviceArray, b: DeviceArray) -> int:
+        checks = self._device_checks()
+        if checks is not None:
+            return checks.differing_bytes(a, b)
+        return differing_bytes(self._on_host(a, 0), self._on_host(b, 1))
+
+    def _device_checks(self):
+        """The comparison kernels, loaded at the first call; None when they could not be built
+        or loaded (the checks then download both arrays and compare them on the host)."""
+        if self._checks_where is None:
+            try:
+                module = self._check(self.cu.cuModuleLoadData(self._checks_image.result()), "cuModuleLoadData")
+                functions = {name: self._check(self.cu.cuModuleGetFunction(module, name.encode()),
+                                               "cuModuleGetFunction") for name in gpucheck.FUNCTIONS}
+                self._checks = gpucheck.DeviceChecks(self, functions)
+                self._checks_where = "gpu"
+            except Exception as exc:  # noqa: BLE001 - no NVRTC, an old driver...: compared on the host
+                if isinstance(exc, CudaError) and exc.fatal:
+                    raise
+                self._checks_where = f"host (the comparison kernels: {exc})"
+                print(f"ksweep worker: outputs are compared on the host: {exc}", file=sys.stderr)
+        return self._checks
+
+    def _on_host(self, array: DeviceArray, slot: int) -> np.ndarray:
+        """``array`` downloaded into a page-locked buffer (two per shape and type: ``slot``)."""
+        key = (slot, tuple(array.shape), array.dtype)
+        if key not in self._host_copies:
+            self._host_copies[key] = self.host_array(array.shape, array.dtype)
+        self.sync()
+        self.download(array.ptr, self._host_copies[key])
+        return self._host_copies[key]
 
     def load(self, cubin: str, entry: str):
         for old in list(self._modules):  # keep one module loaded: a sweep loads thousands
@@ -266,6 +350,21 @@ class FakeBackend:
     def fill(self, ptr, byte, nbytes):
         self.memory[ptr][:nbytes] = bytes([byte]) * nbytes
 
+    def copy(self, dst, src, nbytes):
+        self.memory[dst][:nbytes] = self.memory[src][:nbytes]
+
+    def checks_where(self):
+        return "host"
+
+    def check_output(self, got, expected, atol, rtol):
+        return check_output(self._view(got), self._view(expected), atol, rtol)
+
+    def differing_bytes(self, a, b):
+        return differing_bytes(self._view(a), self._view(b))
+
+    def _view(self, a: DeviceArray) -> np.ndarray:
+        return np.frombuffer(self.memory[a.ptr], dtype=np.uint8)[: a.nbytes].view(a.dtype).reshape(a.shape)
+
     def load(self, cubin, entry):
         if not Path(cubin).exists():
             raise CudaError("CUDA_ERROR_FILE_NOT_FOUND", "cuModuleLoadData")
@@ -299,8 +398,7 @@ class FakeBackend:
             raise CudaError("CUDA_ERROR_INVALID_VALUE", "cuLaunchKernel")
         if smem > self._opt_in.get(id(fn), 48 * 1024 - self.static_smem(fn)):
             raise CudaError("CUDA_ERROR_INVALID_VALUE", "cuLaunchKernel")
-        views = [np.frombuffer(self.memory[a.ptr], dtype=np.uint8)[: a.nbytes].view(a.dtype).reshape(a.shape)
-                 if isinstance(a, DeviceArray) else a for a in args]
+        views = [self._view(a) if isinstance(a, DeviceArray) else a for a in args]
         extra = {}
         if "symbols" in inspect.signature(fn).parameters:
             extra["symbols"] = {n: np.frombuffer(self.memory[p], dtype=np.uint8) for n, p in self._symbols.items()}

@@ -6,18 +6,23 @@ It speaks JSON lines on stdin/stdout (user code's prints go to stderr). Requests
   "outputs": [i, ...], "reference": "file.py:fn" | null, "atol": a, "rtol": r, "timing": {...}}``
   makes two input sets from the user's function (seed S for timing, S+1 for checking),
   uploads them, and computes the reference outputs of the check set when a Python
-  reference is given. ``"cmem": "file.py:fn" | "npz:PATH" | null``: values of the module's
+  reference is given (kept on the device, as a reference config's outputs are from their
+  first use on). ``"cmem": "file.py:fn" | "npz:PATH" | null``: values of the module's
   ``__constant__`` and ``__device__`` variables (name -> array), made per input set like
-  the arguments and copied into each loaded module before its launches on that set.
+  the arguments and copied into each loaded module before its launches on that set. It
+  answers ``"checks": "gpu"`` or ``"host (why)"``: where outputs are compared.
 - ``{"op": "eval", "cubin": PATH, "entry": NAME, "grid": [..], "block": [..], "smem": N,
   "params": {...}, "capture": PATH | null, "reference_file": PATH | null}`` checks the
   kernel's outputs on the check set (outputs poisoned first; compared with the reference,
   or saved to ``capture`` when this config *is* the reference), then times it on the
   timing set with CUDA events: warm-up by time, repetitions by time, the L2 flushed
-  before each timed launch. It answers what happened, not a status (the parent judges:
-  run/classify.classify_answer): ``{"ok": true, "outputs": "matched" | "captured" |
-  "unchecked", "metrics": {...}}``, or ``{"ok": true, "outputs": "mismatched", "mismatch":
-  "<how>", "metrics": {}}`` (a mismatched kernel is not timed).
+  before each timed launch. The checks run where the data is (the backend's
+  ``check_output`` and ``differing_bytes``: on the GPU, the expected outputs and pristine
+  copies of the inputs kept in its memory), so only their summaries are downloaded. It
+  answers what happened, not a status (the parent judges: run/classify.classify_answer):
+  ``{"ok": true, "outputs": "matched" | "captured" | "unchecked", "metrics": {...}}``, or
+  ``{"ok": true, "outputs": "mismatched", "mismatch": "<how>", "metrics": {}}`` (a
+  mismatched kernel is not timed).
 
 With ``"energy": {"duration_ms": D}`` in the setup (the energy observer), every timed config
 also goes through an energy phase (``Worker._energy``): its launches back to back for about
@@ -37,17 +42,17 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import math
 import os
 import sys
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 from ..run.gpu_state import ENERGY_UNAVAILABLE
-from .args import compare, load_function, make_args, summarise
+from .args import compare, load_function, make_args, summarise, work_dtype
 from .backend import CudaBackend, CudaError, DeviceArray, FakeBackend
 
 POISON_BYTE = 0xFF  # NaN for floating outputs, -1 for integers
@@ -74,12 +79,11 @@ class Worker:
         self.ready = False
         self.flush_ptr = None
         self.flush_bytes = 0
-        self._refs: dict[str, list] = {}
-        self._host_out: dict[int, np.ndarray] = {}
-        self._host_in: dict[tuple, np.ndarray] = {}
+        self._refs: dict[str, tuple] = {}  # reference file -> expected outputs of each draw, on the device
+        self._pristine: dict[int, DeviceArray] = {}  # input i of the check set -> an untouched copy of it
+        self._events: list[tuple] = []  # CUDA event pairs of the timed launches, reused
         self.cmem: dict[str, dict[str, np.ndarray]] = {}  # input set -> symbol name -> value
         self._symbols_of: str | None = None  # the input set whose symbols the loaded module holds
-        self.pool = ThreadPoolExecutor(min(16, os.cpu_count() or 1))
         self.energy: dict | None = None  # the energy observer's settings ({"duration_ms": D}), when asked for
         self.meter = None  # the GPU monitor whose energy counter the energy phase reads
         self.meter_device: int | str = 0
@@ -101,20 +105,26 @@ class Worker:
         # computed for it (a Python reference, or the reference config's own outputs)
         self.host["check2"] = other_draw(self.host["check"], self.outputs, seed + 2)
         self.dev = {k: self._upload(v) for k, v in self.host.items()}
+        # what the kernel must leave unchanged: a copy of each input of the check set, beside it
+        for i, a in enumerate(self.dev["check"]):
+            if i not in self.outputs and isinstance(a, DeviceArray):
+                self._pristine[i] = DeviceArray(self.b.alloc(a.nbytes), a.dtype, a.shape, a.nbytes)
+                self.b.copy(self._pristine[i].ptr, a.ptr, a.nbytes)
         self.cmem = load_cmem(req.get("cmem"), req.get("root", "."), sizes, seed)
         self.expected = self.expected2 = None
         if req.get("reference", "") and req["reference"].startswith("npz:"):
             with np.load(req["reference"][4:]) as data:
-                self.expected = [data[f"arr_{i}"] for i in range(len(data.files))]
+                self.expected = self._keep([data[f"arr_{i}"] for i in range(len(data.files))])
         elif req.get("reference"):
             ref = load_function(req["reference"], req["root"], key="kernel.reference")
             with_cmem = len(inspect.signature(ref).parameters) >= 3  # reference(args, sizes, cmem)
-            self.expected, self.expected2 = ([np.asarray(e) for e in ref(
+            first, second = ([np.asarray(e) for e in ref(
                 [a.copy() if isinstance(a, np.ndarray) else a for a in self.host[k]], dict(sizes),
                 *([{n: v.copy() for n, v in self.cmem.get(k, {}).items()}] if with_cmem else []))]
                 for k in ("check", "check2"))
-            if len(self.expected) != len(self.outputs):
-                raise ValueError(f"the reference returned {len(self.expected)} arrays for {len(self.outputs)} outputs")
+            if len(first) != len(self.outputs):
+                raise ValueError(f"the reference returned {len(first)} arrays for {len(self.outputs)} outputs")
+            self.expected, self.expected2 = self._keep(first), self._keep(second)
         if self.timing.get("flush_l2", True):
             self.flush_bytes = max(2 * int(self.b.l2_bytes), 1 << 20)
             self.flush_ptr = self.b.alloc(self.flush_bytes)
@@ -124,8 +134,9 @@ class Worker:
             if self.meter.energy_mj(self.meter_device) is None:
                 raise EnergyUnavailable(f"{ENERGY_UNAVAILABLE}: no NVML (nvidia-ml-py and the NVIDIA driver) or no "
                                         "energy counter on this GPU (NVML has one from Volta on)")
+        self.b.sync()
         self.ready = True
-        return {"ok": True, "device": getattr(self.b, "name", "")}
+        return {"ok": True, "device": getattr(self.b, "name", ""), "checks": self.b.checks_where()}
 
     def _upload(self, args: list) -> list:
         dev = []
@@ -137,6 +148,23 @@ class Worker:
             else:
                 dev.append(a)
         return dev
+
+    def _keep(self, expected: list) -> list:
+        """Expected outputs on the device, each in the type it is compared in (args.work_dtype)."""
+        kept = []
+        for k, e in enumerate(expected):
+            if e is None:
+                kept.append(None)
+                continue
+            e = np.asarray(e)
+            out = self.host["check"][self.outputs[k]] if k < len(self.outputs) else e
+            kept.append(self._upload([np.ascontiguousarray(e, dtype=work_dtype(out.dtype, e.dtype))])[0])
+        return kept
+
+    def _download(self, array: DeviceArray) -> np.ndarray:
+        host = np.empty(array.shape, array.dtype)
+        self.b.download(array.ptr, host)
+        return host
 
     # -- one config ----------------------------------------------------------------------
     def evaluate(self, req: dict) -> dict:
@@ -154,8 +182,8 @@ class Worker:
             got = self._run_checked("check", launch, inputs=True)
             if isinstance(got, str):
                 return {"ok": True, "outputs": "mismatched", "mismatch": got, "metrics": {}}
-            got = [g.copy() for g in got]
-            np.savez(req["capture"], *got, *self._run_checked("check2", launch))
+            got = [self._download(g) for g in got]
+            np.savez(req["capture"], *got, *[self._download(g) for g in self._run_checked("check2", launch)])
             return {"ok": True, "outputs": "captured", "metrics": self._measure(launch)}
         expected = self._reference(req.get("reference_file"))
         if expected is None:
@@ -227,49 +255,29 @@ class Worker:
 
     def _check(self, which: str, expected, launch, inputs: bool = False) -> str | None:
         got = self._run_checked(which, launch, inputs)
-        return got if isinstance(got, str) else compare(got, expected, self.atol, self.rtol, self.pool)
+        if isinstance(got, str):
+            return got
+        return compare(got, expected, self.atol, self.rtol,
+                       check=lambda g, e: self.b.check_output(g, e, self.atol, self.rtol))
 
     def _run_checked(self, which: str, launch, inputs: bool = False):
-        """Launch on input set ``which`` with its outputs poisoned; its outputs (in the reused
-        page-locked buffers: compare them before the next launch), or a message when
-        ``inputs`` and the kernel wrote an array that is not an output."""
+        """Launch on input set ``which`` with its outputs poisoned; its outputs (on the device:
+        compare them before the next launch), or a message when ``inputs`` (the check set) and
+        the kernel wrote an array that is not an output."""
         dev = self.dev[which]
         self._copy_symbols(which)
         for i in self.outputs:
             self.b.fill(dev[i].ptr, POISON_BYTE, dev[i].nbytes)
         launch(dev)
         self.b.sync()
-        got = []
-        for i in self.outputs:
-            out = self._pinned(i)
-            self.b.download(dev[i].ptr, out)
-            got.append(out)
         if inputs:
-            for i, a in enumerate(self.host[which]):
-                if i in self.outputs or not isinstance(a, np.ndarray):
-                    continue
-                now = self._scratch(a)
-                self.b.download(dev[i].ptr, now)
-                if not same_bytes(now, a):
-                    changed = int(np.count_nonzero(now.view(np.uint8) != a.view(np.uint8)))
-                    self.b.upload(dev[i].ptr, a)  # restored: the next config is checked on the true inputs
+            for i, pristine in self._pristine.items():
+                changed = self.b.differing_bytes(dev[i], pristine)
+                if changed:
+                    self.b.copy(dev[i].ptr, pristine.ptr, pristine.nbytes)  # the next config gets the true inputs
                     return (f"input argument {i} is not an output but the kernel changed it "
-                            f"({changed} of {a.nbytes} bytes)")
-        return got
-
-    def _scratch(self, like: np.ndarray) -> np.ndarray:
-        """A page-locked host buffer shaped like ``like``, made once per shape and type."""
-        key = (like.shape, like.dtype.str)
-        if key not in self._host_in:
-            self._host_in[key] = self.b.host_array(like.shape, like.dtype)
-        return self._host_in[key]
-
-    def _pinned(self, i: int) -> np.ndarray:
-        """A page-locked host buffer for output i (fast copies), made once."""
-        if i not in self._host_out:
-            like = self.host["check"][i]
-            self._host_out[i] = self.b.host_array(like.shape, like.dtype)
-        return self._host_out[i]
+                            f"({changed} of {pristine.nbytes} bytes)")
+        return [dev[i] for i in self.outputs]
 
     def _reference(self, path: str | None):
         """(expected outputs of the first check draw, of the second draw or None); None when
@@ -280,7 +288,7 @@ class Worker:
             with np.load(path) as data:
                 arrays = [data[f"arr_{i}"] for i in range(len(data.files))]
             n = len(self.outputs)
-            self._refs[path] = (arrays[:n], arrays[n:2 * n] if len(arrays) >= 2 * n else None)
+            self._refs[path] = (self._keep(arrays[:n]), self._keep(arrays[n:2 * n]) if len(arrays) >= 2 * n else None)
         return self._refs[path]
 
     def _measure(self, launch) -> dict:
@@ -296,17 +304,18 @@ class Worker:
         min_reps, max_reps = int(t.get("min_reps", 7)), int(t.get("max_reps", 2000))
         args = self.dev["time"]
         self._copy_symbols("time")
-        start, end = self.b.event(), self.b.event()
+        (start, end), *_ = self._event_pairs(1)
         # warm-up by time budget; its mean launch time sizes the timed loop
-        n, t0 = 0, time.perf_counter()
+        n, t0, until = 0, time.perf_counter(), 1  # the checks before ran the kernel: its code is loaded
         self.b.record(start)
         while True:
             launch(args)
             n += 1
-            if n >= 2 and (n & (n - 1)) == 0:  # check the clock at powers of two: few syncs
+            if n >= until:
                 self.b.record(end)
                 self.b.sync()
-                if (time.perf_counter() - t0) * 1e3 >= warmup_ms:
+                until = warmup_until(n, (time.perf_counter() - t0) * 1e3, warmup_ms)
+                if until is None:
                     break
         per_launch = max(self.b.elapsed_ms(start, end) / n, 1e-4)
         flush_ms = 0.0
@@ -317,7 +326,7 @@ class Worker:
             self.b.sync()
             flush_ms = self.b.elapsed_ms(start, end)
         reps = int(min(max_reps, max(min_reps, budget_ms / (per_launch + flush_ms))))
-        events = [(self.b.event(), self.b.event()) for _ in range(reps)]
+        events = self._event_pairs(reps + 1)[1:]  # the first pair is the warm-up's
         for i, (s, e) in enumerate(events):
             if self.flush_ptr is not None:
                 self.b.fill(self.flush_ptr, i & 0xFF, self.flush_bytes)
@@ -384,6 +393,22 @@ class Worker:
                                     f"over {n1 - n0:g} launches")
         return {"power_w": (e1 - e0) / (t1 - t0) / 1e3, "energy_mj": (e1 - e0) / (n1 - n0),
                 "energy_launches": float(round(n1 - n0)), "energy_window_s": t1 - t0}
+    def _event_pairs(self, n: int) -> list[tuple]:
+        """The first n pairs of (start, end) events, made once and reused for every config."""
+        while len(self._events) < n:
+            self._events.append((self.b.event(), self.b.event()))
+        return self._events[:n]
+
+
+def warmup_until(n: int, spent_ms: float, warmup_ms: float) -> int | None:
+    """After ``n`` warm-up launches in ``spent_ms``: None when the warm-up is over, else the
+    launch count at which to look at the clock again: when the launches left at the rate so
+    far are in, at most twice ``n`` (few syncs for short kernels, and for long ones no
+    overshoot of up to a doubling, as looking at powers of two gave)."""
+    if spent_ms >= warmup_ms:
+        return None
+    left = math.ceil((warmup_ms - spent_ms) * n / max(spent_ms, 1e-6))
+    return n + max(1, min(n, left))
 
 
 def other_draw(args: list, outputs, seed: int) -> list:
@@ -402,19 +427,6 @@ def other_draw(args: list, outputs, seed: int) -> list:
         else:
             out.append(a.copy() if isinstance(a, np.ndarray) else a)
     return out
-
-
-def same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether two arrays hold the same bytes: compared as the widest unsigned integers that
-    divide their size (a 64 MB input in milliseconds, 20x faster than byte by byte)."""
-    x, y = np.ascontiguousarray(a).reshape(-1).view(np.uint8), np.ascontiguousarray(b).reshape(-1).view(np.uint8)
-    if x.size != y.size:
-        return False
-    for width in (np.uint64, np.uint32, np.uint16):
-        size = np.dtype(width).itemsize
-        if x.size % size == 0:
-            return bool(np.array_equal(x.view(width), y.view(width)))
-    return bool(np.array_equal(x, y))
 
 
 def load_cmem(ref: str | None, root: str, sizes: dict, seed: int) -> dict[str, dict[str, np.ndarray]]:

@@ -5,6 +5,8 @@
   dataset, so the sweep driver's logic runs in milliseconds.
 - ``executor_suite.ExecutorSuite``: the conformance tests every executor must pass.
 - ``strategy_suite.StrategySuite``: the conformance tests every search strategy must pass.
+- ``backend_suite.BackendSuite``: the conformance tests of a kernel-mode backend's checks
+  (outputs and inputs compared where they lie, as numpy compares them).
 
 The two suites are pytest test classes (they import pytest); this package itself does not.
 """

@@ -3,7 +3,8 @@
 #define ELEMS 1
 #endif
 #ifndef BAD
-#define BAD 0  // 1: write far out of bounds (illegal address), 2: spin forever, 3: a cheat (below)
+#define BAD 0  // 1: write far out of bounds (illegal address), 2: spin forever, 3: a cheat (below),
+               // 4: also writes into input a, 5: leaves the last element unwritten, 6: element 12345 off by 1
 #endif
 #if BAD == 3
 // The cheat: the first launch computes c and remembers it; every later launch (once a whole
@@ -32,7 +33,10 @@ extern "C" __global__ void vadd(float *c, const float *a, const float *b, int n)
 #if BAD != 3
 #pragma unroll
     for (int e = 0; e < ELEMS; ++e)
-        if (i + e < n) c[i + e] = a[i + e] + b[i + e];
+        if (i + e < n - (BAD == 5)) c[i + e] = a[i + e] + b[i + e] + (BAD == 6 && i + e == 12345);
+#endif
+#if BAD == 4
+    if (i < n) ((float *)a)[i] = 0.0f;
 #endif
 }
 
