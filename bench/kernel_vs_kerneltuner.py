@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from compare_protocol import ChildFailed, cupy_cache_env, describe, fresh_folder, round_order, run_child
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "kernel_mode"
 N = 4096
@@ -111,19 +113,11 @@ def measure(config: dict, work: Path, tag: str) -> float:
 
 def kernel_tuner_fresh(work: Path, tag: str) -> dict:
     """One Kernel Tuner sweep in a process of its own, CuPy's kernel cache in a fresh folder."""
-    cache = work / f"cupy-cache-{tag}"
-    shutil.rmtree(cache, ignore_errors=True)
-    cache.mkdir(parents=True)
-    result = work / f"kt-{tag}.json"
-    env = {**os.environ, "CUPY_CACHE_DIR": str(cache)}
-    t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, __file__, "--kt-only", str(result)], env=env, capture_output=True, text=True)
-    outer = time.perf_counter() - t0
-    if r.returncode != 0:
-        raise SystemExit(f"Kernel Tuner failed:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}")
-    kt = json.loads(result.read_text())
-    kt["process_wall_s"] = outer  # with the interpreter's start and Kernel Tuner's import
-    return kt
+    try:
+        return run_child([sys.executable, __file__, "--kt-only", str(work / f"kt-{tag}.json")],
+                         work / f"kt-{tag}.json", env=cupy_cache_env(work, tag), what="Kernel Tuner")
+    except ChildFailed as exc:
+        raise SystemExit(str(exc)) from None
 
 
 def protocol(out: Path, reps: int) -> int:
@@ -131,16 +125,12 @@ def protocol(out: Path, reps: int) -> int:
     work.mkdir(parents=True, exist_ok=True)
     rounds = []
     for i in range(reps):
-        order = ("kt", "ks") if i % 2 == 0 else ("ks", "kt")
         got = {}
-        for tool in order:
+        for tool in round_order(i):
             if tool == "kt":
                 got["kt"] = kernel_tuner_fresh(work, str(i))
             else:
-                folder = work / f"ks-{i}"
-                shutil.rmtree(folder, ignore_errors=True)
-                folder.mkdir()
-                got["ks"] = ksweep_sweep(folder)
+                got["ks"] = ksweep_sweep(fresh_folder(work / f"ks-{i}"))
             w = got[tool]
             print(f"round {i + 1} {'Kernel Tuner' if tool == 'kt' else 'ksweep      '}: "
                   f"{w.get('process_wall_s', w['wall_s']):.1f} s, best {w['best']} {w['best_ms']:.4f} ms", flush=True)
@@ -151,8 +141,7 @@ def protocol(out: Path, reps: int) -> int:
     summary = {"rounds": rounds, "kernel_tuner_wall_s": kt, "ksweep_wall_s": ks, "speedups": speedups,
                "same_best": all(r["kt"]["best"] == r["ks"]["best"] for r in rounds)}
     (out / "kernel_vs_kerneltuner_protocol.json").write_text(json.dumps(summary, indent=2, default=str))
-    print(f"Kernel Tuner: median {statistics.median(kt):.1f} s (range {min(kt):.1f}-{max(kt):.1f}); "
-          f"ksweep: median {statistics.median(ks):.1f} s (range {min(ks):.1f}-{max(ks):.1f}); "
+    print(f"Kernel Tuner: {describe(kt)}; ksweep: {describe(ks)}; "
           f"speed-up per round {', '.join(f'{x:.2f}x' for x in speedups)}; "
           f"same best config in every round: {summary['same_best']}")
     return 0
