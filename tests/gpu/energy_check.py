@@ -89,7 +89,7 @@ def main() -> int:
               f"exit {run.returncode} in {time.monotonic() - started:.0f} s")
         check("the run printed its Pareto front",
               "Pareto front over ms (min), energy_mj (min), gflops_per_watt (max)" in run.stdout)
-        db = folder / ".ksweep" / "matmul-energy.db"
+        db = folder / ".ksweep" / "energy.db"  # named after the spec file
         if not db.exists():
             check("the database exists", False, str(db))
             return 1
