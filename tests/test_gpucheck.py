@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -103,14 +104,19 @@ def test_every_output_type_has_its_kernels_and_nothing_else():
 
 @pytest.mark.parametrize("capability, kind", [((9, 0), b"\x7fELF"), ((7, 5), b"\x7fELF"), ((9, 9), b"//")])
 def test_the_kernels_compile_with_nvrtc(capability, kind):
-    """A cubin for an architecture NVRTC knows; PTX of the newest one below, for one it does not."""
+    """A cubin for an architecture NVRTC knows; PTX of the newest one below, for one it does not.
+    Built in a process of its own: with libnvrtc loaded into the test process, the process-tree
+    tests run after it in the same session failed (the programs they start were not seen
+    running within 20 s; the cause is not found)."""
     pytest.importorskip("cuda.bindings.nvrtc")
-    try:
-        image = gpucheck.build(capability)
-    except RuntimeError as exc:
-        if "libnvrtc" in str(exc) or "not found" in str(exc).lower():
-            pytest.skip(f"no NVRTC library: {exc}")
-        raise
+    code = "import sys; from ksweep.kernel import gpucheck; sys.stdout.buffer.write(gpucheck.build((%d, %d)))"
+    done = subprocess.run([sys.executable, "-c", code % capability], capture_output=True, timeout=300)
+    if done.returncode:
+        err = done.stderr.decode(errors="replace")
+        if "libnvrtc" in err or "not found" in err.lower():
+            pytest.skip(f"no NVRTC library: {err.strip().splitlines()[-1]}")
+        raise AssertionError(err[-2000:])
+    image = done.stdout
     assert image.startswith(kind)
     if kind == b"//":
         assert b".target sm_90" in image and b"ks_check_float32_float32" in image
