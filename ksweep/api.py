@@ -326,7 +326,8 @@ def measured_cost(db: str | Path | None, warm_start: Sequence[str] = ()):
 
 def sample_builds(spec: Spec, count: int, seed: int = 0, cache: str | Path | None = None) -> list[float]:
     """Build ``count`` random valid configs of the spec's first shape × variant (through the
-    build cache, so the sweep reuses them) and return each fresh build's wall seconds."""
+    build cache, so the sweep reuses them) and return each one's build wall seconds (for a
+    config the cache already held, what its build took when it was made)."""
     from .space.space import Space
     from .sweep.jobs import JobFactory
 
@@ -340,8 +341,9 @@ def sample_builds(spec: Spec, count: int, seed: int = 0, cache: str | Path | Non
     seconds = []
     for i in picks:
         result = builder.build(factory.make(space[i]))
-        if hasattr(result, "seconds") and not result.cached:
-            seconds.append(result.seconds)
+        took = getattr(result, "built_seconds", 0.0)  # none for a build that Ctrl-C stopped
+        if took > 0:
+            seconds.append(took)
     return seconds
 
 

@@ -29,6 +29,7 @@ class BuildResult:
     cpu_seconds: float = 0.0
     harness_failed: bool = False  # the config's harness did not build: not the config's fault
     deps: tuple[tuple[str, str], ...] = ()  # (path, digest) of the files the compiler read (build/deps.py)
+    built_seconds: float = 0.0  # the wall time of the build that made it, also when served from the cache
 
 
 @dataclass(frozen=True)
@@ -183,10 +184,11 @@ class Builder:
         if not meta["ok"]:
             return BuildResult(Status.COMPILE_ERROR, first_error_lines(meta["log"]), report=report,
                                log=meta["log"], seconds=seconds, cached=cached, cpu_seconds=cpu,
-                               deps=_deps_of(meta))
+                               deps=_deps_of(meta), built_seconds=meta["seconds"])
         status, message = (Status.OK, "") if job.is_harness else self.rules.judge(report)
         return BuildResult(status, message, binary=entry / job.output, report=report, log=meta["log"],
-                           seconds=seconds, cached=cached, cpu_seconds=cpu, deps=_deps_of(meta))
+                           seconds=seconds, cached=cached, cpu_seconds=cpu, deps=_deps_of(meta),
+                           built_seconds=meta["seconds"])
 
 
 def _deps_of(meta: dict) -> tuple[tuple[str, str], ...]:
