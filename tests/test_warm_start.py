@@ -346,3 +346,47 @@ def test_stored_results_make_the_same_source_whatever_order_they_finished_in():
     a = results_sources(rows, "ms", "min")
     b = results_sources(rows[::-1], "ms", "min")
     assert a == b and a[0].ranked() == b[0].ranked()
+
+
+def test_plan_estimate_builds_sample_configs_that_the_sweep_then_reuses(tmp_path, capsys):
+    """``plan --estimate N``: N random valid configs built now with gcc (their wall time is the
+    cost of a build), the expected wall times from it, and the builds kept in the build
+    cache, so the sweep that follows does not build them again."""
+    import shutil
+    import textwrap
+
+    import ksweep
+
+    for name in ("toy.c", "toy.h"):
+        shutil.copy(Path(__file__).parent / "programs" / name, tmp_path)
+    (tmp_path / "toy.toml").write_text(textwrap.dedent("""
+        [sweep]
+        name = "toy"
+        [params]
+        A = [5, 6, 7, 8, 9]
+        B = [3, 4]
+        [build]
+        sources = ["toy.c"]
+        command = ["gcc", "-O0", "{defines}", "-o", "{binary}", "toy.c"]
+    """))
+    spec_path = str(tmp_path / "toy.toml")
+    assert main(["plan", spec_path, "--estimate", "3", "--jobs", "2", "--json"]) == 0
+    est = json.loads(capsys.readouterr().out)["estimate"]
+    cost = est["cost"]
+    assert cost["source"] == "sample builds" and 1 <= cost["builds"] <= 3 and cost["runs"] == 0
+    assert cost["build_seconds"] > 0 and cost["run_seconds"] == 0
+    expected = wall_seconds(10, Cost(**cost), cores=2, gpus=est["gpus"])
+    assert est["cores"] == 2 and est["exhaustive_seconds"] == pytest.approx(expected)
+    # the space (10 configs) is within every preset's budget: each sweeps it whole, as long
+    assert [(p["strategy"], p["seconds"]) for p in est["presets"]] == [("grid", pytest.approx(expected))] * 3
+
+    # the text says where the figure comes from
+    assert main(["plan", spec_path, "--estimate", "2", "--jobs", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "exhaustive: 10 configs, expected" in out and "--effort quick: grid, every config" in out
+
+    run = ksweep.tune(ksweep.load_spec(spec_path), options=ksweep.SweepOptions(strategy="grid"))
+    with ksweep.Store(run.db) as store:
+        results = store.results()
+    assert len(results) == 10
+    assert sum(r.cached for r in results) >= cost["builds"]  # the sample builds were not built again
