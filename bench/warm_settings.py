@@ -61,18 +61,21 @@ def main() -> None:
         for t, s, values in pool.map(_one, jobs, chunksize=2):
             runs.setdefault((t, s), []).append(values)
     name = lambda f: Path(f).name.removesuffix(".json.gz")
-    at25 = {}
-    for (t, s), vs in runs.items():
+    at25, e5 = {}, {}
+    for (t, s), vs in sorted(runs.items()):
         opt = optimum[t]
         r25 = float(np.mean([ratio_curve(v[:25], opt)[-1] for v in vs]))
         rb = float(np.mean([ratio_curve(v, opt)[-1] for v in vs]))
         e = np.median([evals_to_within(v, opt) or np.inf for v in vs])
         at25[(name(t), name(s))] = r25
+        e5[(name(t), name(s))] = e
         print(f"{name(t):28s} <- {name(s):28s} r25 {r25:.3f} r{args.budget} {rb:.3f} med-e5 {e:5.1f}")
-    print(f"mean r25 over {len(at25)} pairs: {np.mean(list(at25.values())):.3f}  settings {settings}")
+    met = lambda keys: sum(e5[k] <= 15 for k in keys)
+    print(f"mean r25 over {len(at25)} pairs: {np.mean(list(at25.values())):.3f}, median evals-to-5% <= 15 on "
+          f"{met(e5)} of {len(e5)}  settings {settings}")
     for d in sorted({name(f) for f in files}):
-        rest = [v for k, v in at25.items() if d not in k]
-        print(f"  without {d}: {np.mean(rest):.3f}")
+        rest = [k for k in at25 if d not in k]
+        print(f"  without {d}: {np.mean([at25[k] for k in rest]):.3f}, <= 15 on {met(rest)} of {len(rest)}")
 
 
 if __name__ == "__main__":
