@@ -2,12 +2,12 @@
 "Warm start", the table of settings): every ordered pair of datasets of one kernel, the
 target searched with the source's recorded results as its prior.
 
-    python bench/warm_settings.py ../shared/datasets --repeats 6 --budget 50 \
-        --settings '{"residual_floor": 0.25}'
+    python bench/warm_settings.py ../shared/datasets --repeats 10 --budget 50 \
+        --settings '{"warm_flips": false}'
 
 Prints, per pair, the mean ratio at 25 and at the budget and the median evals-to-5%, then
-the mean ratio at 25 over all pairs and with each dataset left out (every pair that has it
-as target or source).
+the mean ratio at 25 and the pairs within 5% in a median of at most 15 evaluations, over
+all pairs and with each dataset left out (every pair that has it as target or source).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def _one(job):
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("datasets", help="the folder of the recorded datasets")
-    p.add_argument("--repeats", type=int, default=6)
+    p.add_argument("--repeats", type=int, default=10)
     p.add_argument("--budget", type=int, default=50)
     p.add_argument("--settings", default="{}", help="SurrogateSettings fields as JSON")
     p.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 1))
