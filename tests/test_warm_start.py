@@ -86,6 +86,33 @@ def test_seeds_are_the_best_mapped_configs_valid_in_the_target():
     assert seed_configs(Prior((source,)), params, valid, 5) == [{"a": 4}, {"a": 1}]  # failed a=3 never seeds
 
 
+def test_seeds_cover_each_switch_after_the_sources_best():
+    """The source's best configs all take the shared-memory path (s=1): after its best come
+    the best with one switch changed at a time, then the best config of each combination of
+    switches not yet tried, then the next best."""
+    configs, values = [], []
+    for a, s, r in itertools.product(range(6), (0, 1), (0, 1)):
+        configs.append({"a": a, "s": s, "r": r})
+        values.append(1.0 + abs(a - 3) + (0.0 if s else 10.0) + 0.5 * r)
+    source = Source("s", tuple(configs), tuple(values))
+    params = (Param("a", tuple(range(6))), Param("s", (0, 1)), Param("r", (0, 1)))
+    everything = lambda c: True
+    seeds = seed_configs(Prior((source,)), params, everything, 6)
+    assert seeds[0] == {"a": 3, "s": 1, "r": 0}  # the best
+    assert seeds[1:3] == [{"a": 3, "s": 0, "r": 0}, {"a": 3, "s": 1, "r": 1}]  # one switch changed
+    assert seeds[3] == {"a": 3, "s": 0, "r": 1}  # the last combination, at its best
+    assert seeds[4:] == [{"a": 2, "s": 1, "r": 0}, {"a": 4, "s": 1, "r": 0}]  # then the next best
+    assert seed_configs(Prior((source,)), params, everything, 3, diverse=False) == [
+        {"a": 3, "s": 1, "r": 0}, {"a": 3, "s": 1, "r": 1}, {"a": 2, "s": 1, "r": 0}]  # the plain order
+    # a switch the source never set is tried both ways, its default first
+    no_r = Source("no r", tuple({"a": c["a"], "s": c["s"]} for c in configs[::2]), tuple(values[::2]))
+    params_r = (params[0], params[1], Param("r", (0, 1), default=1))
+    assert seed_configs(Prior((no_r,)), params_r, everything, 3) == [
+        {"a": 3, "s": 1, "r": 1}, {"a": 3, "s": 0, "r": 1}, {"a": 3, "s": 1, "r": 0}]
+    # a flip that is invalid in the target is skipped
+    assert {"a": 3, "s": 0, "r": 0} not in seed_configs(Prior((source,)), params, lambda c: c["s"] or c["r"], 6)
+
+
 # -- the search learns from the prior ------------------------------------------------------
 
 
@@ -137,6 +164,48 @@ def test_warm_start_is_deterministic_per_seed_and_empty_priors_are_cold():
     assert search(target, Prior(), seed=3)[1].positions == search(target, None, seed=3)[1].positions
     failed_only = Prior((Source("failed", configs=({"a": 1, "b": 1, "c": 0},), values=(None,)),))
     assert search(target, failed_only, seed=3)[1].positions == search(target, None, seed=3)[1].positions
+
+
+def flipped(name: str, fast_path: int, path_gain: float, best_a: int):
+    """A kernel with a switch ``s`` whose faster value differs between GPUs (``fast_path``),
+    and a size ``a`` whose best value moves a little."""
+    cache = {}
+    for a, b, s in itertools.product(range(12), (1, 2, 4, 8, 16), (0, 1)):
+        t = 2.0 + 0.1 * (a - best_a) ** 2 + abs(np.log2(b) - 2) + (0.0 if s == fast_path else path_gain)
+        cache[f"{a},{b},{s}"] = {"a": a, "b": b, "s": s, "time": t}
+    return parse_kernel_tuner({"tune_params_keys": ["a", "b", "s"], "cache": cache}, name=name)
+
+
+def test_a_switch_that_flips_between_gpus_is_learnt_from_the_seeds():
+    """On the source, s=1 saves 2 ms; on the target s=0 saves 0.3 ms and the best a moved by
+    one. The seed with the switch changed measures the flip, and the model (the target's own
+    offset per switch combination, and the source without its switches) goes on from it."""
+    source = flipped("source", fast_path=1, path_gain=2.0, best_a=6)
+    target = flipped("target", fast_path=0, path_gain=0.3, best_a=7)
+    prior = dataset_prior(source)
+    for seed in range(4):
+        s, trace = search(target, prior, budget=25, seed=seed, strategy="surrogate")
+        tried = [ReplaySpace(target)[p] for p in trace.positions]
+        assert tried[:2] == [{"a": 6, "b": 4, "s": 1}, {"a": 6, "b": 4, "s": 0}]
+        assert evals_to_within(trace.values, target.optimum, 0.0) <= 7, seed  # 9-12 without the flips
+
+
+def test_several_sources_the_one_that_predicts_the_target_leads():
+    """Two sources: one close to the target, one whose sizes run the other way. The search
+    from both finds the target's optimum about as soon as from the good one alone."""
+    target = kernel(shift=2.0, name="target")
+    good = kernel(shift=2.5, name="good")
+    cache = {}
+    for a, b, c in itertools.product(range(12), [1, 2, 4, 8, 16], [0, 1, 2]):
+        cache[f"{a},{b},{c}"] = {"a": a, "b": b, "c": c, "time": 2.0 + 0.1 * (a - 1) ** 2 + 0.3 * (2 - c) + b / 4}
+    bad = parse_kernel_tuner({"tune_params_keys": ["a", "b", "c"], "cache": cache}, name="bad")
+    both = Prior(tuple(dataset_prior(d).sources[0] for d in (bad, good)))
+    found = {}
+    for name, prior in (("good", dataset_prior(good)), ("both", both), ("bad", dataset_prior(bad))):
+        found[name] = [evals_to_within(search(target, prior, budget=40, seed=k, strategy="surrogate")[1].values,
+                                       target.optimum, 0.0) or 99 for k in range(4)]
+    assert max(found["both"]) <= 3
+    assert np.mean(found["both"]) < np.mean(found["bad"])
 
 
 class TestWarmConformance(StrategySuite):

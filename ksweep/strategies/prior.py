@@ -18,6 +18,7 @@ Pure data and pure functions: no file is read here (``ksweep.replay.warm`` reads
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
@@ -108,42 +109,125 @@ def map_config(config: Mapping[str, Any], params: Sequence) -> dict[str, Any] | 
     return out
 
 
-def seed_configs(prior: Prior, params: Sequence, contains, count: int) -> list[dict[str, Any]]:
-    """The ``count`` best configs of the sources mapped into the target space, distinct and
-    valid there (``contains(config)``), taken from the sources in turn (the best of each,
-    then the second best of each, ...)."""
+def switch_names(params: Sequence) -> tuple[str, ...]:
+    """Target parameters that choose between code paths rather than sizes: two values (on/off,
+    one layout or another), or values that are not all numbers."""
+    return tuple(p.name for p in params
+                 if len(p.values) == 2 or (len(p.values) > 2 and not all(_is_number(v) for v in p.values)))
+
+
+SEED_WALK = 50_000  # mapped configs of one source looked at, at most, when choosing seeds
+
+
+def seed_configs(prior: Prior, params: Sequence, contains, count: int, diverse: bool = True,
+                 flips: bool = True, extra_flips: bool = False) -> list[dict[str, Any]]:
+    """The ``count`` configs a warm-started search tries first: the best configs of the
+    sources mapped into the target space, distinct and valid there (``contains(config)``),
+    taken from the sources in turn (the best of each, then the next of each, ...).
+
+    ``diverse``: a switch (``switch_names``) that is best one way on the source may be best
+    the other way on the target (a shared-memory path that pays on one GPU only), and the
+    best configs of a source mostly share their switches. So after the best config of each
+    source come (``flips``) that config with one switch changed at a time, which measures
+    each switch on the target where the sources are best, then the best config the sources
+    have for each combination of the switches' values not yet tried (in the order of those
+    configs), then the next best configs. A switch that a source does not set is varied
+    too, over the target's values (its default first), since the source says nothing of
+    it. Without switches this is the plain order."""
     if count <= 0:
         return []
     names = [p.name for p in params]
+    switches = switch_names(params) if diverse else ()
+    per_source = [_seed_candidates(s, params, names, switches, contains, count) for s in prior.sources]
     out: list[dict[str, Any]] = []
-    seen: set[tuple] = set()
+    keys: set[tuple] = set()
+    combos: set[tuple] = set()
 
-    def next_of(source: Source, order) -> dict[str, Any] | None:
-        for i in order:
-            mapped = map_config(source.configs[i], params)
-            if mapped is None:
-                continue
-            key = tuple(mapped[n] for n in names)
-            if key in seen:
-                continue
-            seen.add(key)
-            if _contains(contains, mapped):
-                return mapped
-        return None
+    def take(key, combo, config, covers: bool = True) -> bool:
+        if len(out) >= count or key in keys:
+            return False
+        keys.add(key)
+        if covers:
+            combos.add(combo)
+        out.append(config)
+        return True
 
-    turns = [(s, iter(s.ranked())) for s in prior.sources]
-    while turns and len(out) < count:
-        alive = []
-        for source, order in turns:
-            config = next_of(source, order)
-            if config is None:
-                continue  # this source has nothing more to give
-            out.append(config)
-            alive.append((source, order))
-            if len(out) == count:
-                break
-        turns = alive
+    def in_turns(part: int, new_combo: bool, each: int | None = None) -> None:
+        turns = [iter(lists[part]) for lists in per_source]
+        rounds = 0
+        while turns and len(out) < count and (each is None or rounds < each):
+            alive = []
+            for it in turns:
+                for key, combo, config in it:
+                    if not (new_combo and combo in combos) and take(key, combo, config):
+                        alive.append(it)
+                        break
+            turns = alive
+            rounds += 1
+
+    if not switches:
+        in_turns(2, False)
+        return out
+    in_turns(0, True, each=1)  # the best of each source
+    if flips:
+        count += extra_flips * len(switches)  # room for them on top of the sources' configs
+        by_name = {p.name: p for p in params}
+        for best in list(out):
+            for n in switches:
+                for v in by_name[n].values:
+                    if v != best[n]:
+                        config = {**best, n: v}
+                        if _contains(contains, config):  # it leaves its combination to the sources' best
+                            take(tuple(config[m] for m in names), (), config, covers=False)
+    in_turns(0, True)  # the best of each combination not yet tried
+    in_turns(1, False)
     return out
+
+
+def _seed_candidates(source: Source, params: Sequence, names: list[str], switches: Sequence[str], contains,
+                     count: int) -> tuple[list, list, list]:
+    """(the best mapped valid config of each switch combination, in the source's order; the
+    other configs, best first, up to ``count``; both in the source's order) as (key,
+    combination, config) triples."""
+    have = set(source.names)
+    by_name = {p.name: p for p in params}
+    free = [n for n in switches if n not in have]  # switches the source never set: varied here
+    variants = [dict(zip(free, vs)) for vs in itertools.product(*(_default_first(by_name[n]) for n in free))]
+    firsts, rest = [], []
+    order: dict[tuple, int] = {}  # every distinct mapped config looked at -> its place
+    combos: set[tuple] = set()
+    wanted = min(count, math.prod(len(by_name[n].values) for n in switches))
+    looked = 0
+    for i in source.ranked():
+        mapped = map_config(source.configs[i], params)
+        if mapped is None:
+            continue
+        for variant in variants:
+            config = {**mapped, **variant}
+            key = tuple(config[n] for n in names)
+            looked += 1
+            if key in order:
+                continue
+            order[key] = len(order)
+            if not _contains(contains, config):
+                continue
+            combo = tuple(config[n] for n in switches)
+            if combo in combos:
+                if len(rest) < count:
+                    rest.append((key, combo, config))
+            else:
+                combos.add(combo)
+                firsts.append((key, combo, config))
+        if (len(firsts) >= wanted and len(rest) >= count) or looked >= SEED_WALK:
+            break
+    both = sorted(firsts + rest, key=lambda t: order[t[0]])[:count]
+    return firsts, rest, both
+
+
+def _default_first(param) -> list:
+    default = getattr(param, "default", None)
+    first = default if default in param.values else param.values[0]
+    return [first] + [v for v in param.values if v != first]
 
 
 def _contains(contains, config) -> bool:

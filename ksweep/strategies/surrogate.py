@@ -22,11 +22,14 @@ estimated chance that it does not fail:
 - *Batches*: configs asked before earlier ones are told are chosen with the pending ones
   as fantasies at their predicted mean ("kriging believer"), so a batch spreads out.
 
-- *Warm start* (a ``prior``: earlier results of the kernel, ``prior.py``): the sources'
-  best configs replace the random start, and the model is of the target's log-time as
-  ``a + b * p(x) + residual``, where ``p`` is what the sources say (``transfer.py``) and
-  ``b`` is fitted to the target's results, shrunk towards 1. Without a prior nothing here
-  changes: the same seed makes the same proposals as before warm start existed.
+- *Warm start* (a ``prior``: earlier results of the kernel, ``prior.py``): configs chosen
+  from the sources replace the random start (their best, then the switches tried each
+  way), and the model is of the target's log-time as ``a + b * p_k(x) + c[switches] +
+  residual``, where ``p_k`` is what a source says (``transfer.py``), ``b`` and ``c`` (an
+  offset per combination of the switches' values: a code path may pay on one GPU only) are
+  fitted to the target's results, and the components ``k`` are weighed by how well each
+  explains them. Without a prior nothing here changes: the same seed makes the same
+  proposals as before warm start existed.
 
 The settings were chosen on five recorded datasets (docs/benchmarks.md); each choice was
 the same with any one of the five left out.
@@ -45,7 +48,7 @@ from .base import SearchSpace, Strategy
 from .features import Featurizer
 from .gp import GaussianProcess, expected_improvement
 from .indexed import IndexedSpace
-from .prior import Prior, seed_configs
+from .prior import Prior, seed_configs, switch_names
 
 MAX_FAILURE = 0.5  # candidates more likely than this to fail come after all others
 EAGER_FAILURES = 20  # refit the failure model at each failure up to this many
@@ -68,11 +71,21 @@ class SurrogateSettings:
     scale: str = "log"  # numeric features: "log" (log2 of positive values, else rank) or "rank"
     # warm start (a prior: docs/strategies.md#warm-start); none of these matters without one
     warm_seeds: int = 5  # the sources' best configs, mapped into the space, evaluated first
+    warm_diverse: bool = True  # the seeds cover the combinations of the switches first (prior.seed_configs)
+    warm_flips: bool = True  # ... starting with the best config with one switch changed at a time
+    extra_flips: bool = False  # ... on top of the warm_seeds configs of the sources
     warm_random: int = 0  # random configs after them, before the model takes over
     prior_weight: float = 2.0  # the slope of target on source is shrunk to 1 by this many pseudo-results
     residual_floor: float = 0.1  # the residual sd is at least this share of the source's spread
     prior_pool: int = 200  # configs with the best prior that join a global step's candidates
     warm_centres: int = 1  # with a prior, a local step searches around this many of the best configs
+    switch_offsets: bool = True  # the target's own offset per combination of the switches' values
+    offset_weight: float = 1.0  # each offset is shrunk to 0 by this many pseudo-results
+    warm_explore: float = 1.0  # share of a warm search's global steps that ignore the prior ...
+    explore_after: int = 20  # ... once it has this many results
+    prior_mix: str = "bma"  # the components weighed by how well each explains the results ("bma"), or one joint fit
+    no_prior: float = 0.0  # with "bma", the prior probability that no component predicts the target
+    prior_switches: bool = True  # each source also as a component without its switches (transfer.TransferMean)
 
 
 class SurrogateStrategy(Strategy):
@@ -101,9 +114,15 @@ class SurrogateStrategy(Strategy):
         self._warm = self._ix.sample_positions(self._rng, settings.initial, set())
         self._initial = settings.initial
         self.prior = prior if prior else None
+        switches = set(switch_names(self._ix.params)) if self.prior is not None else set()
+        self._switch_cols = [j for j, p in enumerate(self._ix.params) if p.name in switches]
+        self._switch_radix = np.cumprod([1] + [int(self._ix.levels[j]) for j in self._switch_cols])[:-1]
+        self._cold_gp = GaussianProcess(self._featurize.dims)  # a warm search's steps that ignore the prior
+        self._globals = 0
         self._transfer = None  # made at the first model step (TransferMean), False when it says nothing
         self._prior_all: np.ndarray | None = None
-        seeds = seed_configs(self.prior, self._ix.params, space.__contains__, settings.warm_seeds) \
+        seeds = seed_configs(self.prior, self._ix.params, space.__contains__, settings.warm_seeds,
+                             settings.warm_diverse, settings.warm_flips, settings.extra_flips) \
             if self.prior is not None else []
         if seeds:  # else the random start of a cold search (the prior may still inform the model)
             seeded = self._ix.positions([self._ix.position(c) for c in seeds])
@@ -187,12 +206,21 @@ class SurrogateStrategy(Strategy):
         rank_y = y_ok if base is None else y_ok + base(told[ok])
         centres = s.centres if base is None else s.warm_centres
         cand = self._local_candidates(told[ok][np.argsort(rank_y)[:centres]]) if local else None
+        gp = self._gp
+        if base is not None and cand is None and len(told) >= s.explore_after and self._explore_turn():
+            # Past its first results, a warm search takes its global steps from the target's
+            # own results alone: a prior cannot be proved wrong where the search never goes,
+            # and a plateau it points to holds a search that follows it (local steps still do).
+            y_ok = self._transform(values[ok])
+            self._cold_gp.fit(x_ok, y_ok, steps=s.fit_steps)
+            self._cold_gp.condition(x_ok, y_ok)
+            gp, base, best_y, rank_y = self._cold_gp, None, float(y_ok.min()), y_ok
         if cand is None or not len(cand):
-            cand = self._global_candidates(told[ok][np.argsort(rank_y)[: s.top]], base is not None)
+            cand = self._global_candidates(told[ok][np.argsort(rank_y)[: s.top]], base)
         if not len(cand):
             return self._random()
         x = self._features(cand)
-        mean, sd = self._gp.predict(x)
+        mean, sd = gp.predict(x)
         if base is not None:
             mean = mean + base(cand)
         self._locals += local
@@ -220,15 +248,21 @@ class SurrogateStrategy(Strategy):
 
     # -- warm start: the sources' results as the prior mean of the model -----------------
 
+    def _explore_turn(self) -> bool:
+        """Whether this global step of a warm search is one that ignores the prior."""
+        share = self.settings.warm_explore
+        self._globals += 1
+        return share > 0 and int(self._globals * share) > int((self._globals - 1) * share)
+
     def _transfer_ready(self, values: np.ndarray) -> bool:
         if self._transfer is None:
             from .transfer import TransferMean
 
             self._log = bool((values > 0).all())
-            self._transfer = TransferMean(self.prior, self._ix.params, self._log) or False
+            switches = [self._ix.params[j].name for j in self._switch_cols] if self.settings.prior_switches else []
+            self._transfer = TransferMean(self.prior, self._ix.params, self._log, switches) or False
             if self._transfer and self._ix.enumerated:
                 self._prior_all = self._transfer(self._ix.rows)
-                self._prior_order = self._ix.positions(np.argsort(self._prior_all, kind="stable"))
         return bool(self._transfer) and bool((values > 0).all()) == self._log
 
     def _prior_at(self, positions: np.ndarray) -> np.ndarray:
@@ -237,25 +271,80 @@ class SurrogateStrategy(Strategy):
         return self._transfer(self._ix.rows_of(positions))
 
     def _transfer_fit(self, positions: np.ndarray, values: np.ndarray):
-        """The model of y (the log of the times) = a + b * prior + residual: b by least squares
-        shrunk towards 1 (the same ratios as the source) and kept in [0, 2]. Returns the
-        residuals scaled for the GP, and the prior part on the same scale as a function of
-        positions (offset so that the best result is at 0)."""
+        """The model of y (the log of the times) = a + b * prior_k + c[switches] + residual,
+        for each component k of the prior (``transfer.py``): by least squares, b shrunk towards
+        1 (the same ratios as the source) and kept in [0, 2], c an offset per combination of
+        the switches' values shrunk towards 0. The components' fits are averaged, each
+        weighed by how well it explains the results (its prior probability times the profile
+        likelihood SSE^(-n/2)); ``no_prior`` adds the fit with b = 0. Returns the residuals
+        scaled for the GP, and the rest on the same scale as a function of positions (offset
+        so that the best result is at 0)."""
         s = self.settings
         y = np.log(values) if self._log else values
         p = self._prior_at(positions)
-        pc, yc = p - p.mean(), y - y.mean()
-        weight = s.prior_weight * self._transfer.spread ** 2
-        b = float(np.clip((pc @ yc + weight) / (pc @ pc + weight), 0.0, 2.0)) if weight > 0 else 0.0
-        a = float(y.mean() - b * p.mean())
-        r = y - a - b * p
-        sigma = max(float(r.std()), s.residual_floor * b * self._transfer.spread, 1e-12)
+        k = p.shape[1]
+        z, levels = self._switch_design(positions)
+        spreads = self._transfer.spreads
+        if s.prior_mix == "joint":
+            theta = self._linear(y, p, spreads, z, np.ones(k, bool), 1.0 / k)
+        else:
+            # Bayesian model averaging: a source that ranks the target's results well takes over
+            # from one that does not, whichever of them came first.
+            models = [np.eye(k, dtype=bool)[j] for j in range(k)] + ([np.zeros(k, bool)] if s.no_prior > 0 else [])
+            log_prior = [np.log((1.0 - s.no_prior) / k)] * k + ([np.log(s.no_prior)] if s.no_prior > 0 else [])
+            thetas, logw = [], []
+            x = np.column_stack([np.ones(len(y)), p, z])
+            for used, lp in zip(models, log_prior):
+                t = self._linear(y, p, spreads, z, used, 1.0)
+                sse = max(float(((y - x @ t) ** 2).sum()), 1e-12 * len(y))
+                thetas.append(t)
+                logw.append(lp - 0.5 * len(y) * np.log(sse))
+            w = np.exp(np.array(logw) - max(logw))
+            w /= w.sum()
+            theta = np.array(thetas).T @ w
+        a, b, c = float(theta[0]), theta[1:k + 1], theta[k + 1:]
+        r = y - np.column_stack([np.ones(len(y)), p, z]) @ theta
+        sigma = max(float(r.std()), s.residual_floor * float(b @ spreads), 1e-12)
         offset = float(y.min())
 
         def base(pos: np.ndarray) -> np.ndarray:
-            return (a + b * self._prior_at(pos) - offset) / sigma
+            zz, _ = self._switch_design(pos, levels)
+            return (a + self._prior_at(pos) @ b + zz @ c - offset) / sigma
 
         return r / sigma, base
+
+    def _linear(self, y, p, spreads, z, used, slope) -> np.ndarray:
+        """(a, b_1..b_K, c...) of y = a + sum of the ``used`` components' b_k * prior_k + z c:
+        ridge, the slopes shrunk towards ``slope`` and kept in [0, 2], the others 0."""
+        s = self.settings
+        k = p.shape[1]
+        x = np.column_stack([np.ones(len(y)), p[:, used], z])
+        penalty = np.concatenate([[0.0], s.prior_weight * spreads[used] ** 2, np.full(z.shape[1], s.offset_weight)])
+        target = np.concatenate([[0.0], np.full(used.sum(), slope), np.zeros(z.shape[1])])
+        theta = _ridge(x, y, penalty, target)
+        m = int(used.sum())
+        slopes = np.clip(theta[1:m + 1], 0.0, 2.0) if s.prior_weight > 0 else np.zeros(m)
+        if (slopes != theta[1:m + 1]).any():
+            free = np.r_[0, np.arange(m + 1, x.shape[1])]
+            theta[free] = _ridge(x[:, free], y - p[:, used] @ slopes, penalty[free], target[free])
+            theta[1:m + 1] = slopes
+        out = np.zeros(1 + k + z.shape[1])
+        out[0] = theta[0]
+        out[1:k + 1][used] = theta[1:m + 1]
+        out[k + 1:] = theta[m + 1:]
+        return out
+
+    def _switch_design(self, positions: np.ndarray, levels=None):
+        """Indicator columns of the combination of the switches' values at ``positions``: one
+        per combination in ``levels`` (their codes; when None, those at ``positions``). None
+        without switches, or without ``switch_offsets``."""
+        if not self.settings.switch_offsets or not len(self._switch_cols):
+            return np.zeros((len(positions), 0)), ()
+        codes = self._ix.rows_of(positions)[:, self._switch_cols].astype(np.int64) @ self._switch_radix
+        if levels is None:
+            levels = np.unique(codes)
+        at = np.searchsorted(levels, codes).clip(0, len(levels) - 1)
+        return ((levels[at] == codes)[:, None] & (at[:, None] == np.arange(len(levels)))).astype(float), levels
 
     def _features(self, positions: np.ndarray) -> np.ndarray:
         if self._all is not None:
@@ -273,7 +362,7 @@ class SurrogateStrategy(Strategy):
             return int(fresh[0])
         return int(self._ix.sample_positions(self._rng, 1, self._taken_set)[0])
 
-    def _global_candidates(self, best: np.ndarray, warm: bool = False) -> np.ndarray:
+    def _global_candidates(self, best: np.ndarray, base=None) -> np.ndarray:
         s = self.settings
         free_count = self._ix.size - len(self._taken_set)
         if self._taken is not None and free_count <= s.full_limit:
@@ -286,13 +375,20 @@ class SurrogateStrategy(Strategy):
         parts = [sample, self._free(self._carry)]
         rows = self._ix.rows_of(best)
         parts += [self._free(self._ix.neighbours(r)) for r in rows]
-        if warm and self._prior_all is not None:
-            parts.append(self._free(self._prior_order)[: s.prior_pool])
+        if base is not None and self._taken is not None:  # the best untried configs by the fitted prior
+            free = np.flatnonzero(~self._taken)
+            parts.append(free[np.argsort(base(free), kind="stable")[: s.prior_pool]])
         return np.unique(np.concatenate(parts).astype(self._ix.pos_dtype))
 
     def _local_candidates(self, centres: np.ndarray) -> np.ndarray:
         balls = [self._ix.ball(row, self.settings.radius, self._rng) for row in self._ix.rows_of(centres)]
         return self._free(np.unique(np.concatenate(balls)))
+
+
+def _ridge(x: np.ndarray, y: np.ndarray, penalty: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """argmin |y - x theta|^2 + sum(penalty * (theta - target)^2)."""
+    a = x.T @ x + np.diag(penalty)
+    return np.linalg.lstsq(a, x.T @ y + penalty * target, rcond=None)[0]
 
 
 def _subset(values: np.ndarray, n: int) -> np.ndarray:

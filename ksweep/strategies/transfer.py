@@ -1,15 +1,18 @@
-"""The prior mean of a warm-started surrogate: what the sources say a target config gives.
+"""The prior of a warm-started surrogate: what the sources say a target config gives.
 
-For each source (``prior.py``), every config is reduced to the parameters that the target
-and all sources share (``common_names``), and its value taken to the model's scale (the
-log of the time when every value is positive) and centred on the source's mean. At a
-target config the prior is that centred value where the source recorded the same common
-values, else a Gaussian process fitted to the source's results predicts it (the best half
-and a spread of the rest, as the target's own model). Several sources are averaged.
+Each source (``prior.py``) makes one *component*, or two when it sets switches
+(``prior.switch_names``): its configs reduced to the parameters it shares with the target,
+and the same without the switches (what these sizes give on the source whichever code path
+wins there: the best it recorded over the switches' values). A component's values are
+taken to the model's scale (the log of the time when every value is positive) and centred
+on their mean. At a target config a component is that centred value where the source
+recorded the same values, else a Gaussian process fitted to the source's results predicts
+it (the best half and a spread of the rest, as the target's own model). The surrogate
+weighs the components by how well each explains the target's own results.
 
-So a parameter the source never varied is ignored by the prior (the target's own model
-learns it), and a source of 100 results from an earlier sweep informs the configs it never
-tried through its model. Deterministic: no random numbers.
+So a parameter the source never varied is ignored (the target's own model learns it), and a
+source of 100 results from an earlier sweep informs the configs it never tried through its
+model. Deterministic: no random numbers.
 """
 
 from __future__ import annotations
@@ -28,32 +31,45 @@ CHUNK = 20_000  # target rows predicted at a time
 
 
 class TransferMean:
-    def __init__(self, prior: Prior, params: Sequence, log: bool):
+    """What the sources say of target configs, one column per *component*: each source at
+    every parameter it shares with the target and, when ``switches`` are given and it sets
+    some, the same source with the switches left out (at each config, the best it recorded
+    over the switches' values: what these sizes give on the source whichever code path
+    wins there). The target's results weigh the columns (``surrogate``)."""
+
+    def __init__(self, prior: Prior, params: Sequence, log: bool, switches: Sequence[str] = ()):
         self.params = tuple(params)
-        names = common_names(prior, params)
-        self.columns = np.array([j for j, p in enumerate(params) if p.name in names], dtype=np.int64)
-        common = [p for p in params if p.name in names]
-        self._featurize = Featurizer(common) if common else None
-        self._sources = []
+        self._components = []  # (columns, featurizer, source rows, centred values, model)
         spreads = []
         for source in prior.sources:
-            rows, values = observations(source, params, names)
-            ok = ~np.isnan(values)
-            if log and (values[ok] <= 0).any():
-                continue  # the target's values are positive but these are not: a different metric
-            if ok.sum() < 1:
-                continue
-            y = np.where(ok, np.log(np.where(ok, values, 1.0)) if log else values, np.nan)
-            y = y - np.nanmean(y)
-            spreads.append(float(np.nanstd(y)))
-            self._sources.append((rows, y, self._model(rows[ok], y[ok])))
-        self.spread = float(np.mean(spreads)) if spreads else 0.0  # typical sd of a source's centred values
+            shared = common_names(Prior((source,)), params)
+            variants = [shared]
+            if any(n in switches for n in shared):
+                variants.append(tuple(n for n in shared if n not in switches))
+            for names in variants:
+                rows, values = observations(source, params, names)
+                ok = ~np.isnan(values)
+                if log and (values[ok] <= 0).any():
+                    break  # the target's values are positive but these are not: a different metric
+                if ok.sum() < 1:
+                    break
+                y = np.where(ok, np.log(np.where(ok, values, 1.0)) if log else values, np.nan)
+                y = y - np.nanmean(y)
+                columns = np.array([j for j, p in enumerate(params) if p.name in names], dtype=np.int64)
+                featurize = Featurizer([params[j] for j in columns]) if len(columns) else None
+                spreads.append(float(np.nanstd(y)))
+                self._components.append((columns, featurize, rows, y, self._model(featurize, rows[ok], y[ok])))
+        self.spreads = np.array(spreads)  # typical sd of each component's centred values
 
     def __bool__(self) -> bool:
-        return bool(self._sources)
+        return bool(self._components)
 
-    def _model(self, rows: np.ndarray, y: np.ndarray) -> tuple[GaussianProcess, float] | None:
-        if self._featurize is None or len(y) < 2 or y.std() == 0:
+    def __len__(self) -> int:
+        return len(self._components)
+
+    @staticmethod
+    def _model(featurize, rows: np.ndarray, y: np.ndarray) -> tuple[GaussianProcess, float] | None:
+        if featurize is None or len(y) < 2 or y.std() == 0:
             return None
         if len(y) > MAX_POINTS:
             order = np.argsort(y, kind="stable")
@@ -61,26 +77,26 @@ class TransferMean:
             rest = rest[(np.arange(MAX_POINTS - len(best)) * (len(rest) / (MAX_POINTS - len(best)))).astype(int)]
             keep = np.sort(np.concatenate([best, rest]))
             rows, y = rows[keep], y[keep]
-        x = self._featurize(rows)
+        x = featurize(rows)
         scale = y.std()
-        gp = GaussianProcess(self._featurize.dims)
+        gp = GaussianProcess(featurize.dims)
         gp.fit(x, y / scale, steps=FIT_STEPS)
         gp.condition(x, y / scale)
         return gp, scale
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
-        """The prior (centred, on the model's scale) at target configs given as rows of value
-        indices; 0 where no source says anything."""
+        """The components (centred, on the model's scale) at target configs given as rows of
+        value indices: one column each."""
         rows = np.asarray(rows)
-        if not self._sources or not len(rows):
-            return np.zeros(len(rows))
-        sub = rows[:, self.columns].astype(np.int64)
-        total = np.zeros(len(rows))
-        for src_rows, y, model in self._sources:
-            total += self._one(sub, src_rows, y, model)
-        return total / len(self._sources)
+        out = np.zeros((len(rows), len(self._components)))
+        if len(rows):
+            for k, component in enumerate(self._components):
+                out[:, k] = self._one(rows, *component)
+        return out
 
-    def _one(self, sub: np.ndarray, src_rows: np.ndarray, y: np.ndarray, model) -> np.ndarray:
+    @staticmethod
+    def _one(rows: np.ndarray, columns, featurize, src_rows: np.ndarray, y: np.ndarray, model) -> np.ndarray:
+        sub = rows[:, columns].astype(np.int64)
         out = np.full(len(sub), np.nan)
         if sub.shape[1]:
             both = np.vstack([src_rows, sub])
@@ -97,5 +113,5 @@ class TransferMean:
                 gp, scale = model
                 for k in range(0, len(missing), CHUNK):
                     part = missing[k:k + CHUNK]
-                    out[part] = gp.predict(self._featurize(sub[part]))[0] * scale
+                    out[part] = gp.predict(featurize(sub[part]))[0] * scale
         return out
