@@ -20,17 +20,17 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=cs
 echo "cores: $(nproc)  commit: $(git rev-parse --short HEAD 2>/dev/null || echo none)  date: $(date -u +%F)"
 if [ "$mode" = probe ]; then
   inc=$(python3 -m ksweep include)
-  probe() {  # name, shape args, defines...
-    name=$1 args=$2
-    shift 2
+  probe() {  # name, defines...
+    name=$1
+    shift
     nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -DNDEBUG \
       -Iexamples/hopper_gemm/cutlass/include -Iexamples/hopper_gemm/cutlass/tools/util/include -I"$inc" \
       "$@" -o "$out/$name" examples/hopper_gemm/hopper_gemm.cu -lcublasLt
   }
-  probe fc2_fast "" -DEPILOGUE=2 -DFAST_ACCUM=1 &
-  probe fc2_precise "" -DEPILOGUE=2 -DFAST_ACCUM=0 &
-  probe fc1_tanh_pp "" -DEPILOGUE=1 -DGELU_TANH=1 -DSCHEDULE=1 -DTILE_N=256 -DTILE_M=64 &
-  probe pe_256 "" -DEPILOGUE=0 -DTILE_N=256 -DCLUSTER_M=2 &
+  probe fc2_fast -DEPILOGUE=2 -DFAST_ACCUM=1 &
+  probe fc2_precise -DEPILOGUE=2 -DFAST_ACCUM=0 &
+  probe fc1_tanh_pp -DEPILOGUE=1 -DGELU_TANH=1 -DSCHEDULE=1 -DTILE_N=256 -DTILE_M=64 &
+  probe pe_256 -DEPILOGUE=0 -DTILE_N=256 -DCLUSTER_M=2 &
   wait
   for p in "fc2_fast 928256 768 3072" "fc2_precise 928256 768 3072" "fc1_tanh_pp 928256 3072 768" "pe_256 928256 768 768"; do
     set -- $p

@@ -7,10 +7,12 @@ best, the cuBLASLt baselines measured in the same processes, and the build cost.
 
 from __future__ import annotations
 
+import math
 import statistics
 import sys
 
 import ksweep
+from ksweep.space.space import Space
 from ksweep.store.sqlite import Store
 
 METRICS = ("ms", "tflops", "unfused_ms", "gemm_only_ms", "lt_fused_ms", "max_rel_err", "mismatches")
@@ -50,15 +52,14 @@ def main(db: str, spec_path: str) -> int:
         if not ok:
             continue
         best = min(ok, key=lambda r: r.metrics["ms"])
-        default = next((r for r in ok if all(r.params.get(p.name) == p.default for p in spec.params
-                                              if p.name in r.params)), None)
+        params = Space.from_spec(spec, shape, spec.variant_list()[0].name).params  # the shape's own switches too
+        default = next((r for r in ok if all(r.params.get(p.name) == p.default for p in params)), None)
         m = best.metrics
         print(f"\nbest: {dict(best.params)}")
         print("  " + ", ".join(f"{k}={m[k]:.5g}" for k in METRICS if k in m))
         unfused = [r.metrics["unfused_ms"] for r in ok if "unfused_ms" in r.metrics]
         gemm_only = [r.metrics["gemm_only_ms"] for r in ok if "gemm_only_ms" in r.metrics]
-        lt_fused = [r.metrics["lt_fused_ms"] for r in ok if r.metrics.get("lt_fused_ms") == r.metrics.get("lt_fused_ms")
-                    and "lt_fused_ms" in r.metrics]
+        lt_fused = [r.metrics["lt_fused_ms"] for r in ok if math.isfinite(r.metrics.get("lt_fused_ms", math.nan))]
         for name, vals in (("unfused (cuBLASLt + bias, then the rest)", unfused),
                            ("cuBLASLt GEMM only", gemm_only), ("cuBLASLt's own fused epilogue", lt_fused)):
             if vals:
