@@ -14,12 +14,15 @@ SHA-256 digests go into the JSON.
 One calling code for both tools. For each example the script builds the keyword arguments
 of ``tune_kernel`` once (the kernel source as a string, problem size, arguments,
 tune_params, grid divisors, restrictions, ``cmem_args``, ``answer``, ``atol``,
-``lang="cupy"``) and hands them to ``kernel_tuner.tune_kernel`` and to
-``ksweep.kt.tune_kernel``; ksweep's only extra keyword is ``compiler="nvrtc"`` (its default
-is nvcc). Kernel Tuner's ``lang="cupy"`` backend compiles with NVRTC (``cupy.RawModule``,
-for the GPU's own sm_XX); its ``lang="nvcuda"`` does too, but the matmul protocol measured
-CuPy, whose cache CUPY_CACHE_DIR empties. ksweep builds for sm_90 (its default
-architecture), CuPy for the GPU's: the same on an H100.
+``lang="cupy"``) and hands them, unchanged, to ``kernel_tuner.tune_kernel`` and to
+``ksweep.kt.tune_kernel``. Kernel Tuner's ``lang="cupy"`` backend compiles with NVRTC
+(``cupy.RawModule``, which adds ``-ftz=true``; Kernel Tuner adds ``--std=c++11``), and
+``ksweep.kt.tune_kernel(lang="cupy")`` builds with NVRTC and the same options, so both time
+the same binary (bench/pnpoly_compilers.py shows the options matter: without ``-ftz=true``
+pnpoly's configs run 0.7 to 1.4 times as long as CuPy's build of them). Kernel Tuner's
+``lang="nvcuda"`` compiles with NVRTC too, but the matmul protocol measured CuPy, whose
+cache CUPY_CACHE_DIR empties. ksweep builds for sm_90a (its default architecture), CuPy for
+the GPU's: the same code for these kernels on an H100.
 
 The protocol (bench/compare_protocol.py), for each example: REPS rounds, the tools' order
 alternating (Kernel Tuner first in odd rounds), every sweep in a process of its own from
@@ -226,9 +229,9 @@ EXAMPLES = {
         make_data=pnpoly_data, make_call=pnpoly_call),
 }
 
-# ksweep.kt.tune_kernel's keywords beside the shared calling code: the one change a Kernel
-# Tuner user makes besides the import, since ksweep builds with nvcc unless told
-KSWEEP_EXTRA = {"compiler": "nvrtc"}
+# ksweep.kt.tune_kernel's keywords beside the shared calling code: none (lang="cupy" makes
+# it build as Kernel Tuner's CuPy backend does); kept so that a trial can add some
+KSWEEP_EXTRA: dict = {}
 COMMON = {"lang": "cupy", "verbose": False, "quiet": True}
 
 

@@ -111,10 +111,11 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         reference = None
     source = _source_file(kernel_name, kernel_source)
     arch = arch or DEFAULT_ARCH
+    compiler, flags = lang_build(lang, compiler, _options(compiler_options))
     spec = kernel_tuning_spec(
         kernel_name, source, {"kernel_tuner": 1}, arrays, tune_params, grid=grid, block=block, smem=_smem(smem_args),
         restrictions=(), outputs=outputs, reference=reference, atol=atol, rtol=1e-5, arch=arch,
-        flags=(*default_flags(compiler or "nvcc"), *_options(compiler_options)), compiler=compiler or "nvcc",
+        flags=flags, compiler=compiler,
         cmem=cmem_args,
         timing=replace(Timing(), min_reps=int(iterations), max_reps=max(int(iterations), Timing().max_reps)))
     # Kernel Tuner defines grid_size_x/y/z, the block size names and kernel_tuner=1 (the
@@ -252,6 +253,24 @@ def _smem(smem_args) -> str | None:
     if size is None or callable(size) or set(smem_args) - {"size"}:
         raise KtUnsupported("smem_args: give {'size': bytes or an expression of the tunable parameters}")
     return str(int(size)) if isinstance(size, (int, np.integer)) else _expr(str(size), "smem_args size")
+
+
+def lang_build(lang, compiler: str | None, options: list[str]) -> tuple[str, tuple[str, ...]]:
+    """(compiler, flags) that build a config as Kernel Tuner's backend for ``lang`` does, so
+    that both tools time the same binary: ``cupy`` and ``nvcuda`` compile with NVRTC and add
+    ``--std=c++11`` unless a standard is given; CuPy also adds ``-ftz=true`` (denormals
+    flushed to zero, which changes the code of divisions and square roots); ``CUDA`` (PyCUDA,
+    Kernel Tuner's default) and no ``lang`` compile with nvcc. ``compiler``, when given,
+    wins; the flags Kernel Tuner's backend would add come before ``options``."""
+    kind = str(lang).upper() if lang is not None else "CUDA"
+    compiler = compiler or ("nvrtc" if kind in ("CUPY", "NVCUDA") else "nvcc")
+    added: list[str] = []
+    if kind in ("CUPY", "NVCUDA") and compiler == "nvrtc":
+        if not any(o.lstrip("-").startswith("std=") for o in options):
+            added.append("--std=c++11")
+        if kind == "CUPY" and not any(o.lstrip("-").startswith("ftz") for o in options):
+            added.append("-ftz=true")
+    return compiler, (*default_flags(compiler), *added, *options)
 
 
 def _options(compiler_options) -> list[str]:

@@ -194,3 +194,46 @@ def test_arrays_given_directly_are_saved_by_content_and_key_the_results(tmp_path
         assert getattr(one.kernel, field) == getattr(again.kernel, field)
     keys = [KernelMode().key_parts(s)["kernel_files"] for s in (one, two, again)]
     assert len(keys[0]) == 3 and keys[0] != keys[1] and keys[0] == keys[2]
+
+
+@pytest.mark.parametrize("lang, compiler, options, expected", [
+    # Kernel Tuner's CuPy backend: NVRTC, its --std=c++11 and CuPy's -ftz=true before the user's
+    ("cupy", None, [], ("nvrtc", ("--std=c++11", "-ftz=true"))),
+    ("CuPy", None, ["-use_fast_math"], ("nvrtc", ("--std=c++11", "-ftz=true", "-use_fast_math"))),
+    ("cupy", None, ["-std=c++17", "-ftz=false"], ("nvrtc", ("-std=c++17", "-ftz=false"))),
+    # its nvcuda backend: NVRTC and --std=c++11; PyCUDA (lang "CUDA", Kernel Tuner's default): nvcc
+    ("nvcuda", None, [], ("nvrtc", ("--std=c++11",))),
+    ("CUDA", None, [], ("nvcc", ("-O3",))),
+    (None, None, [], ("nvcc", ("-O3",))),
+    # a compiler given wins, and then nothing of the other backend is added
+    ("cupy", "nvcc", [], ("nvcc", ("-O3",))),
+    (None, "nvrtc", ["--maxrregcount=64"], ("nvrtc", ("--maxrregcount=64",))),
+])
+def test_lang_builds_as_kernel_tuners_backend_does(lang, compiler, options, expected):
+    from ksweep.kt import lang_build
+
+    assert lang_build(lang, compiler, options) == expected
+
+
+def _nvrtc_works() -> bool:
+    try:
+        from cuda.bindings import nvrtc as bindings
+
+        return bindings.nvrtcVersion()[0] == bindings.nvrtcResult.NVRTC_SUCCESS
+    except Exception:  # no cuda-python, or no libnvrtc it can load
+        return False
+
+
+@pytest.mark.skipif(not _nvrtc_works(), reason="cuda-python with a loadable NVRTC is not installed")
+def test_lang_cupy_builds_with_nvrtc_and_cupys_options(here):
+    """One changed import: a script written for Kernel Tuner's CuPy backend builds the
+    binaries CuPy would (NVRTC with -ftz=true), not nvcc's."""
+    size = np.int32(2000)
+    points = np.random.default_rng(4).standard_normal(2 * int(size)).astype(np.float32)
+    results, env = kt("cn_pnpoly", "kt_examples.cu", (size, 1), [np.zeros(int(size), np.int32), points, size],
+                      {"block_size_x": [32], "tile_size": [1]}, grid_div_x=["block_size_x", "tile_size"],
+                      cmem_args={"d_vertices": polygon().ravel()}, lang="cupy")
+    assert env["compiler"] == "nvrtc" and "time" in results[0]
+    with Store(env["ksweep_db"]) as store:
+        argv = store.results()[0].build_argv
+    assert "-ftz=true" in argv and "--std=c++11" in argv and "-O3" not in argv
