@@ -344,3 +344,42 @@ def test_the_warmup_looks_at_the_clock_once_its_budget_should_be_spent():
     assert warmup_until(2, 0.01, 10.0) == 4  # a short kernel: at most twice the launches so far
     assert warmup_until(1024, 9.99, 10.0) == 1026
     assert warmup_until(4, 0.0, 10.0) == 8
+
+
+def test_median_interval_is_the_order_statistics_of_the_binomial():
+    from ksweep.kernel.args import median_interval, precise_enough
+
+    assert median_interval([1.0] * 5) is None  # below 6 values no 95% interval exists
+    assert median_interval([5.0, 1.0, 4.0, 2.0, 3.0, 7.0, 6.0]) == (1.0, 7.0)  # n = 7: the range (98.4%)
+    # n = 20: k = 6 (P(B <= 5) = 2.1%, P(B <= 6) = 5.8%): x(6) and x(15)
+    assert median_interval([float(i) for i in range(1, 21)]) == (6.0, 15.0)
+    assert precise_enough([100.0, 100.5, 100.2, 100.1, 100.3, 100.4, 100.0], 0.01)
+    assert not precise_enough([100.0, 102.0, 100.2, 100.1, 100.3, 100.4, 100.0], 0.01)
+    assert not precise_enough([100.0] * 7, 0.0)  # 0: the whole budget
+
+
+def test_timing_stops_early_for_a_steady_kernel_and_times_the_budget_for_a_noisy_one(tmp_path):
+    """On a stand-in clock (launch times known): a kernel whose launches agree is timed
+    min_reps times, its median's interval being zero; one whose launches differ by 30% is
+    timed as many times as the budget allows; stop_ci = 0 times the budget whatever."""
+    from ksweep.kernel.backend import FakeBackend
+    from ksweep.kernel.worker import Worker
+
+    cubin = tmp_path / "fake.cubin"
+    cubin.write_bytes(b"not really")
+
+    def reps(block, stop_ci=None):
+        worker = Worker(FakeBackend(str(HERE / "fake_steady.py")))
+        timing = {"warmup_ms": 1, "budget_ms": 40, "min_reps": 7, "max_reps": 100, "flush_l2": True}
+        worker.setup({**fake_setup(), "timing": {**timing, **({} if stop_ci is None else {"stop_ci": stop_ci})}})
+        answer = worker.evaluate({"op": "eval", "cubin": str(cubin), "entry": "vadd", "grid": [1, 1, 1],
+                                  "block": [block, 1, 1], "smem": 0, "params": {"BLOCK": block}})
+        assert answer["outputs"] == "matched"
+        return answer["metrics"]
+
+    steady = reps(128)
+    assert steady["reps"] == 7 and steady["ms"] == pytest.approx(1.0)
+    noisy = reps(256)
+    assert noisy["reps"] >= 30  # the budget's count: 40 ms of launches of 1.0 and 1.3 ms
+    whole = reps(128, stop_ci=0.0)
+    assert whole["reps"] == 40 and whole["ms"] == pytest.approx(1.0)

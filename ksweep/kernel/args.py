@@ -186,6 +186,34 @@ def differing_bytes(a: np.ndarray, b: np.ndarray) -> int:
     return int(np.count_nonzero(x != y))
 
 
+def median_interval(times_ms: Sequence[float]) -> tuple[float, float] | None:
+    """The distribution-free 95% confidence interval of the median of ``times_ms``: the
+    order statistics x(k) and x(n+1-k) for the largest k with P(Binomial(n, 1/2) < k) <=
+    2.5%; None below 6 values, where no such k exists. It assumes nothing of the times'
+    distribution (launch times are skewed, with outliers), and for 7 values it is their range."""
+    n = len(times_ms)
+    k, below = 0, 0.0
+    while k < n // 2:
+        below += math.comb(n, k) / 2.0 ** n  # P(B <= k)
+        if below > 0.025:
+            break
+        k += 1
+    if k == 0:
+        return None
+    t = sorted(times_ms)
+    return t[k - 1], t[n - k]
+
+
+def precise_enough(times_ms: Sequence[float], stop_ci: float) -> bool:
+    """Whether the median of ``times_ms`` is known well enough to stop timing: its 95%
+    interval is at most ``stop_ci`` of it wide (never with stop_ci <= 0)."""
+    ci = median_interval(times_ms) if stop_ci > 0 else None
+    if ci is None:
+        return False
+    median = float(np.median(times_ms))
+    return median > 0 and (ci[1] - ci[0]) <= stop_ci * median
+
+
 def summarise(times_ms: Sequence[float]) -> dict[str, float]:
     """Median with p20 / p80 of a list of timings."""
     t = np.asarray(times_ms, dtype=np.float64)

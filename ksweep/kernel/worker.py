@@ -51,7 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from ..run.gpu_state import ENERGY_UNAVAILABLE
-from .args import compare, load_function, make_args, summarise, work_dtype
+from .args import compare, load_function, make_args, precise_enough, summarise, work_dtype
 from .backend import CudaBackend, CudaError, DeviceArray, FakeBackend
 
 POISON_BYTE = 0xFF  # NaN for floating outputs, -1 for integers
@@ -328,14 +328,26 @@ class Worker:
             flush_ms = self.b.elapsed_ms(start, end)
         reps = int(min(max_reps, max(min_reps, budget_ms / (per_launch + flush_ms))))
         events = self._event_pairs(reps + 1)[1:]  # the first pair is the warm-up's
-        for i, (s, e) in enumerate(events):
-            if self.flush_ptr is not None:
-                self.b.fill(self.flush_ptr, i & 0xFF, self.flush_bytes)
-            self.b.record(s)
-            launch(args)
-            self.b.record(e)
-        self.b.sync()
-        metrics = summarise([self.b.elapsed_ms(s, e) for s, e in events])
+        # timed in batches (min_reps, then doubling) up to the budget's reps; stop after a
+        # batch once the median's 95% interval is within stop_ci of it (0: the whole budget)
+        stop_ci = float(t.get("stop_ci", 0.01))
+        times: list[float] = []
+        done, upto = 0, (min(min_reps, reps) if stop_ci > 0 else reps)
+        while True:
+            for i in range(done, upto):
+                s, e = events[i]
+                if self.flush_ptr is not None:
+                    self.b.fill(self.flush_ptr, i & 0xFF, self.flush_bytes)
+                self.b.record(s)
+                launch(args)
+                self.b.record(e)
+            self.b.sync()
+            times += [self.b.elapsed_ms(s, e) for s, e in events[done:upto]]
+            done = upto
+            if done >= reps or precise_enough(times, stop_ci):
+                break
+            upto = min(reps, 2 * done)
+        metrics = summarise(times)
         metrics["warmup_launches"] = float(n)
         return metrics
 

@@ -22,6 +22,8 @@ class Timing:
     max_reps: int = 2000
     flush_l2: bool = True
     energy_ms: float = 1000.0  # the energy phase's window, when the energy observer is on
+    # stop timing once the median's 95% interval is within this fraction of it (0: time the whole budget)
+    stop_ci: float = 0.01
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ def default_flags(compiler: str) -> tuple[str, ...]:
     return ("-O3",) if compiler == "nvcc" else ()
 
 
-_TIMING_KEYS = {"warmup_ms", "budget_ms", "min_reps", "max_reps", "flush_l2", "energy_ms"}
+_TIMING_KEYS = {"warmup_ms", "budget_ms", "min_reps", "max_reps", "flush_l2", "energy_ms", "stop_ci"}
 _ARRAYS = "npz:"  # arguments or reference outputs saved by ksweep.tune_kernel, not a function
 
 
@@ -155,6 +157,7 @@ def _timing(ctx: Ctx, table: Any) -> Timing:
         min_reps=min_reps, max_reps=max_reps,
         flush_l2=ctx.boolean(table.get("flush_l2", default.flush_l2), "kernel.timing.flush_l2"),
         energy_ms=_finite(ctx, table.get("energy_ms", default.energy_ms), "kernel.timing.energy_ms"),
+        stop_ci=float(ctx.at_least(table.get("stop_ci", default.stop_ci), "kernel.timing.stop_ci", 0)),
     )
 
 
