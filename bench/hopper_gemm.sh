@@ -6,7 +6,8 @@
 #   sh bench/hopper_gemm.sh [sweep|smoke|probe] [WHEEL_DIR] [ksweep run options...]
 # smoke: the default config of each shape only; probe: a few whole programs built by nvcc
 # directly and run with HG_VERBOSE=1 (where a run's time goes, both accumulation modes). WHEEL_DIR: where the nvidia_cutlass wheel is
-# (offline machines). Results go to $OUT (default /tmp/hopper_gemm).
+# (offline machines). Results go to $OUT (default /tmp/hopper_gemm). HG_SPEC: another spec
+# to sweep (a sub-space written by bench/hopper_gemm_subspace.py).
 set -e
 cd "$(dirname "$0")/.."
 mode=${1:-sweep}
@@ -15,6 +16,7 @@ shift 2 2>/dev/null || shift $#
 out=${OUT:-/tmp/hopper_gemm}
 mkdir -p "$out"
 db="$out/hopper_gemm.db"
+spec=${HG_SPEC:-examples/hopper_gemm/hopper_gemm.toml}
 export HG_LT_CACHE="$out/lt_algos.txt"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader || true
 echo "cores: $(nproc)  commit: $(git rev-parse --short HEAD 2>/dev/null || echo none)  date: $(date -u +%F)"
@@ -40,9 +42,9 @@ if [ "$mode" = probe ]; then
   exit 0
 fi
 if [ "$mode" = smoke ]; then
-  python3 -m ksweep run examples/hopper_gemm/hopper_gemm.toml --db "$db" --strategy grid --max-evals 1 "$@" 2>&1 | tail -n 30
+  python3 -m ksweep run "$spec" --db "$db" --strategy grid --max-evals 1 "$@" 2>&1 | tail -n 30
 else
-  python3 -m ksweep run examples/hopper_gemm/hopper_gemm.toml --db "$db" --strategy phased "$@" > "$out/sweep.log" 2>&1 || true
+  python3 -m ksweep run "$spec" --db "$db" --strategy "${HG_STRATEGY:-phased}" "$@" > "$out/sweep.log" 2>&1 || true
   tail -n 80 "$out/sweep.log"
 fi
-python3 bench/hopper_gemm_summary.py "$db" examples/hopper_gemm/hopper_gemm.toml
+python3 bench/hopper_gemm_summary.py "$db" "$spec"

@@ -1,0 +1,47 @@
+"""Write a copy of examples/hopper_gemm/hopper_gemm.toml whose parameters are narrowed to
+some of their own values, beside it (its paths are relative to its folder), for a sweep of a
+sub-space: a question the phased sweep could not ask (e.g. fc1 with the tanh GELU: each
+schedule with every tile it allows, not only the tiles of the erf GELU's Tier-1 winner).
+
+    python3 bench/hopper_gemm_subspace.py NAME NAME=V1,V2 ...   # prints the new spec's path
+
+Each value must be one of the spec's own; the first one given becomes the default. The
+configs keep their keys, so the results are those of the same spec's configs.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+SPEC = Path(__file__).resolve().parent.parent / "examples" / "hopper_gemm" / "hopper_gemm.toml"
+
+
+def narrow(text: str, name: str, values: list[str]) -> str:
+    line = re.compile(rf"^({re.escape(name)} = \{{ values = )\[([^\]]*)\](, default = )([^,}}]+)(.*)$", re.M)
+    m = line.search(text)
+    if not m:
+        raise SystemExit(f"{name}: not a parameter of {SPEC.name}")
+    own = [v.strip() for v in m.group(2).split(",")]
+    for v in values:
+        if v not in own:
+            raise SystemExit(f"{name}={v}: not one of its values {own}")
+    return text[:m.start()] + f"{m.group(1)}[{', '.join(values)}]{m.group(3)}{values[0]}{m.group(5)}" + text[m.end():]
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2:
+        raise SystemExit(__doc__)
+    text = SPEC.read_text()
+    for item in argv[1:]:
+        name, _, values = item.partition("=")
+        text = narrow(text, name, values.split(","))
+    out = SPEC.with_name(f"{argv[0]}.toml")
+    out.write_text(text)
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
