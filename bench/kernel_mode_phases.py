@@ -10,12 +10,17 @@ inputs with their pristine copies; the comparisons alone are shown apart), the t
 (warm-up and timed launches), and the setup (inputs, the Python reference, the comparison
 kernels' NVRTC build). ``--host-checks`` compares on the host instead (every output
 downloaded), as kernel mode did before the checks moved to the GPU. Prints the totals and
-the mean per config.
+the mean per config. ``--startup``: also the worker as a sweep starts it (a process of its
+own: interpreter, imports, CUDA, setup, until it answers), and the setup's own profile
+(cProfile, the functions that take longest, cumulative).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
+import pstats
 import statistics
 import sys
 import tempfile
@@ -35,6 +40,7 @@ from ksweep.kernel.backend import CudaBackend  # noqa: E402
 from ksweep.kernel.executor import setup_request, shape_sizes  # noqa: E402
 from ksweep.kernel.launch import entry_name  # noqa: E402
 from ksweep.kernel.worker import Worker  # noqa: E402
+from ksweep.run.handle import WorkerHandle  # noqa: E402
 from ksweep.space.space import Space  # noqa: E402
 from ksweep.spec.load import load_spec  # noqa: E402
 from ksweep.status import Status  # noqa: E402
@@ -80,6 +86,7 @@ def main() -> int:
     p.add_argument("--spec", default=str(ROOT / "examples" / "kernel_mode" / "matmul.toml"))
     p.add_argument("--jobs", type=int, default=16)
     p.add_argument("--host-checks", action="store_true", help="compare on the host (downloads), as before")
+    p.add_argument("--startup", action="store_true", help="also the worker process start-up and the setup's profile")
     args = p.parse_args()
     spec = load_spec(args.spec)
     shape, variant = spec.shape_list()[0], spec.variant_list()[0]
@@ -94,12 +101,28 @@ def main() -> int:
         build_wall = time.perf_counter() - t0
         build_cpu = sum(b.cpu_seconds for b in builds)
 
+        k = spec.kernel
+        if args.startup:
+            t0 = time.perf_counter()
+            handle = WorkerHandle("cuda", {}, setup_request(k, spec.root, shape_sizes(spec, shape)))
+            handle.request({"op": "ping"}, timeout=600)
+            print(f"worker process (spawn, imports, CUDA, setup) until it answers: {time.perf_counter() - t0:.2f} s")
+            handle.close()
         t0 = time.perf_counter()
         worker = TimedWorker(CudaBackend(0, gpu_checks=not args.host_checks))
         worker.time_comparisons()
-        k = spec.kernel
+        backend_s = time.perf_counter() - t0
+        profile = cProfile.Profile() if args.startup else None
+        if profile:
+            profile.enable()
         checks = worker.setup(setup_request(k, spec.root, shape_sizes(spec, shape)))["checks"]
+        if profile:
+            profile.disable()
+            out = io.StringIO()
+            pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(18)
+            print("\n".join(line for line in out.getvalue().splitlines() if line.strip())[:6000])
         setup_s = time.perf_counter() - t0
+        print(f"backend (cuInit, context, the check kernels' build started): {backend_s:.2f} s of the setup")
 
         per_config, ok, metrics = [], 0, []
         for job, build in zip(jobs, builds):
