@@ -356,6 +356,9 @@ def test_median_interval_is_the_order_statistics_of_the_binomial():
     assert precise_enough([100.0, 100.5, 100.2, 100.1, 100.3, 100.4, 100.0], 0.01)
     assert not precise_enough([100.0, 102.0, 100.2, 100.1, 100.3, 100.4, 100.0], 0.01)
     assert not precise_enough([100.0] * 7, 0.0)  # 0: the whole budget
+    # past 1024 values 2^-n is no float: the interval still comes (n = 1792: k = 855, about 2 sigma below n/2)
+    lo, hi = median_interval([float(i) for i in range(1, 1793)])
+    assert (lo, hi) == (855.0, 938.0) and not precise_enough([1.0, 1.3] * 1000, 0.01)
 
 
 def test_timing_stops_early_for_a_steady_kernel_and_times_the_budget_for_a_noisy_one(tmp_path):

@@ -3,6 +3,7 @@ compared with a reference (pure, numpy)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -192,16 +193,26 @@ def median_interval(times_ms: Sequence[float]) -> tuple[float, float] | None:
     2.5%; None below 6 values, where no such k exists. It assumes nothing of the times'
     distribution (launch times are skewed, with outliers), and for 7 values it is their range."""
     n = len(times_ms)
-    k, below = 0, 0.0
-    while k < n // 2:
-        below += math.comb(n, k) / 2.0 ** n  # P(B <= k)
-        if below > 0.025:
-            break
-        k += 1
+    k = _median_rank(n)
     if k == 0:
         return None
     t = sorted(times_ms)
     return t[k - 1], t[n - k]
+
+
+@functools.lru_cache(maxsize=None)
+def _median_rank(n: int) -> int:
+    """The largest k with P(Binomial(n, 1/2) < k) <= 1/40, in integers (2^-n underflows a
+    float from n = 1075 on): the count of binomial terms whose running sum of C(n, i) stays
+    at most 2^n / 40."""
+    k, term, below = 0, 1, 0
+    while k < n // 2:
+        below += term  # the sum of C(n, i) for i <= k
+        if 40 * below > 1 << n:
+            break
+        term = term * (n - k) // (k + 1)
+        k += 1
+    return k
 
 
 def precise_enough(times_ms: Sequence[float], stop_ci: float) -> bool:
