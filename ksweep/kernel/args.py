@@ -141,7 +141,7 @@ def check_output(got: np.ndarray, expected: np.ndarray, atol: float, rtol: float
     return OutputCheck(unwritten, first, over, j, max(p[5] for p in parts), float(g[j]), float(e[j].astype(w)))
 
 
-def compare(got: Sequence, expected: Sequence, atol: float, rtol: float, pool=None, check=None) -> str | None:
+def compare(got: Sequence, expected: Sequence, atol: float, rtol: float, check=None) -> str | None:
     """None if every output matches, else why not (NaN where the reference is finite = unwritten;
     where the reference itself is not finite, anything goes).
 
@@ -157,7 +157,7 @@ def compare(got: Sequence, expected: Sequence, atol: float, rtol: float, pool=No
             e = np.asarray(e)
         if tuple(g.shape) != tuple(e.shape) and math.prod(g.shape) != math.prod(e.shape):
             return f"output {i}: shape {tuple(g.shape)} but the reference is {tuple(e.shape)}"
-        r = check(g, e) if check else check_output(g, e, atol, rtol, pool)
+        r = check(g, e) if check else check_output(g, e, atol, rtol)
         if r.unwritten:
             return f"output {i}: {r.unwritten} elements not written or not finite (first at {r.first_unwritten})"
         if r.over:

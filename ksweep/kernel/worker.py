@@ -366,7 +366,7 @@ class Worker:
         duration = float(self.energy.get("duration_ms", 1000.0)) / 1e3
         args = self.dev["time"]
         self._copy_symbols("time")
-        events = [self.b.event(), self.b.event()]
+        events = list(self._event_pairs(1)[0])  # the warm-up's pair, free once timing is done
         reads: list[tuple[float, int, float]] = []  # (time, launches finished, counter) at each read
         changes: list[int] = []  # the reads that saw the counter change
         batch, queued, finished, pending = 1, 0, 0, None
