@@ -12,7 +12,7 @@ set -e
 cd "$(dirname "$0")/.."
 mode=${1:-sweep}
 sh examples/hopper_gemm/setup.sh ${2:+"$2"}
-shift 2 2>/dev/null || shift $#
+if [ $# -ge 2 ]; then shift 2; else shift $#; fi
 out=${OUT:-/tmp/hopper_gemm}
 mkdir -p "$out"
 db="$out/hopper_gemm.db"

@@ -19,7 +19,7 @@ tune_params, grid divisors, restrictions, ``cmem_args``, ``answer``, ``atol``,
 (``cupy.RawModule``, which adds ``-ftz=true``; Kernel Tuner adds ``--std=c++11``), and
 ``ksweep.kt.tune_kernel(lang="cupy")`` builds with NVRTC and the same options, so both time
 the same binary (bench/pnpoly_compilers.py shows the options matter: without ``-ftz=true``
-pnpoly's configs run 0.7 to 1.4 times as long as CuPy's build of them). Kernel Tuner's
+seven of pnpoly's configs ran 0.69 to 1.12 times as long as CuPy's build of them). Kernel Tuner's
 ``lang="nvcuda"`` compiles with NVRTC too, but the matmul protocol measured CuPy, whose
 cache CUPY_CACHE_DIR empties. ksweep builds for sm_90a (its default architecture), CuPy for
 the GPU's: the same code for these kernels on an H100.
@@ -76,12 +76,11 @@ within 1e-3 of the band between the largest circle inside the polygon and the un
 a crossing differently), so that every code path gives the exact answer, "inside the
 band's inner circle". Target: the same best config.
 
-Expected time on an H100 machine (16 cores), the full protocol (3 rounds of both
-examples): about 8 minutes, 7 to 10 as NVRTC is faster or slower on its CPU (per round a
-Kernel Tuner convolution sweep about 60-100 s, ksweep's about 15 s; pnpoly about 35 s and
-15 s; the re-measurements 10-45 s per example; drawing the inputs and the FFT answer about
-10 s). ``--smoke``: 6 convolution and 8 pnpoly configs, one round, two re-measurements:
-about 2 minutes.
+Time measured on an H100 machine (16 cores; docs/benchmarks.md), 3 rounds: convolution 444 s
+(a Kernel Tuner sweep 113-151 s, ksweep's 20-25 s), pnpoly 213 s (49-53 s and 11-12 s), the
+re-measurements 15-20 s each; both in one call take about 11 minutes, so give one example
+per call where a call is limited to 10. ``--smoke``: 6 convolution and 8 pnpoly configs,
+one round, two re-measurements.
 
 Written to --out: kt_examples_vs_kerneltuner.json (everything: every sweep's facts, its
 per-config times, versions) and kt_examples_vs_kerneltuner.md (the tables printed).
