@@ -160,7 +160,7 @@ def write_csv(db: Path) -> Path | None:
         conf = confirmed(results, store.measurements(), direction, store.default_configs())
         objectives = stored_objectives(store.get_meta("objectives"))
     path = db.with_suffix(".csv")
-    path.write_text(to_csv(results, conf, front_ids(results, objectives) if len(objectives) > 1 else None))
+    path.write_text(to_csv(results, conf, front_ids(results, objectives)))
     return path
 
 

@@ -64,7 +64,7 @@ def run(args) -> int:
     else:
         with Store(args.db, create=False) as store:
             objectives = stored_objectives(store.get_meta("objectives"))
-    front = front_ids(results, objectives) if len(objectives) > 1 else None
+    front = front_ids(results, objectives)
     if args.format == "csv":
         print(to_csv(results, conf, front), end="")
     elif args.format == "json":

@@ -20,13 +20,10 @@ from rich.table import Table
 from ..job import config_id
 from ..result import Result
 from ..spec.model import Objective
+from ..spec.objectives import ENERGY_METRICS
 from ..status import Status
 from .rank import finite_value, group_results
 from .table import fmt_cell
-
-# the energy observer's columns, shown beside the objectives when the front's configs have them
-_ENERGY_COLUMNS = ("power_w", "energy_mj", "gflops_per_watt")
-
 
 def nondominated(points: Sequence[Sequence[float]], maximise: Sequence[bool]) -> list[bool]:
     """For each point (one value per objective), whether no other point dominates it."""
@@ -53,8 +50,11 @@ def fronts(results: Iterable[Result], objectives: Sequence[Objective]) -> dict[t
     return out
 
 
-def front_ids(results: Iterable[Result], objectives: Sequence[Objective]) -> set[tuple[str, str, str]]:
-    """(variant, shape, config id) of every config on a front (the exports' ``pareto`` column)."""
+def front_ids(results: Iterable[Result], objectives: Sequence[Objective]) -> set[tuple[str, str, str]] | None:
+    """(variant, shape, config id) of every config on a front (the exports' ``pareto`` column);
+    None for a single objective (no front to mark)."""
+    if len(objectives) < 2:
+        return None
     return {(r.variant, r.shape, config_id(r.params)) for rows in fronts(results, objectives).values() for r in rows}
 
 
@@ -82,7 +82,7 @@ def render_fronts(results: Sequence[Result], objectives: Sequence[Objective], co
     for (variant, shape, gpu, phase), rows in found.items():
         names = (param_order or {}).get((variant, shape)) or list(rows[0].params)
         metrics = [o.metric for o in objectives]
-        metrics += [m for m in _ENERGY_COLUMNS if m not in metrics and any(m in r.metrics for r in rows)]
+        metrics += [m for m in ENERGY_METRICS if m not in metrics and any(m in r.metrics for r in rows)]
         title = (f"Pareto front over {describe(objectives)} · variant {variant} · shape {shape}"
                  + (f" · {gpu}" if gpu else "") + (f" · phase {phase}" if phase else "")
                  + f" — {len(rows)} of {valid_counts[(variant, shape, gpu, phase)]} ok configs")

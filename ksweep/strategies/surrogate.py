@@ -343,8 +343,7 @@ class SurrogateStrategy(Strategy):
         codes = self._ix.rows_of(positions)[:, self._switch_cols].astype(np.int64) @ self._switch_radix
         if levels is None:
             levels = np.unique(codes)
-        at = np.searchsorted(levels, codes).clip(0, len(levels) - 1)
-        return ((levels[at] == codes)[:, None] & (at[:, None] == np.arange(len(levels)))).astype(float), levels
+        return (codes[:, None] == np.asarray(levels)[None, :]).astype(float), levels
 
     def _features(self, positions: np.ndarray) -> np.ndarray:
         if self._all is not None:

@@ -166,8 +166,6 @@ def _plain(record) -> Any:
         return [_plain(v) for v in record]
     if isinstance(record, (set, frozenset)):
         return sorted((_plain(v) for v in record), key=str)
-    if hasattr(record, "source") and isinstance(getattr(record, "source"), str):
-        return record.source
     if isinstance(record, (str, int, float, bool)) or record is None:
         return record
     return str(record)
