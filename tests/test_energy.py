@@ -204,12 +204,16 @@ def test_objective_names_and_their_directions():
     # a database whose results have a metric named time (recorded Kernel Tuner data) keeps it
     assert resolve(named[:2], True, metrics={"time", "energy_mj"}) == (Objective("time", "min"),
                                                                         Objective("energy_mj", "min"))
-    for bad, words in (("energy:max", "energy is minimised; drop 'max'"),
-                       ("gflops_per_watt:min", "gflops_per_watt is maximised; drop 'min'"),
-                       ("tflops:up", "the direction is min or max, got 'up'"), ("time:", "give a metric name"),
+    for bad, words in (("tflops:up", "the direction is min or max, got 'up'"), ("time:", "give a metric name"),
                        (3, "expected a metric name")):
         with pytest.raises(ValueError, match=words):
             parse_objective(bad)
+    # what kernel mode measures has its direction; in program mode the same names are the program's
+    for bad, words in (("energy:max", "energy is minimised; drop 'max'"),
+                       ("gflops_per_watt:min", "gflops_per_watt is maximised; drop 'min'")):
+        with pytest.raises(ValueError, match=words):
+            resolve([parse_objective(bad)], kernel_mode=True)
+        assert resolve([parse_objective(bad)], kernel_mode=False) == (parse_objective(bad),)
     with pytest.raises(ValueError, match="time is already an objective"):
         parse_objectives(["time", "time"])
 
@@ -220,6 +224,10 @@ def test_a_program_keeps_its_own_metric_named_time(program_dir):
     spec = load_spec(program_dir('[sweep]\nobjectives = ["time", "energy"]\n' + GCC_BUILD + "[params]\nMODE = [0]\n"))
     assert spec.objective_list() == (Objective("time", "min"), Objective("energy", "min"))
     assert spec.kernel is None
+    # a program's metric named power may be maximised (kernel mode's power, measured by ksweep, may not)
+    spec = load_spec(program_dir('[sweep]\nobjective = "power"\ndirection = "max"\n' + GCC_BUILD
+                                 + "[params]\nMODE = [0]\n"))
+    assert spec.objective_list() == (Objective("power", "max"),)
 
 
 def test_an_energy_objective_turns_the_energy_observer_on(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..report.export import to_csv, to_json
 from ..report.pareto import front_ids, render_fronts, stored_objectives
+from ..errors import KsweepError
 from ..spec.objectives import resolve
 from ..report.confirmed import confirmed
 from ..report.profile_view import profiles_block
@@ -60,7 +61,10 @@ def run(args) -> int:
     profiles: list = []
     results, objective, order, conf = load_all(args.db, args.shape, args.variant, profiles)
     if args.objectives is not None:  # kernel mode's names (time: ms…) unless the results have such a metric
-        objectives = resolve(objectives_option(args.objectives), True, {m for r in results for m in r.metrics})
+        try:
+            objectives = resolve(objectives_option(args.objectives), True, {m for r in results for m in r.metrics})
+        except ValueError as exc:
+            raise KsweepError(f"--objectives {args.objectives}: {exc}") from None
     else:
         with Store(args.db, create=False) as store:
             objectives = stored_objectives(store.get_meta("objectives"))

@@ -47,10 +47,7 @@ def parse_objective(text: str, direction: str | None = None) -> Objective:
     if given and given not in ("min", "max"):
         raise ValueError(f"{text!r}: the direction is min or max, got {given!r}")
     fixed = NAMED[name][1] if name in NAMED else _DIRECTION.get(name)
-    chosen = given or direction or fixed or "min"
-    if name in NAMED and chosen != fixed:
-        raise ValueError(f"{name} is {'minimised' if fixed == 'min' else 'maximised'}; drop '{chosen}'")
-    return Objective(name, chosen)
+    return Objective(name, given or direction or fixed or "min")
 
 
 def parse_objectives(items: Iterable[str]) -> tuple[Objective, ...]:
@@ -71,10 +68,19 @@ def resolve(objectives: Iterable[Objective], kernel_mode: bool,
             metrics: Iterable[str] = ()) -> tuple[Objective, ...]:
     """Kernel mode's names as its metrics (``time`` -> ``ms``, ``energy`` -> ``energy_mj``…);
     in program mode names are metrics as they are. A name that is itself among ``metrics``
-    (a database's: ``ksweep report`` does not know the mode) stays as it is."""
+    (a database's: ``ksweep report`` does not know the mode) stays as it is. ValueError for
+    a kernel-mode name in the other direction (``energy:max``)."""
     present = set(metrics)
-    return tuple(Objective(NAMED[o.metric][0], o.direction)
-                 if kernel_mode and o.metric in NAMED and o.metric not in present else o for o in objectives)
+    out = []
+    for o in objectives:
+        if kernel_mode and o.metric in NAMED and o.metric not in present:
+            metric, fixed = NAMED[o.metric]
+            if o.direction != fixed:  # what ksweep measures has its direction (a program's metric has none)
+                raise ValueError(f"{o.metric} is {'minimised' if fixed == 'min' else 'maximised'}; "
+                                 f"drop '{o.direction}'")
+            o = Objective(metric, o.direction)
+        out.append(o)
+    return tuple(out)
 
 
 def needs_energy(objectives: Iterable[Objective]) -> bool:
@@ -87,7 +93,10 @@ def with_objectives(spec: Spec, objectives: tuple[Objective, ...], key: str = "s
     ``gflops_per_watt`` needs the FLOP count of a launch (``[physics] flops``, or each
     shape's own). In kernel mode an energy objective turns the energy observer on. ``key``
     names where the objectives came from in the one-line SpecError."""
-    objectives = resolve(objectives, spec.kernel is not None)
+    try:
+        objectives = resolve(objectives, spec.kernel is not None)
+    except ValueError as exc:
+        raise SpecError(str(exc), path=spec.label, key=key) from None
     if not objectives:
         raise SpecError("give at least one objective", path=spec.label, key=key)
     metrics = [o.metric for o in objectives]
