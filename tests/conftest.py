@@ -63,3 +63,15 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "/tests/gpu/" in str(item.fspath).replace("\\", "/"):
             item.add_marker(skip)
+
+
+def _nvrtc_works() -> bool:
+    try:
+        from cuda.bindings import nvrtc as bindings
+
+        return bindings.nvrtcVersion()[0] == bindings.nvrtcResult.NVRTC_SUCCESS
+    except Exception:  # no cuda-python, or no libnvrtc it can load
+        return False
+
+
+needs_nvrtc = pytest.mark.skipif(not _nvrtc_works(), reason="cuda-python with a loadable NVRTC is not installed")

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import KERNELS
+from conftest import KERNELS, needs_nvrtc
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -29,17 +29,6 @@ import fake_kt_examples as fake  # noqa: E402
 FAKE = f"fake:{KERNELS / 'fake_kt_examples.py'}"
 STANDIN = KERNELS / "kt_examples_standin.cu"
 
-
-def _nvrtc_works() -> bool:
-    try:
-        from cuda.bindings import nvrtc
-
-        return nvrtc.nvrtcVersion()[0] == nvrtc.nvrtcResult.NVRTC_SUCCESS
-    except Exception:
-        return False
-
-
-needs_nvrtc = pytest.mark.skipif(not _nvrtc_works(), reason="cuda-python with a loadable NVRTC is not installed")
 
 
 @pytest.fixture

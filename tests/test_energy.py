@@ -27,10 +27,10 @@ from ksweep.store.sqlite import Store
 from ksweep.verify import judge
 
 from conftest import KERNELS, vadd_kernel_spec
+from kernels.fake_energy import PROFILE  # the stand-in GPU's ms and W by BLOCK
 
 nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 ENERGY = KERNELS / "fake_energy.py"
-PROFILE = {64: (4.0, 100.0), 128: (2.0, 150.0), 256: (1.0, 400.0), 512: (1.5, 500.0)}  # fake_energy's ms, W
 
 
 def setup_request(energy_ms=200.0):

@@ -11,7 +11,7 @@ import pytest
 from ksweep.kt import CompilationFailedConfig, KtUnsupported, tune_kernel
 from ksweep.store.sqlite import Store
 
-from conftest import KERNELS
+from conftest import KERNELS, needs_nvrtc
 
 FAKE = f"fake:{KERNELS / 'fake_kt.py'}"
 nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
@@ -215,16 +215,7 @@ def test_lang_builds_as_kernel_tuners_backend_does(lang, compiler, options, expe
     assert lang_build(lang, compiler, options) == expected
 
 
-def _nvrtc_works() -> bool:
-    try:
-        from cuda.bindings import nvrtc as bindings
-
-        return bindings.nvrtcVersion()[0] == bindings.nvrtcResult.NVRTC_SUCCESS
-    except Exception:  # no cuda-python, or no libnvrtc it can load
-        return False
-
-
-@pytest.mark.skipif(not _nvrtc_works(), reason="cuda-python with a loadable NVRTC is not installed")
+@needs_nvrtc
 def test_lang_cupy_builds_with_nvrtc_and_cupys_options(here):
     """One changed import: a script written for Kernel Tuner's CuPy backend builds the
     binaries CuPy would (NVRTC with -ftz=true), not nvcc's."""

@@ -18,19 +18,8 @@ from ksweep.space.space import Space
 from ksweep.sweep.jobs import JobFactory
 from ksweep.sweep.local import make_builder
 
-from conftest import KERNELS, vadd_kernel_spec
+from conftest import KERNELS, needs_nvrtc, vadd_kernel_spec
 
-
-def _nvrtc_works() -> bool:
-    try:
-        from cuda.bindings import nvrtc as bindings
-
-        return bindings.nvrtcVersion()[0] == bindings.nvrtcResult.NVRTC_SUCCESS
-    except Exception:  # no cuda-python, or no libnvrtc it can load
-        return False
-
-
-needs_nvrtc = pytest.mark.skipif(not _nvrtc_works(), reason="cuda-python with a loadable NVRTC is not installed")
 
 
 def compile_with_command(*args, cwd=None):
