@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 import statistics
 import sys
+from collections import Counter
 
 import ksweep
-from ksweep.space.space import Space
 from ksweep.store.sqlite import Store
 
 METRICS = ("ms", "tflops", "unfused_ms", "gemm_only_ms", "lt_fused_ms", "max_rel_err", "mismatches")
@@ -30,7 +30,7 @@ def main(db: str, spec_path: str) -> int:
             continue
         ok = [r for r in rows if r.status.value == "OK" and "ms" in r.metrics]
         print(f"\n## {shape}: {len(rows)} configs, {len(ok)} OK, "
-              f"statuses {dict(sorted(_count(r.status.value for r in rows).items()))}")
+              f"statuses {dict(sorted(Counter(r.status.value for r in rows).items()))}")
         built = [r.build_seconds for r in rows if r.build_seconds]
         if built:
             print(f"build seconds per config (one nvcc each, run side by side): median {statistics.median(built):.1f}, "
@@ -52,7 +52,7 @@ def main(db: str, spec_path: str) -> int:
         if not ok:
             continue
         best = min(ok, key=lambda r: r.metrics["ms"])
-        params = Space.from_spec(spec, shape, spec.variant_list()[0].name).params  # the shape's own switches too
+        params = spec.effective_params(spec.shape(shape), spec.variant_list()[0])  # the shape's own switches too
         default = next((r for r in ok if all(r.params.get(p.name) == p.default for p in params)), None)
         m = best.metrics
         print(f"\nbest: {dict(best.params)}")
@@ -79,13 +79,6 @@ def main(db: str, spec_path: str) -> int:
 
 def _phase(r, switches) -> str:
     return "tier1" if all(r.params.get(k, v) == v for k, v in switches.items()) else "tier2"
-
-
-def _count(values):
-    out: dict = {}
-    for v in values:
-        out[v] = out.get(v, 0) + 1
-    return out
 
 
 if __name__ == "__main__":

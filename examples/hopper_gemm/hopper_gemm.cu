@@ -11,11 +11,9 @@
 //   2  bias + residual:             D = acc + bias[n] + R[m, n]        — fc2
 //
 // Every tunable is an #ifndef-guarded define (the template arguments are chosen from them), so
-// the file builds alone with its defaults:
-//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr \
-//        -I$CUTLASS/include -I$(ksweep include) -o hopper_gemm hopper_gemm.cu -lcublasLt -lcuda
+// the file builds alone with its defaults (README.md gives the nvcc command: the CUTLASS headers
+// setup.sh installs, their tools/util/include too, and ksweep's), then
 //   ./hopper_gemm 928256 768 768          # M N K; prints one @@RESULT line
-// ($CUTLASS/include: the C++ headers the nvidia-cutlass package ships, see setup.sh.)
 //
 // A sweep builds the harness (inputs, reference, cuBLASLt baselines, timing) once as an object
 // (-DHG_HARNESS_ONLY -c) and each config's GEMM alone (-DHG_KERNEL_ONLY) linked with it.
