@@ -104,8 +104,7 @@ def map_config(config: Mapping[str, Any], params: Sequence) -> dict[str, Any] | 
                 return None
             out[p.name] = v
         else:
-            default = getattr(p, "default", None)
-            out[p.name] = default if default in p.values else p.values[0]
+            out[p.name] = _default(p)
     return out
 
 
@@ -224,9 +223,14 @@ def _seed_candidates(source: Source, params: Sequence, names: list[str], switche
     return firsts, rest, both
 
 
-def _default_first(param) -> list:
+def _default(param):
+    """A parameter's default where it is one of its values, else its first value."""
     default = getattr(param, "default", None)
-    first = default if default in param.values else param.values[0]
+    return default if default in param.values else param.values[0]
+
+
+def _default_first(param) -> list:
+    first = _default(param)
     return [first] + [v for v in param.values if v != first]
 
 
@@ -237,13 +241,10 @@ def _contains(contains, config) -> bool:
         return False
 
 
-def common_names(prior: Prior, params: Sequence) -> tuple[str, ...]:
-    """Target parameters (in target order) that every source sets."""
-    names = [p.name for p in params]
-    for s in prior.sources:
-        have = set(s.names)
-        names = [n for n in names if n in have]
-    return tuple(names)
+def common_names(source: Source, params: Sequence) -> tuple[str, ...]:
+    """Target parameters (in target order) that the source sets."""
+    have = set(source.names)
+    return tuple(p.name for p in params if p.name in have)
 
 
 def observations(source: Source, params: Sequence, common: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:

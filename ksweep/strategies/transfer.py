@@ -42,7 +42,7 @@ class TransferMean:
         self._components = []  # (columns, featurizer, source rows, centred values, model)
         spreads = []
         for source in prior.sources:
-            shared = common_names(Prior((source,)), params)
+            shared = common_names(source, params)
             variants = [shared]
             if any(n in switches for n in shared):
                 variants.append(tuple(n for n in shared if n not in switches))
