@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -135,11 +136,19 @@ MODE = [10]
 X = [1, 2, 3, 4]
 {GCC_BUILD.replace('"{{defines}}"', '"{{defines}}", "-DSLEEP_MS=300"')}
 [run]
-# note the start (with the worker's pid: the shell's parent), wait for the GO file, run
-command = ["sh", "-c", "echo \\"$PPID {{X}}\\" >> \\"$START_LOG\\"; while [ ! -e \\"$GO\\" ]; do sleep 0.02; done; exec \\"$0\\"", "{{binary}}"]
+# note the start (the worker's pid: the shell's parent; the shell's own), wait for the GO file, run
+command = ["sh", "-c", "echo \\"$PPID $$ {{X}}\\" >> \\"$START_LOG\\"; while [ ! -e \\"$GO\\" ]; do sleep 0.02; done; exec \\"$0\\"", "{{binary}}"]
 timeout = 60
 env = {{ KSWEEP_TEST_LOG = "DONE_LOG", START_LOG = "START_LOG_PATH", GO = "GO_PATH" }}
 """
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, dead but not yet waited for, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def test_a_worker_killed_mid_run_loses_nothing(program_dir, cluster):
@@ -157,10 +166,14 @@ def test_a_worker_killed_mid_run_loses_nothing(program_dir, cluster):
             while time.monotonic() < deadline:
                 lines = started.read_text().split("\n")[:-1] if started.exists() else []
                 if lines:
-                    pid, x = lines[0].split()
+                    pid, shell, x = lines[0].split()
                     assert int(pid) in worker_pids, (pid, worker_pids)
                     os.kill(int(pid), signal.SIGKILL)
                     killed.append((int(pid), x))
+                    # the orphaned run is the dead worker's reaper's to kill: GO waits for it
+                    # (were it left alive, it would run to its end too and done.log tell)
+                    while time.monotonic() < deadline and alive(int(shell)):
+                        time.sleep(0.01)
                     return
                 time.sleep(0.01)
         finally:
@@ -175,8 +188,8 @@ def test_a_worker_killed_mid_run_loses_nothing(program_dir, cluster):
     assert len(killed) == 1
     pid, x = killed[0]
     starts = [line.split() for line in started.read_text().splitlines()]
-    assert [s[1] for s in starts].count(x) == 2  # the killed run started again ...
-    assert [s[0] for s in starts if s[1] == x][1] != str(pid)  # ... on another worker process
+    assert [s[2] for s in starts].count(x) == 2  # the killed run started again ...
+    assert [s[0] for s in starts if s[2] == x][1] != str(pid)  # ... on another worker process
     assert sorted(done.read_text().splitlines()) == [f"MODE=10 X={i}" for i in range(1, 5)]  # each ran to its end once
     assert [r.status for r in remote] == [Status.OK] * 4 and summary.evaluated == 4
     started.unlink()
