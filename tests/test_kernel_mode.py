@@ -1,6 +1,7 @@
 """Kernel mode without a GPU: real cubin builds with nvcc, the worker protocol against a
 stand-in backend (start, load, launch, fault, hang, restart)."""
 
+import os
 import shutil
 
 import numpy as np
@@ -193,6 +194,57 @@ def test_the_second_draw_has_another_distribution_at_the_same_scale():
     assert a.min() <= a2.min() and a2.max() <= a.max()  # uniform over the original's range
     assert abs(float(np.mean(np.abs(a2))) - float(np.mean(np.abs(a)))) > 0.1  # not the normal draw again
     assert np.array_equal(b2, b) and np.array_equal(c2, c)  # integers and outputs as they are
+    for dtype in (np.float16, np.float32, np.float64):  # the range of the finite values, in the input's type
+        odd = np.array([-3.0, np.inf, 2.0, np.nan, -np.inf, 0.5] * 100, dtype)
+        (drawn,) = other_draw([odd], [], seed=1)
+        assert drawn.dtype == dtype and np.isfinite(drawn).all() and drawn.min() >= -3 and drawn.max() <= 2
+        assert drawn.max() - drawn.min() > 4  # spread over it
+    (flat,) = other_draw([np.full(10, 5.0, np.float32)], [], seed=1)
+    assert flat.min() >= 4 and flat.max() <= 6 and np.ptp(flat) > 0  # one value: widened by 1 each side
+
+
+SLOW_START = """
+import os, time
+
+
+def __getattr__(name):  # POWER_W, looked up as the stand-in backend starts: it waits for the inputs
+    if name == "POWER_W":
+        deadline = time.monotonic() + 60
+        while not os.path.exists(os.environ["MARK"]):
+            if time.monotonic() > deadline:
+                os._exit(5)  # the worker did not make its inputs while its backend started
+            time.sleep(0.01)
+    raise AttributeError(name)
+"""
+
+MARKING_ARGS = """
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from vadd_args import make_args as vadd_args
+
+def make_args(sizes, seed):
+    open(os.environ["MARK"], "a").close()
+    return vadd_args(sizes, seed)
+"""
+
+
+def test_worker_makes_its_inputs_while_the_backend_starts(tmp_path):
+    """The setup is sent without waiting for the hello, and its host part (inputs, reference)
+    runs while the backend starts: this stand-in's start waits for the inputs."""
+    (tmp_path / "slow_start.py").write_text(SLOW_START + (HERE / "fake_vadd.py").read_text())
+    (tmp_path / "marking_args.py").write_text(MARKING_ARGS)
+    shutil.copy(HERE / "vadd_args.py", tmp_path)
+    setup = {**fake_setup(), "args": "marking_args.py:make_args", "root": str(tmp_path)}
+    env = {"MARK": str(tmp_path / "made")}
+    w = WorkerHandle(f"fake:{tmp_path / 'slow_start.py'}", env=env, setup=setup, start_timeout=120)
+    try:
+        answer = w.request({"op": "ping"}, timeout=30)
+        assert answer.replied and answer.data == {"ok": True}, answer
+        assert w.device == "fake"
+    finally:
+        w.close()
 
 
 def test_worker_that_cannot_start_is_reported():
@@ -308,7 +360,6 @@ def test_a_kernel_mode_result_key_is_the_same_in_every_process(tmp_path):
     """The key of a [kernel] spec's result covers its grid and block expressions by their text:
     two processes (other hash seeds, other memory addresses) make the same key, so a kernel-mode
     sweep run again resumes instead of evaluating everything again."""
-    import os
     import subprocess
     import sys
 

@@ -31,6 +31,11 @@ D ms while the board's energy counter is read (NVML, through the backend's monit
 metrics. A GPU whose counter cannot be read fails the setup with ENERGY_UNAVAILABLE's words
 (a failure of the host: run/environment.py).
 
+The worker answers ``{"ok": true, "hello": "<GPU name>"}`` once CUDA is up, before any
+answer. The parent sends the setup at once, without waiting for the hello: its host part
+(``host_setup``: the inputs, the second draw, the Python reference) is made on a thread
+while CUDA starts.
+
 A request that raised answers ``{"ok": false, "error": "<what>"}``, with ``"cuda_error":
 "<CUDA error name>"`` and ``"fatal": true|false`` when the CUDA driver reported it. After
 an error that poisons the CUDA context (``"fatal": true``) the worker exits; the parent
@@ -45,7 +50,10 @@ import json
 import math
 import os
 import sys
+import threading
 import traceback
+from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -88,42 +96,21 @@ class Worker:
         self.meter_device: int | str = 0
 
     # -- setup ---------------------------------------------------------------------------
-    def setup(self, req: dict) -> dict:
-        sizes, seed = req.get("sizes", {}), int(req.get("seed", 0))
-        self.outputs = list(req.get("outputs", []))
-        self.atol, self.rtol = float(req.get("atol", 1e-6)), float(req.get("rtol", 1e-5))
-        self.timing = req.get("timing", {})
-        if req["args"].startswith("npz:"):  # arrays given directly: one set serves both
-            fixed = load_npz_args(req["args"][4:])
-            self.host = {"time": fixed, "check": [a.copy() if isinstance(a, np.ndarray) else a for a in fixed]}
-        else:
-            fn = load_function(req["args"], req["root"])
-            self.host = {"time": make_args(fn, sizes, seed), "check": make_args(fn, sizes, seed + 1)}
-        # a second check draw from another distribution (uniform over the inputs' own range), so a
-        # kernel that is right for one draw only is caught; it needs a reference that can be
-        # computed for it (a Python reference, or the reference config's own outputs)
-        self.host["check2"] = other_draw(self.host["check"], self.outputs, seed + 2)
+    def setup(self, req: dict, prepared: "HostSetup | BaseException | None" = None) -> dict:
+        """Upload what ``host_setup`` made for ``req`` (``prepared``: made already, on another
+        thread while CUDA started; an exception it raised is raised here)."""
+        if isinstance(prepared, BaseException):
+            raise prepared
+        host = prepared or host_setup(req)
+        self.outputs, self.atol, self.rtol, self.timing = host.outputs, host.atol, host.rtol, host.timing
+        self.host, self.cmem = host.args, host.cmem
         self.dev = {k: self._upload(v) for k, v in self.host.items()}
         # what the kernel must leave unchanged: a copy of each input of the check set, beside it
         for i, a in enumerate(self.dev["check"]):
             if i not in self.outputs and isinstance(a, DeviceArray):
                 self._pristine[i] = DeviceArray(self.b.alloc(a.nbytes), a.dtype, a.shape, a.nbytes)
                 self.b.copy(self._pristine[i].ptr, a.ptr, a.nbytes)
-        self.cmem = load_cmem(req.get("cmem"), req.get("root", "."), sizes, seed)
-        self.expected = self.expected2 = None
-        if req.get("reference", "") and req["reference"].startswith("npz:"):
-            with np.load(req["reference"][4:]) as data:
-                self.expected = self._keep([data[f"arr_{i}"] for i in range(len(data.files))])
-        elif req.get("reference"):
-            ref = load_function(req["reference"], req["root"], key="kernel.reference")
-            with_cmem = len(inspect.signature(ref).parameters) >= 3  # reference(args, sizes, cmem)
-            first, second = ([np.asarray(e) for e in ref(
-                [a.copy() if isinstance(a, np.ndarray) else a for a in self.host[k]], dict(sizes),
-                *([{n: v.copy() for n, v in self.cmem.get(k, {}).items()}] if with_cmem else []))]
-                for k in ("check", "check2"))
-            if len(first) != len(self.outputs):
-                raise ValueError(f"the reference returned {len(first)} arrays for {len(self.outputs)} outputs")
-            self.expected, self.expected2 = self._keep(first), self._keep(second)
+        self.expected, self.expected2 = (None if e is None else self._keep(e) for e in host.expected)
         if self.timing.get("flush_l2", True):
             self.flush_bytes = max(2 * int(self.b.l2_bytes), 1 << 20)
             self.flush_ptr = self.b.alloc(self.flush_bytes)
@@ -413,6 +400,55 @@ class Worker:
         return self._events[:n]
 
 
+@dataclass(frozen=True)
+class HostSetup:
+    """What a ``setup`` request makes on the host, before anything goes to the GPU: the input
+    sets ("time", "check", "check2"), their cmem values, and the expected outputs of the two
+    check draws (host arrays, or None where there is no Python reference)."""
+
+    args: dict[str, list]
+    cmem: dict[str, dict[str, np.ndarray]]
+    expected: tuple[list | None, list | None]
+    outputs: list[int]
+    atol: float
+    rtol: float
+    timing: dict
+
+
+def host_setup(req: dict) -> HostSetup:
+    """The host's part of ``setup``: the argument and cmem functions, the second draw and the
+    Python reference. Needs no GPU: the worker runs it while CUDA starts."""
+    sizes, seed = req.get("sizes", {}), int(req.get("seed", 0))
+    outputs = list(req.get("outputs", []))
+    if req["args"].startswith("npz:"):  # arrays given directly: one set serves both
+        fixed = load_npz_args(req["args"][4:])
+        host = {"time": fixed, "check": [a.copy() if isinstance(a, np.ndarray) else a for a in fixed]}
+    else:
+        fn = load_function(req["args"], req["root"])
+        host = {"time": make_args(fn, sizes, seed), "check": make_args(fn, sizes, seed + 1)}
+    # a second check draw from another distribution (uniform over the inputs' own range), so a
+    # kernel that is right for one draw only is caught; it needs a reference that can be
+    # computed for it (a Python reference, or the reference config's own outputs)
+    host["check2"] = other_draw(host["check"], outputs, seed + 2)
+    cmem = load_cmem(req.get("cmem"), req.get("root", "."), sizes, seed)
+    expected: tuple[list | None, list | None] = (None, None)
+    if req.get("reference", "") and req["reference"].startswith("npz:"):
+        with np.load(req["reference"][4:]) as data:
+            expected = ([data[f"arr_{i}"] for i in range(len(data.files))], None)
+    elif req.get("reference"):
+        ref = load_function(req["reference"], req["root"], key="kernel.reference")
+        with_cmem = len(inspect.signature(ref).parameters) >= 3  # reference(args, sizes, cmem)
+        first, second = ([np.asarray(e) for e in ref(
+            [a.copy() if isinstance(a, np.ndarray) else a for a in host[k]], dict(sizes),
+            *([{n: v.copy() for n, v in cmem.get(k, {}).items()}] if with_cmem else []))]
+            for k in ("check", "check2"))
+        if len(first) != len(outputs):
+            raise ValueError(f"the reference returned {len(first)} arrays for {len(outputs)} outputs")
+        expected = (first, second)
+    return HostSetup(host, cmem, expected, outputs, float(req.get("atol", 1e-6)), float(req.get("rtol", 1e-5)),
+                     req.get("timing", {}))
+
+
 def warmup_until(n: int, spent_ms: float, warmup_ms: float) -> int | None:
     """After ``n`` warm-up launches in ``spent_ms``: None when the warm-up is over, else the
     launch count at which to look at the clock again: when the launches left at the rate so
@@ -432,11 +468,18 @@ def other_draw(args: list, outputs, seed: int) -> list:
     out = []
     for i, a in enumerate(args):
         if isinstance(a, np.ndarray) and i not in outputs and np.issubdtype(a.dtype, np.floating) and a.size:
-            finite = a[np.isfinite(a)]
-            lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (-1.0, 1.0)
+            lo, hi = float(a.min()), float(a.max())
+            if not (math.isfinite(lo) and math.isfinite(hi)):  # the range of the finite values only
+                finite = a[np.isfinite(a)]
+                lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (-1.0, 1.0)
             if hi <= lo:
                 lo, hi = lo - 1.0, hi + 1.0
-            out.append(rng.uniform(lo, hi, size=a.shape).astype(a.dtype))
+            # drawn in the array's own precision (float32 at most twice as fast as float64)
+            work = np.float64 if a.dtype == np.float64 else np.float32
+            x = rng.random(a.shape, dtype=work)
+            x *= work(hi - lo)
+            x += work(lo)
+            out.append(np.clip(x, lo, hi, out=x).astype(a.dtype, copy=False))
         else:
             out.append(a.copy() if isinstance(a, np.ndarray) else a)
     return out
@@ -484,7 +527,9 @@ def load_npz_args(path: str) -> list:
     return out
 
 
-def serve(backend, stdin, proto) -> int:
+def serve(backend, stdin, proto, prepared: dict | None = None) -> int:
+    """Answer requests until stdin ends or an exit. ``prepared``: the first request's
+    ``host_setup`` (or what it raised), made already by ``read_setup``."""
     worker = Worker(backend)
     for line in stdin:
         if not line.strip():
@@ -494,7 +539,7 @@ def serve(backend, stdin, proto) -> int:
         fatal = False
         try:
             if op == "setup":
-                resp = worker.setup(req)
+                resp = worker.setup(req, (prepared or {}).pop("host", None))
             elif op == "eval":
                 resp = worker.evaluate(req)
             elif op == "ping":
@@ -509,14 +554,31 @@ def serve(backend, stdin, proto) -> int:
             fatal = exc.fatal
             resp = {"ok": False, "error": str(exc), "cuda_error": exc.name, "fatal": fatal}
         except Exception as exc:  # noqa: BLE001 - reported to the parent as data
-            tb = traceback.format_exc(limit=3)
-            print(tb, file=sys.stderr)
+            tb = traceback.format_exception(exc, limit=3)
+            print("".join(tb), file=sys.stderr)
             resp = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         proto.write(json.dumps(resp) + "\n")
         proto.flush()
         if fatal:
             return 3  # the context is poisoned: exit, the parent restarts a worker
     return 0
+
+
+def read_setup(stdin, into: dict) -> None:
+    """Read the first request into ``into["line"]``; when it is a ``setup`` (the parent sends it
+    without waiting for the hello), make its host part too: ``into["host"]`` is the
+    ``HostSetup``, or the exception it raised."""
+    line = stdin.readline()
+    into["line"] = line
+    try:
+        req = json.loads(line) if line.strip() else {}
+    except ValueError:
+        return  # serve answers it
+    if isinstance(req, dict) and req.get("op") == "setup":
+        try:
+            into["host"] = host_setup(req)
+        except Exception as exc:  # noqa: BLE001 - raised again where setup is answered
+            into["host"] = exc
 
 
 def main(argv=None) -> int:
@@ -528,6 +590,11 @@ def main(argv=None) -> int:
     proto = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    # the first request's host part (inputs, reference: numpy, which releases the GIL) on a
+    # thread, while this one starts CUDA (whose context is this thread's)
+    first: dict = {}
+    reader = threading.Thread(target=read_setup, args=(sys.stdin, first), daemon=True)
+    reader.start()
     try:
         backend = FakeBackend(a.backend[5:]) if a.backend.startswith("fake:") else CudaBackend(a.device)
     except Exception as exc:  # noqa: BLE001
@@ -536,7 +603,8 @@ def main(argv=None) -> int:
         return 4
     proto.write(json.dumps({"ok": True, "hello": getattr(backend, "name", "")}) + "\n")
     proto.flush()
-    return serve(backend, sys.stdin, proto)
+    reader.join()
+    return serve(backend, chain([first["line"]], sys.stdin), proto, first)
 
 
 if __name__ == "__main__":

@@ -83,12 +83,14 @@ class WorkerHandle:
         self._lines = queue.Queue()
         threading.Thread(target=self._pump, args=(self.proc.stdout, self._lines), daemon=True).start()
         threading.Thread(target=self._drain, args=(self.proc.stderr,), daemon=True).start()
+        # the setup goes before the hello comes: the worker makes its inputs while CUDA starts
+        sent = self.setup_request is None or self._send(self.setup_request)
         hello = self._read(self.start_timeout)
         if not hello.replied or not hello.data.get("ok"):
             return self._failed(hello, "the worker did not start")
         self.device = hello.data.get("hello", "")
         if self.setup_request is not None:
-            setup = self.ask(self.setup_request, self.start_timeout)
+            setup = self._read(self.start_timeout) if sent else Answer("dead")
             if not setup.replied or not setup.data.get("ok"):
                 return self._failed(setup, "the worker's setup failed")
         return None
@@ -150,16 +152,19 @@ class WorkerHandle:
                 continue
             return Answer("dead") if line is None else Answer("reply", json.loads(line))
 
-    def ask(self, req: dict, timeout: float) -> Answer:
-        """One exchange with a started worker. After a "timeout" the worker is still there (the
-        caller kills it); a "dead" answer has waited for its exit code. The caller holds ``lock``."""
+    def _send(self, req: dict) -> bool:
+        """Write one request; False when the worker's stdin is closed (it died)."""
         try:
             self.proc.stdin.write(json.dumps(req) + "\n")
             self.proc.stdin.flush()
         except (OSError, ValueError):
-            answer = Answer("dead")
-        else:
-            answer = self._read(timeout)
+            return False
+        return True
+
+    def ask(self, req: dict, timeout: float) -> Answer:
+        """One exchange with a started worker. After a "timeout" the worker is still there (the
+        caller kills it); a "dead" answer has waited for its exit code. The caller holds ``lock``."""
+        answer = self._read(timeout) if self._send(req) else Answer("dead")
         if answer.kind == "dead":
             return Answer("dead", returncode=self.proc.wait() if self.proc is not None else None)
         return answer
