@@ -15,6 +15,12 @@ three rounds t is 4.30: the interval is wide unless the runs agree closely, whic
 the honest answer for three numbers. The speed-up over the default is the ratio of the
 medians, with the interval [lo_default / hi_best, hi_default / lo_best] (interval
 arithmetic: conservative).
+
+Of the top ``k``, only those within ``within`` (5%) of the second best's value are measured
+again (and the best, always): a config measured further behind is not one the noise put
+there, and measuring it again costs time and tells nothing. The second best, not the best,
+is the anchor, so that one lucky measurement (a config measured once far faster than it
+is) does not push the configs that are really the fastest out of the confirmation.
 """
 
 from __future__ import annotations
@@ -34,21 +40,37 @@ _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
 
 @dataclass(frozen=True)
 class Confirmation:
-    """``k`` leaders plus the default, measured ``rounds`` more times each."""
+    """``k`` leaders plus the default, measured ``rounds`` more times each. A leader is
+    one of the ``k`` best whose value is within ``within`` (a fraction) of the best's;
+    ``within=None``: the ``k`` best whatever their values."""
 
     k: int = 5
     rounds: int = 3
+    within: float | None = 0.05
 
     @classmethod
     def parse(cls, text: str) -> "Confirmation":
-        """'5,3' -> Confirmation(5, 3); ValueError with the rule otherwise."""
-        parts = text.split(",")
-        if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
-            raise ValueError(f"--confirm {text}: give K,R (the K best configs, R rounds), e.g. --confirm 5,3")
-        k, rounds = (int(p) for p in parts)
+        """'5,3' -> Confirmation(5, 3); '5,3,2' -> within 2%; '5,3,all' -> within=None;
+        ValueError with the rule otherwise."""
+        rule = (f"--confirm {text}: give K,R[,W] (the K best configs within W% of the best, default 5; "
+                "W 'all': whatever their values; R rounds), e.g. --confirm 5,3")
+        parts = [p.strip() for p in text.split(",")]
+        if len(parts) not in (2, 3) or not all(p.isdigit() for p in parts[:2]):
+            raise ValueError(rule)
+        k, rounds = (int(p) for p in parts[:2])
         if k < 1 or rounds < 1:
             raise ValueError(f"--confirm {text}: K and R must be at least 1")
-        return cls(k, rounds)
+        if len(parts) == 2:
+            return cls(k, rounds)
+        if parts[2] == "all":
+            return cls(k, rounds, None)
+        try:
+            within = float(parts[2]) / 100
+        except ValueError:
+            raise ValueError(rule) from None
+        if not (math.isfinite(within) and within >= 0):
+            raise ValueError(rule)
+        return cls(k, rounds, within)
 
 
 @dataclass(frozen=True)
@@ -88,17 +110,24 @@ def interval(values: Sequence[float]) -> Interval:
     return Interval(med, mean - half, mean + half, n)
 
 
-def choose(results: Iterable[Any], metric: str, direction: str, k: int) -> list[str]:
-    """The config ids of the ``k`` best OK results by ``metric`` (finite values only); the
-    driver adds the default config, which it may first have to evaluate."""
+def choose(results: Iterable[Any], metric: str, direction: str, k: int, within: float | None = None) -> list[str]:
+    """The config ids of the ``k`` best OK results by ``metric`` (finite values only), and of
+    those, when ``within`` (a fraction) is given and the values are positive, the best and
+    the ones within ``within`` of the second best's value; the driver adds the default
+    config, which it may first have to evaluate."""
     sign = 1.0 if direction == "min" else -1.0
     ranked = []
     for r in results:
         v = r.value(metric)
         if v is not None and math.isfinite(v):
-            ranked.append((sign * v, config_id(r.params)))
+            ranked.append((sign * v, v, config_id(r.params)))
     ranked.sort()
-    return [cid for _, cid in ranked[:k]]
+    leaders = ranked[:k]
+    if within is not None and len(leaders) > 1 and leaders[0][1] > 0 and leaders[1][1] > 0:
+        anchor = leaders[1][1]  # the second best: one lucky measurement cannot move it
+        near = (lambda v: v <= anchor * (1 + within)) if direction == "min" else (lambda v: v >= anchor / (1 + within))
+        leaders = leaders[:1] + [x for x in leaders[1:] if near(x[1])]
+    return [cid for _, _, cid in leaders]
 
 
 def order(configs: Sequence[str], round_: int) -> list[str]:

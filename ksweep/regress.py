@@ -120,7 +120,7 @@ def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, 
                 return ListedStrategy(space, configs)
 
             options = SweepOptions(shapes=(sh,), variants=(va,), rerun="all", record_pruned=False,
-                                   max_evals=len(configs), confirm=Confirmation(k=len(configs), rounds=repeats),
+                                   max_evals=len(configs), confirm=Confirmation(k=len(configs), rounds=repeats, within=None),
                                    warm_between_shapes=False)
             run_sweep(spec, db=target, options=options, gpus=gpus, jobs=jobs, observer=observer,
                       cache=db_path.resolve().parent / "cache", strategy_factory=listed)

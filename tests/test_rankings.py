@@ -54,12 +54,20 @@ def test_choose_and_interleaved_order():
     results.append(Result("v", "s", {"X": 5}, Status.CRASH))
     assert choose(results, "ms", "min", 2) == ['{"X":2}', '{"X":3}']  # NaN and a crash never lead
     assert choose(results, "ms", "max", 1) == ['{"X":1}']
+    # the best, and the others within a margin of the second best (one lucky value cannot move it)
+    more = results + [Result("v", "s", {"X": x}, Status.OK, metrics={"ms": ms}) for x, ms in [(6, 2.08), (7, 2.11)]]
+    assert choose(more, "ms", "min", 5, within=0.05) == ['{"X":2}', '{"X":3}', '{"X":6}']  # 2.08 <= 2.1 < 2.11
+    assert choose(more, "ms", "min", 5, within=0.5) == ['{"X":2}', '{"X":3}', '{"X":6}', '{"X":7}', '{"X":1}']
+    assert choose(more, "ms", "max", 5, within=0.05) == ['{"X":1}', '{"X":7}', '{"X":6}']  # 2.08 >= 2.11 / 1.05
+    assert choose(more, "ms", "min", 1, within=0.05) == ['{"X":2}']
     assert order(["a", "b", "c"], 0) == ["a", "b", "c"] and order(["a", "b", "c"], 1) == ["b", "c", "a"]
 
 
 def test_confirm_option_is_checked():
-    assert Confirmation.parse("5,3") == Confirmation(5, 3)
-    for bad in ("5", "0,3", "a,b", "5,3,1"):
+    assert Confirmation.parse("5,3") == Confirmation(5, 3) == Confirmation(5, 3, 0.05)
+    assert Confirmation.parse("5,3,2") == Confirmation(5, 3, 0.02)
+    assert Confirmation.parse("4, 2, all") == Confirmation(4, 2, None)
+    for bad in ("5", "0,3", "a,b", "5,3,x", "5,3,-1", "5,3,1,1", "5,3,nan"):
         with pytest.raises(ValueError):
             Confirmation.parse(bad)
 
@@ -146,19 +154,21 @@ def test_a_lucky_single_measurement_does_not_win_after_confirmation(tmp_path, ca
     assert {marks[3], marks[4]} == {"BEST", "TIE"}  # equally fast: the data cannot tell them apart
     assert marks[5] == "ok"  # 0.8 ms once, 1.3 ms on each confirmation run
     line = next(ln for ln in out.splitlines() if "confirmed:" in ln)
-    assert "5 configs x 3 rounds" in line and "BEST is 2" in line and "the default" in line
+    assert "4 configs x 3 rounds" in line and "BEST is 2" in line and "the default" in line
     with Store(db) as store:
         ms = store.measurements()
-        assert len(ms) == 15 and {m.round for m in ms} == {0, 1, 2}
-        assert {m.params["X"] for m in ms} == {1, 2, 3, 4, 5}  # the default (X=1) is among the five
-        first_round = [m.params["X"] for m in ms[:5]]
-        second_round = [m.params["X"] for m in ms[5:10]]
+        assert len(ms) == 12 and {m.round for m in ms} == {0, 1, 2}
+        # the lucky one, the two within 5% of the second best, and the default (X=1); not X=2
+        # (1.6 ms: 60% behind) nor the rest of the five best
+        assert {m.params["X"] for m in ms} == {1, 3, 4, 5}
+        first_round = [m.params["X"] for m in ms[:4]]
+        second_round = [m.params["X"] for m in ms[4:8]]
         assert second_round == first_round[1:] + first_round[:1]  # interleaved: rotated each round
     # the budget counts confirmation runs separately, and a finished sweep resumes with none
     code, out, _ = _cli(capsys, "run", spec, "--db", db, "--strategy", "grid", "-q")
     assert code == 0 and "0 evaluated, 8 resumed" in out
     with Store(db) as store:
-        assert len(store.measurements()) == 15
+        assert len(store.measurements()) == 12
     csv_rows = {int(r["X"]): r for r in csv.DictReader((tmp_path / "n.csv").open())}
     assert {csv_rows[3]["confirm_mark"], csv_rows[4]["confirm_mark"]} == {"BEST", "TIE"}
     assert csv_rows[5]["confirm_n"] == "3" and csv_rows[8]["confirm_n"] == ""

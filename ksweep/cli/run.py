@@ -55,10 +55,11 @@ def add_parser(sub) -> None:
     p.add_argument("--rerun", choices=("failed", "all"),
                    help="evaluate again the stored configs that failed, or all of them (default: resume, "
                         "re-evaluating only configs whose result key changed)")
-    p.add_argument("--confirm", metavar="K,R", default="5,3",
-                   help="after each shape/variant, measure the K best configs and the default again in R "
-                        "interleaved rounds; BEST, TIE and the speed-up over the default come from those "
-                        "(default 5,3; not counted by --max-evals)")
+    p.add_argument("--confirm", metavar="K,R[,W]", default="5,3",
+                   help="after each shape/variant, measure the K best configs (those of them within W%% of the "
+                        "best; W 'all': whatever their values) and the default again in R interleaved rounds; "
+                        "BEST, TIE and the speed-up over the default come from those (default 5,3,5; not "
+                        "counted by --max-evals)")
     p.add_argument("--no-confirm", dest="confirm", action="store_const", const=None,
                    help="no confirmation runs: BEST is the single best measurement")
     p.add_argument("--no-gpu-check", dest="gpu_check", action="store_false",

@@ -425,7 +425,8 @@ class Sweep:
         # key, a GPU model of this run) and those this run evaluated
         current = {config_id(r.params): r for r in
                    (*target.stored.values(), *(e.result for e in target.order if e.result is not None))}
-        leaders = confirm.choose(current.values(), self.spec.objective.metric, self.spec.objective.direction, plan.k)
+        leaders = confirm.choose(current.values(), self.spec.objective.metric, self.spec.objective.direction, plan.k,
+                                 plan.within)
         jobs: dict[str, Job] = {cid: factory.make(dict(current[cid].params), phase="confirm") for cid in leaders}
         defaults = {p.name: p.default for p in space.params}  # the default config: the speed-up's baseline
         if defaults in space:
