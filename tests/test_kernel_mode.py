@@ -395,6 +395,10 @@ def test_the_warmup_looks_at_the_clock_once_its_budget_should_be_spent():
     assert warmup_until(2, 0.01, 10.0) == 4  # a short kernel: at most twice the launches so far
     assert warmup_until(1024, 9.99, 10.0) == 1026
     assert warmup_until(4, 0.0, 10.0) == 8
+    # the checks' launches just before count: 6 ms of them and a 3.9 ms launch leave one more
+    assert warmup_until(1, 3.9, 10.0, before_ms=6.0) == 2
+    assert warmup_until(1, 3.9, 10.0, before_ms=7.0) is None
+    assert warmup_until(1, 8.0, 10.0, before_ms=16.0) is None  # an 8 ms kernel checked twice: one launch
 
 
 def test_median_interval_is_the_order_statistics_of_the_binomial():

@@ -161,6 +161,7 @@ class Worker:
         fn = self._load(req)
         grid, block, smem = req["grid"], req["block"], int(req.get("smem", 0))
         launch = lambda args: self.b.launch(fn, grid, block, smem, args)  # noqa: E731
+        started = self.b.now()  # the checks' launches warm the GPU up too (see _time)
 
         # correctness before timing: on two input draws from different distributions, outputs
         # poisoned first, inputs the kernel must not write checked unchanged (first draw)
@@ -170,20 +171,20 @@ class Worker:
                 return {"ok": True, "outputs": "mismatched", "mismatch": got, "metrics": {}}
             got = [self._download(g) for g in got]
             np.savez(req["capture"], *got, *[self._download(g) for g in self._run_checked("check2", launch)])
-            return {"ok": True, "outputs": "captured", "metrics": self._measure(launch)}
+            return {"ok": True, "outputs": "captured", "metrics": self._measure(launch, self._since(started))}
         expected = self._reference(req.get("reference_file"))
         if expected is None:
             got = self._run_checked("check", launch, inputs=True)
             if isinstance(got, str):
                 return {"ok": True, "outputs": "mismatched", "mismatch": got, "metrics": {}}
-            return {"ok": True, "outputs": "unchecked", "metrics": self._measure(launch)}
+            return {"ok": True, "outputs": "unchecked", "metrics": self._measure(launch, self._since(started))}
         first, second = expected
         checks = [("check", first, "", True)] + ([("check2", second, "second input draw: ", False)] if second else [])
         for which, ref, what, inputs in checks:
             mismatch = self._check(which, ref, launch, inputs)
             if mismatch:
                 return {"ok": True, "outputs": "mismatched", "mismatch": what + mismatch, "metrics": {}}
-        metrics = self._measure(launch)
+        metrics = self._measure(launch, self._since(started))
         # once more after timing: a kernel right at first and wrong after many launches is caught
         which, ref, _, _ = checks[-1]
         mismatch = self._check(which, ref, launch)
@@ -277,21 +278,27 @@ class Worker:
             self._refs[path] = (self._keep(arrays[:n]), self._keep(arrays[n:2 * n]) if len(arrays) >= 2 * n else None)
         return self._refs[path]
 
-    def _measure(self, launch) -> dict:
-        """The timing phase, then the energy phase when the energy observer is on."""
-        metrics = self._time(launch)
+    def _since(self, start: float) -> float:
+        """Milliseconds on the backend's clock since ``start``."""
+        return (self.b.now() - start) * 1e3
+
+    def _measure(self, launch, warm_ms: float = 0.0) -> dict:
+        """The timing phase, then the energy phase when the energy observer is on. ``warm_ms``:
+        how long the checks just before ran the kernel (they count towards the warm-up)."""
+        metrics = self._time(launch, warm_ms)
         if self.energy:
             metrics.update(self._energy(launch))
         return metrics
 
-    def _time(self, launch) -> dict:
+    def _time(self, launch, warm_ms: float = 0.0) -> dict:
         t = self.timing
         warmup_ms, budget_ms = float(t.get("warmup_ms", 10.0)), float(t.get("budget_ms", 40.0))
         min_reps, max_reps = int(t.get("min_reps", 7)), int(t.get("max_reps", 2000))
         args = self.dev["time"]
         self._copy_symbols("time")
         (start, end), *_ = self._event_pairs(1)
-        # warm-up by time budget; its mean launch time sizes the timed loop
+        # warm-up by time budget, the checks' launches just before counted in (at least one launch
+        # on the timing inputs); its mean launch time sizes the timed loop
         # the backend's clock (the wall clock on a GPU; a stand-in GPU's own, so that its launches
         # are warmed up alike however loaded the machine running the tests is)
         n, t0, until = 0, self.b.now(), 1  # the checks before ran the kernel: its code is loaded
@@ -302,7 +309,7 @@ class Worker:
             if n >= until:
                 self.b.record(end)
                 self.b.sync()
-                until = warmup_until(n, (self.b.now() - t0) * 1e3, warmup_ms)
+                until = warmup_until(n, (self.b.now() - t0) * 1e3, warmup_ms, warm_ms)
                 if until is None:
                     break
         per_launch = max(self.b.elapsed_ms(start, end) / n, 1e-4)
@@ -449,14 +456,16 @@ def host_setup(req: dict) -> HostSetup:
                      req.get("timing", {}))
 
 
-def warmup_until(n: int, spent_ms: float, warmup_ms: float) -> int | None:
-    """After ``n`` warm-up launches in ``spent_ms``: None when the warm-up is over, else the
-    launch count at which to look at the clock again: when the launches left at the rate so
-    far are in, at most twice ``n`` (few syncs for short kernels, and for long ones no
+def warmup_until(n: int, spent_ms: float, warmup_ms: float, before_ms: float = 0.0) -> int | None:
+    """After ``n`` warm-up launches in ``spent_ms``, the kernel having run ``before_ms``
+    just before them (the checks' launches): None when the warm-up is over, else the launch
+    count at which to look at the clock again: when the launches left at the rate so far
+    are in, at most twice ``n`` (few syncs for short kernels, and for long ones no
     overshoot of up to a doubling, as looking at powers of two gave)."""
-    if spent_ms >= warmup_ms:
+    left_ms = warmup_ms - before_ms - spent_ms
+    if left_ms <= 0:
         return None
-    left = math.ceil((warmup_ms - spent_ms) * n / max(spent_ms, 1e-6))
+    left = math.ceil(left_ms * n / max(spent_ms, 1e-6))
     return n + max(1, min(n, left))
 
 
