@@ -6,8 +6,8 @@ import numpy as np
 def make_args(sizes, seed):
     n = sizes["WIDTH"]
     rng = np.random.default_rng(seed)
-    a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
-    b = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+    a = rng.random((n, n), dtype=np.float32) * 2 - 1  # uniform in [-1, 1), drawn as float32
+    b = rng.random((n, n), dtype=np.float32) * 2 - 1  # uniform in [-1, 1), drawn as float32
     return [np.zeros((n, n), np.float32), a, b]
 
 
