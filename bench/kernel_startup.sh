@@ -14,7 +14,7 @@ while [ "$i" -le "$rounds" ]; do
     if [ $((i % 2)) -eq 1 ]; then order="$other $here"; else order="$here $other"; fi
     for tree in $order; do
         echo "=== round $i: $( [ "$tree" = "$here" ] && echo this tree || echo other tree )"
-        (cd "$tree" && PYTHONPATH="$tree${base:+:$base}" python3 bench/kernel_timeline.py | sed -n '/^timeline/,/^every event/p')
+        (cd "$tree" && PYTHONPATH="$tree${base:+:$base}" python3 bench/kernel_timeline.py examples/kernel_mode/matmul.toml -q | sed -n '/^timeline/,$p')
     done
     i=$((i + 1))
 done

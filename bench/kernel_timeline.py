@@ -18,12 +18,12 @@ import time
 
 
 def process_start() -> float:
-    """This process's start on time.time()'s clock (to a clock tick, 10 ms)."""
-    with open("/proc/stat") as f:
-        btime = next(int(line.split()[1]) for line in f if line.startswith("btime"))
+    """This process's start on time.time()'s clock (to a clock tick, 10 ms): its start in
+    ticks since boot, against the time since boot now."""
     with open(f"/proc/{os.getpid()}/stat") as f:
         start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
-    return btime + start_ticks / os.sysconf("SC_CLK_TCK")
+    since_start = time.clock_gettime(time.CLOCK_BOOTTIME) - start_ticks / os.sysconf("SC_CLK_TCK")
+    return time.time() - since_start
 
 
 T0 = process_start()
@@ -74,7 +74,18 @@ def wrap(owner, name: str, kind: str, describe):
 wrap(Builder, "build", "build", lambda self, job, *a, **kw: " ".join(f"{v}" for v in job.params.values()))
 wrap(handle, "start_worker", "spawn", lambda *a, **kw: "worker process started")
 wrap(handle.WorkerHandle, "start", "worker", lambda *a, **kw: "spawn to ready (hello and setup)")
-wrap(handle.WorkerHandle, "ask", "setup", lambda self, req, *a, **kw: "setup request" if req.get("op") == "setup" else None)
+_read = handle.WorkerHandle._read
+
+
+def read(self, timeout):  # the worker's hello and its setup's answer, when they come
+    start = now()
+    answer = _read(self, timeout)
+    if answer.replied and ("hello" in answer.data or "checks" in answer.data):
+        record("hello" if "hello" in answer.data else "setup", "", start)
+    return answer
+
+
+handle.WorkerHandle._read = read
 wrap(KernelExecutor, "run_on", "eval", lambda self, gpu, job, build: " ".join(f"{v}" for v in job.params.values()))
 
 
@@ -90,13 +101,11 @@ def main() -> int:
     print(f"  {t_first_line:6.2f}  first line of this script (interpreter start-up)")
     print(f"  {t_imports:6.2f}  ksweep imported")
     print(f"  {start:6.2f}  ksweep run called")
-    for kind, label in (("spawn", "worker spawned"), ("setup", "worker's hello (CUDA up); setup sent")):
-        for s, _, k, what in ev:
+    for kind, label in (("spawn", "worker spawned"), ("hello", "worker's hello (imports, CUDA up)"),
+                        ("setup", "worker's setup answered (inputs, reference, uploads)")):
+        for s, e, k, what in ev:
             if k == kind:
-                print(f"  {s:6.2f}  {label}")
-    for s, e, k, what in ev:
-        if k == "setup":
-            print(f"  {e:6.2f}  worker's setup done ({e - s:.2f} s: inputs, reference)")
+                print(f"  {s if kind == 'spawn' else e:6.2f}  {label}")
     builds = [x for x in ev if x[2] == "build"]
     evals = [x for x in ev if x[2] == "eval"]
     if builds:
@@ -111,10 +120,37 @@ def main() -> int:
         print(f"          evaluations' own time {gpu_busy:.2f} s of the {evals[-1][1] - evals[0][0]:.2f} s "
               "from the first's start to the last's end")
     print(f"  {end:6.2f}  ksweep run returned (exit {code})")
-    print("\nevery event (start, end, kind, what):")
-    for s, e, k, what in ev:
-        print(f"  {s:6.2f} {e:6.2f}  {k:6s} {what}")
+    host_setup_parts(spec)
+    if "-v" in sys.argv:
+        print("\nevery event (start, end, kind, what):")
+        for s, e, k, what in ev:
+            print(f"  {s:6.2f} {e:6.2f}  {k:6s} {what}")
     return code
+
+
+def host_setup_parts(spec_path: str) -> None:
+    """The worker's host part of its setup, timed part by part here (this process)."""
+    from ksweep.kernel.args import load_function, make_args
+    from ksweep.kernel.executor import shape_sizes
+    from ksweep.kernel.worker import other_draw
+    from ksweep.spec.load import load_spec
+
+    spec = load_spec(spec_path)
+    k, sizes = spec.kernel, shape_sizes(spec, spec.shape_list()[0])
+    t = time.perf_counter()
+    fn = load_function(k.args, spec.root)
+    draws = [make_args(fn, sizes, k.seed), make_args(fn, sizes, k.seed + 1)]
+    t_args = time.perf_counter()
+    draws.append(other_draw(draws[1], list(k.outputs), k.seed + 2))
+    t_other = time.perf_counter()
+    ref_s = 0.0
+    if isinstance(k.reference, str) and k.reference != "defaults":
+        ref = load_function(k.reference, spec.root, key="kernel.reference")
+        for d in draws[1:]:
+            ref([a.copy() for a in d], dict(sizes))
+        ref_s = time.perf_counter() - t_other
+    print(f"\nthe setup's host part, here: two draws {t_args - t:.2f} s, the second distribution "
+          f"{t_other - t_args:.2f} s, the reference of two draws {ref_s:.2f} s")
 
 
 if __name__ == "__main__":
