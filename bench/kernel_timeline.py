@@ -81,7 +81,9 @@ def read(self, timeout):  # the worker's hello and its setup's answer, when they
     start = now()
     answer = _read(self, timeout)
     if answer.replied and ("hello" in answer.data or "checks" in answer.data):
-        record("hello" if "hello" in answer.data else "setup", "", start)
+        parts = answer.data.get("seconds", {})
+        record("hello" if "hello" in answer.data else "setup",
+               "; " + ", ".join(f"{k} {v:.2f} s" for k, v in parts.items()) if parts else "", start)
     return answer
 
 
@@ -105,7 +107,7 @@ def main() -> int:
                         ("setup", "worker's setup answered (inputs, reference, uploads)")):
         for s, e, k, what in ev:
             if k == kind:
-                print(f"  {s if kind == 'spawn' else e:6.2f}  {label}")
+                print(f"  {s if kind == 'spawn' else e:6.2f}  {label}{what}")
     builds = [x for x in ev if x[2] == "build"]
     evals = [x for x in ev if x[2] == "eval"]
     if builds:

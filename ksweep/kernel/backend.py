@@ -81,17 +81,8 @@ class CudaBackend:
         self.cu = cu
         self._check(cu.cuInit(0), "cuInit")
         self.device = self._check(cu.cuDeviceGet(device), "cuDeviceGet")
-        self.ctx = self._check(cu.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
-        self._check(cu.cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")
-        self.stream = self._check(cu.cuStreamCreate(0), "cuStreamCreate")
-        attr = cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
-        self.l2_bytes = int(self._check(cu.cuDeviceGetAttribute(attr, self.device), "cuDeviceGetAttribute"))
-        name = self._check(cu.cuDeviceGetName(256, self.device), "cuDeviceGetName")
-        self.name = name.split(b"\0", 1)[0].decode() if isinstance(name, bytes) else str(name)
-        self._modules: dict[str, Any] = {}
-        self._module = None  # the module of the last load: its symbols are what symbol() finds
         # the comparison kernels, compiled by NVRTC on a thread (it releases the GIL) while the
-        # worker makes its inputs; loaded at the first check
+        # context is made and the worker makes its inputs; loaded at the first check
         capability = tuple(int(self._check(cu.cuDeviceGetAttribute(a, self.device), "cuDeviceGetAttribute")) for a in (
             cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
             cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
@@ -101,6 +92,15 @@ class CudaBackend:
             builder = ThreadPoolExecutor(1)
             self._checks_image = builder.submit(gpucheck.build, capability)
             builder.shutdown(wait=False)
+        self.ctx = self._check(cu.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
+        self._check(cu.cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")
+        self.stream = self._check(cu.cuStreamCreate(0), "cuStreamCreate")
+        attr = cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
+        self.l2_bytes = int(self._check(cu.cuDeviceGetAttribute(attr, self.device), "cuDeviceGetAttribute"))
+        name = self._check(cu.cuDeviceGetName(256, self.device), "cuDeviceGetName")
+        self.name = name.split(b"\0", 1)[0].decode() if isinstance(name, bytes) else str(name)
+        self._modules: dict[str, Any] = {}
+        self._module = None  # the module of the last load: its symbols are what symbol() finds
         self._host_copies: dict[tuple, np.ndarray] = {}  # page-locked buffers of the checks on the host
         self._pool: ThreadPoolExecutor | None = None
 

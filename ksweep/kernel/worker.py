@@ -10,7 +10,9 @@ It speaks JSON lines on stdin/stdout (user code's prints go to stderr). Requests
   first use on). ``"cmem": "file.py:fn" | "npz:PATH" | null``: values of the module's
   ``__constant__`` and ``__device__`` variables (name -> array), made per input set like
   the arguments and copied into each loaded module before its launches on that set. It
-  answers ``"checks": "gpu"`` or ``"host (why)"``: where outputs are compared.
+  answers ``"checks": "gpu"`` or ``"host (why)"``: where outputs are compared, and
+  ``"seconds"``: how long its host part, its device part and the wait for the comparison
+  kernels took.
 - ``{"op": "eval", "cubin": PATH, "entry": NAME, "grid": [..], "block": [..], "smem": N,
   "params": {...}, "capture": PATH | null, "reference_file": PATH | null}`` checks the
   kernel's outputs on the check set (outputs poisoned first; compared with the reference,
@@ -51,7 +53,9 @@ import math
 import os
 import sys
 import threading
+import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -102,6 +106,7 @@ class Worker:
         if isinstance(prepared, BaseException):
             raise prepared
         host = prepared or host_setup(req)
+        t_start = time.perf_counter()
         self.outputs, self.atol, self.rtol, self.timing = host.outputs, host.atol, host.rtol, host.timing
         self.host, self.cmem = host.args, host.cmem
         self.dev = {k: self._upload(v) for k, v in self.host.items()}
@@ -121,8 +126,11 @@ class Worker:
                 raise EnergyUnavailable(f"{ENERGY_UNAVAILABLE}: no NVML (nvidia-ml-py and the NVIDIA driver) or no "
                                         "energy counter on this GPU (NVML has one from Volta on)")
         self.b.sync()
+        t_device = time.perf_counter()
+        where = self.b.checks_where()  # the comparison kernels built and loaded
         self.ready = True
-        return {"ok": True, "device": getattr(self.b, "name", ""), "checks": self.b.checks_where()}
+        return {"ok": True, "device": getattr(self.b, "name", ""), "checks": where,
+                "seconds": {"host": host.seconds, "device": t_device - t_start, "checks": time.perf_counter() - t_device}}
 
     def _upload(self, args: list) -> list:
         dev = []
@@ -420,11 +428,13 @@ class HostSetup:
     atol: float
     rtol: float
     timing: dict
+    seconds: float = 0.0  # how long it took to make
 
 
 def host_setup(req: dict) -> HostSetup:
     """The host's part of ``setup``: the argument and cmem functions, the second draw and the
     Python reference. Needs no GPU: the worker runs it while CUDA starts."""
+    started = time.perf_counter()
     sizes, seed = req.get("sizes", {}), int(req.get("seed", 0))
     outputs = list(req.get("outputs", []))
     if req["args"].startswith("npz:"):  # arrays given directly: one set serves both
@@ -435,25 +445,33 @@ def host_setup(req: dict) -> HostSetup:
         host = {"time": make_args(fn, sizes, seed), "check": make_args(fn, sizes, seed + 1)}
     # a second check draw from another distribution (uniform over the inputs' own range), so a
     # kernel that is right for one draw only is caught; it needs a reference that can be
-    # computed for it (a Python reference, or the reference config's own outputs)
-    host["check2"] = other_draw(host["check"], outputs, seed + 2)
-    cmem = load_cmem(req.get("cmem"), req.get("root", "."), sizes, seed)
-    expected: tuple[list | None, list | None] = (None, None)
-    if req.get("reference", "") and req["reference"].startswith("npz:"):
-        with np.load(req["reference"][4:]) as data:
-            expected = ([data[f"arr_{i}"] for i in range(len(data.files))], None)
-    elif req.get("reference"):
-        ref = load_function(req["reference"], req["root"], key="kernel.reference")
-        with_cmem = len(inspect.signature(ref).parameters) >= 3  # reference(args, sizes, cmem)
-        first, second = ([np.asarray(e) for e in ref(
-            [a.copy() if isinstance(a, np.ndarray) else a for a in host[k]], dict(sizes),
-            *([{n: v.copy() for n, v in cmem.get(k, {}).items()}] if with_cmem else []))]
-            for k in ("check", "check2"))
-        if len(first) != len(outputs):
-            raise ValueError(f"the reference returned {len(first)} arrays for {len(outputs)} outputs")
-        expected = (first, second)
+    # computed for it (a Python reference, or the reference config's own outputs). Ours, so
+    # drawn on a thread while the user's functions run here (one at a time: they may share state)
+    with ThreadPoolExecutor(1) as pool:
+        check2 = pool.submit(other_draw, host["check"], outputs, seed + 2)
+        cmem = load_cmem(req.get("cmem"), req.get("root", "."), sizes, seed)
+        expected: tuple[list | None, list | None] = (None, None)
+        ref = None
+        if req.get("reference", "") and req["reference"].startswith("npz:"):
+            with np.load(req["reference"][4:]) as data:
+                expected = ([data[f"arr_{i}"] for i in range(len(data.files))], None)
+        elif req.get("reference"):
+            ref = load_function(req["reference"], req["root"], key="kernel.reference")
+            with_cmem = len(inspect.signature(ref).parameters) >= 3  # reference(args, sizes, cmem)
+
+            def reference(k: str) -> list:
+                return [np.asarray(e) for e in ref(
+                    [a.copy() if isinstance(a, np.ndarray) else a for a in host[k]], dict(sizes),
+                    *([{n: v.copy() for n, v in cmem.get(k, {}).items()}] if with_cmem else []))]
+
+            first = reference("check")
+            if len(first) != len(outputs):
+                raise ValueError(f"the reference returned {len(first)} arrays for {len(outputs)} outputs")
+        host["check2"] = check2.result()
+        if ref is not None:
+            expected = (first, reference("check2"))
     return HostSetup(host, cmem, expected, outputs, float(req.get("atol", 1e-6)), float(req.get("rtol", 1e-5)),
-                     req.get("timing", {}))
+                     req.get("timing", {}), time.perf_counter() - started)
 
 
 def warmup_until(n: int, spent_ms: float, warmup_ms: float, before_ms: float = 0.0) -> int | None:
