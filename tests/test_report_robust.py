@@ -182,6 +182,23 @@ def test_version(capsys):
     assert capsys.readouterr().out.strip() == f"ksweep {version('ksweep')}"
 
 
+def test_a_command_imports_only_its_own_module(tmp_path):
+    """`ksweep plan ...` (and `bench-strategies`, its module named with _) builds only its
+    own sub-command: the other commands' imports cost every call start-up time."""
+    code = ("import sys\nfrom ksweep.cli.main import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith('ksweep.cli.') and m != 'ksweep.cli.main'))")
+    spec = tmp_path / "s.toml"
+    spec.write_text("[params]\nX = [1, 2]\n[build]\ncommand = ['true']\n[run]\ncommand = ['true']\n")
+    out = subprocess.run([sys.executable, "-c", code, "plan", str(spec)], capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "['ksweep.cli.plan']"
+    out = subprocess.run([sys.executable, "-c", code, "bench-strategies", "--help"], capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)
+    assert "usage: ksweep bench-strategies" in out.stdout
+    assert out.stdout.strip().splitlines()[-1] == "['ksweep.cli.bench_strategies']"
+
+
 @pytest.mark.parametrize("fmt", ["table", "csv", "json"])
 def test_a_closed_pipe_is_no_traceback(tmp_path, fmt):
     rows = [Result("v", "s", {"A": i, "B": "x" * 40}, Status.OK if i % 3 else Status.RUN_ERROR, "exit code 1",

@@ -49,19 +49,36 @@ class _Parser(argparse.ArgumentParser):
                      f"{message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Version(argparse.Action):
+    """``--version``: the version looked up only when asked for."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0,
+                         help=help or "show the version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"ksweep {version()}")
+        parser.exit()
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``command`` (one of COMMANDS), only that command's
+    module is imported and its sub-command added (what a call naming it needs)."""
     parser = _Parser(
         prog="ksweep", description="Autotune the compile-time parameters of CUDA kernels."
     )
-    parser.add_argument("--version", action="version", version=f"ksweep {version()}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
+    wanted = (command or "").replace("-", "_")  # bench-strategies is bench_strategies.py
+    for name in (wanted,) if wanted in COMMANDS else COMMANDS:
         importlib.import_module(f"ksweep.cli.{name}").add_parser(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # `ksweep run ...` imports the run command's module only (the others' imports cost start-up)
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     try:
         code = int(args.handler(args) or 0)
