@@ -57,7 +57,8 @@ def make_executor(spec: Spec, gpus: list[int] | None = None, jobs: int | None = 
         return LocalExecutor(make_builder(spec, cache and Path(cache)), gpu_list, scratch, build_jobs=build_jobs, start_gap=gap)
     sizes = {s.name: shape_sizes(spec, s) for s in spec.shape_list()}
     return KernelExecutor(make_builder(spec, cache and Path(cache)), gpu_list, scratch, spec.kernel, spec.root, sizes,
-                          build_jobs=build_jobs, backend=kernel_backend)
+                          build_jobs=build_jobs, backend=kernel_backend,
+                          race=(spec.objective.metric, spec.objective.direction) == ("ms", "min"))
 
 
 def make_dask_executor(spec: Spec, cluster: str, *, gpus: list[int] | None = None, fake_gpus: int | None = None,

@@ -62,6 +62,10 @@ def test_kernel_spec_errors():
     ("timing", {"min_reps": 9, "max_reps": 8}, "kernel.timing.max_reps: 8 is below min_reps (9)"),
     ("timing", {"budget_ms": "40"}, "kernel.timing.budget_ms: expected a number >= 0, got '40'"),
     ("timing", {"flush_l2": 1}, "kernel.timing.flush_l2: expected true or false, got 1"),
+    ("timing", {"race": 0.5}, "kernel.timing.race: 0.5: give 0 (never stop early) or a factor of at least 1, e.g. 1.5"),
+    ("timing", {"race": -1}, "kernel.timing.race: -1: give 0 (never stop early) or a factor of at least 1, e.g. 1.5"),
+    ("timing", {"race": float("inf")}, "kernel.timing.race: inf: give 0 (never stop early) or a factor of at least 1"),
+    ("timing", {"race": "2"}, "kernel.timing.race: expected a number, got '2'"),
     ("timing", {"warmup": 1}, "kernel.timing.warmup: unknown key — did you mean 'warmup_ms'?"),
     ("timing", 5, "kernel.timing: expected a table, got int"),
     ("args", "vadd_args.py", "kernel.args: expected \"file.py:function\", got 'vadd_args.py'"),
@@ -441,3 +445,59 @@ def test_timing_stops_early_for_a_steady_kernel_and_times_the_budget_for_a_noisy
     assert noisy["reps"] >= 30  # the budget's count: 40 ms of launches of 1.0 and 1.3 ms
     whole = reps(128, stop_ci=0.0)
     assert whole["reps"] == 40 and whole["ms"] == pytest.approx(1.0)
+
+
+
+def test_a_config_far_behind_the_best_so_far_is_timed_no_further(tmp_path):
+    """Raced (the eval request's bar_ms): after RACE_REPS launches, a config whose fastest
+    launch took timing.race times the best median so far stops (reps 3, raced 1); one within
+    it, one without a bar and any with race = 0 are timed as usual."""
+    from ksweep.kernel.backend import FakeBackend
+    from ksweep.kernel.worker import RACE_REPS, Worker
+
+    cubin = tmp_path / "fake.cubin"
+    cubin.write_bytes(b"not really")
+
+    def timed(bar, **timing):
+        worker = Worker(FakeBackend(str(HERE / "fake_steady.py")))  # 1.0 ms a launch
+        worker.setup({**fake_setup(), "timing": {"warmup_ms": 1, "budget_ms": 40, "min_reps": 7, "max_reps": 100,
+                                                  **timing}})
+        answer = worker.evaluate({"op": "eval", "cubin": str(cubin), "entry": "vadd", "grid": [1, 1, 1],
+                                  "block": [128, 1, 1], "smem": 0, "params": {"BLOCK": 128}, "bar_ms": bar})
+        assert answer["outputs"] == "matched"
+        return answer["metrics"]
+
+    behind = timed(0.6)  # 1.0 > 1.5 x 0.6
+    assert behind["reps"] == RACE_REPS == 3 and behind["raced"] == 1.0 and behind["ms"] == pytest.approx(1.0)
+    for near in (timed(0.7), timed(None), timed(0.6, race=0), timed(0.96, race=1.05)):
+        assert near["reps"] == 7 and "raced" not in near
+    assert timed(0.96, race=1.05, stop_ci=0.0)["reps"] == 40  # not behind: the whole budget, as asked
+    assert timed(0.6, stop_ci=0.0)["reps"] == 3  # behind: stopped whatever stop_ci says
+
+
+@nvcc
+def test_a_sweep_races_its_configs_against_its_best_but_never_the_confirmation(tmp_path):
+    """On the stand-in GPU of fake_energy.py (BLOCK 256: 1.0 ms, 512: 1.5, 128: 2.0, 64: 4.0),
+    swept in that order: 128 and 64 are more than 1.5 times the best so far and stop at 3
+    launches; 512 is not; the confirmation's runs are timed in full. With race = 0, none
+    stops early."""
+    from ksweep.confirm import Confirmation
+
+    def sweep(folder, race):
+        folder.mkdir()
+        spec = load_spec(vadd_kernel_spec(folder, "BLOCK = [256, 512, 128, 64]\nELEMS = [1]", 4096,
+                                          "timing = { warmup_ms = 1, budget_ms = 40, min_reps = 7, max_reps = 100"
+                                          + (f", race = {race}" if race is not None else "") + " }"))
+        _, db = run_sweep(spec, options=SweepOptions(strategy="grid", confirm=Confirmation()), jobs=1,
+                          kernel_backend=f"fake:{HERE / 'fake_energy.py'}")
+        with Store(db) as store:
+            return ({r.params["BLOCK"]: r.metrics for r in store.results()},
+                    [(m.params["BLOCK"], m.metrics["reps"]) for m in store.measurements()])
+
+    results, measured = sweep(tmp_path / "raced", None)
+    assert {b: (m["reps"], m.get("raced")) for b, m in results.items()} == \
+        {256: (7, None), 512: (7, None), 128: (3, 1.0), 64: (3, 1.0)}
+    assert results[64]["ms"] == pytest.approx(4.0) and results[128]["ms"] == pytest.approx(2.0)
+    assert sorted(measured) == [(256, 7)] * 3 + [(512, 7)] * 3  # the leaders, in full
+    results, _ = sweep(tmp_path / "full", 0)
+    assert {b: m["reps"] for b, m in results.items()} == {256: 7, 512: 7, 128: 7, 64: 7}

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..build.builder import Builder, BuildResult
 from ..job import Job
+from ..status import Status
 from ..process import ProcessRegistry
 from ..run.executor import SlotExecutor
 from ..run.gpu_state import NO_MONITOR, GpuMonitor, NvmlMonitor, watch
@@ -18,6 +19,11 @@ from ..run.handle import WorkerHandle
 from .launch import entry_name
 from .worker import ENERGY_EDGE_S
 from ..spec.kernel import KernelSpec
+
+
+# the runs that are timed in full whatever the best so far: the confirmation's, the default's
+# (the speed-up's baseline) and the reference config's
+MEASURED_IN_FULL = frozenset({"confirm", "default", "reference"})
 
 
 def shape_sizes(spec, shape) -> dict:
@@ -58,7 +64,7 @@ class KernelExecutor(SlotExecutor):
 
     def __init__(self, builder: Builder, gpus: list[Gpu], scratch: Path, kspec: KernelSpec, root: Path,
                  sizes_by_shape: dict[str, dict], build_jobs: int | None = None, backend: str = "cuda",
-                 registry: ProcessRegistry | None = None, monitor: GpuMonitor | None = None):
+                 registry: ProcessRegistry | None = None, monitor: GpuMonitor | None = None, race: bool = False):
         super().__init__(builder, gpus, scratch, build_jobs, registry)
         # NVML on a real GPU (not with a stand-in backend): clocks and throttling per config
         self.monitor = monitor if monitor is not None else (
@@ -70,6 +76,10 @@ class KernelExecutor(SlotExecutor):
         self._workers: dict[tuple, WorkerHandle] = {}
         self._lock = threading.Lock()
         self.python_reference = python_reference(kspec)
+        # ``race`` (the objective is ms, min): a sweep's config slower than the best so far by
+        # timing.race on every launch of a first short batch is timed no further (worker._time)
+        self.race = race and kspec.timing.race > 0
+        self._best_ms: dict[str, float] = {}  # shape -> the best ms of this executor's sweep runs
         # Start each GPU's worker now (CUDA init, inputs, reference) while the first cubins build.
         # On a run-pool thread: those live as long as the executor, and a worker dies with the
         # thread that started it (PR_SET_PDEATHSIG).
@@ -108,12 +118,19 @@ class KernelExecutor(SlotExecutor):
             "capture": str(ref) if job.is_reference and self.python_reference is None else None,
             "reference_file": str(ref) if self.python_reference is None else None,
         }
+        raced = self.race and job.phase not in MEASURED_IN_FULL
+        with self._lock:
+            req["bar_ms"] = self._best_ms.get(job.shape) if raced else None
         worker = self._worker(gpu, job.shape)
         t0 = time.monotonic()
         timeout = eval_timeout(self.kspec)
         with watch(self.monitor, gpu.index) as watched:  # the GPU's clocks and throttling meanwhile
             answer = worker.request(req, timeout=timeout)
         status, message, metrics, checked = classify_answer(answer, timeout)
+        ms = metrics.get("ms")
+        if raced and status is Status.OK and ms is not None and ms > 0 and not metrics.get("raced"):
+            with self._lock:
+                self._best_ms[job.shape] = min(ms, self._best_ms.get(job.shape, ms))
         return RunOutcome(status, message, metrics, time.monotonic() - t0, gpu, outputs_checked=checked,
                           gpu_state=watched.state)
 

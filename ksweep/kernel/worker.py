@@ -74,6 +74,7 @@ STATIC_SMEM_LIMIT = 48 * 1024  # shared memory a block gets without opting in (s
 ENERGY_BATCH_S = 0.005
 ENERGY_EDGE_S = 3.0
 MAX_BATCH = 1 << 16
+RACE_REPS = 3  # a raced config's first batch of timed launches
 
 
 class SymbolError(Exception):
@@ -170,6 +171,7 @@ class Worker:
         grid, block, smem = req["grid"], req["block"], int(req.get("smem", 0))
         launch = lambda args: self.b.launch(fn, grid, block, smem, args)  # noqa: E731
         started = self.b.now()  # the checks' launches warm the GPU up too (see _time)
+        bar = req.get("bar_ms")  # the best median so far, when this config may be raced (see _time)
 
         # correctness before timing: on two input draws from different distributions, outputs
         # poisoned first, inputs the kernel must not write checked unchanged (first draw)
@@ -179,20 +181,20 @@ class Worker:
                 return {"ok": True, "outputs": "mismatched", "mismatch": got, "metrics": {}}
             got = [self._download(g) for g in got]
             np.savez(req["capture"], *got, *[self._download(g) for g in self._run_checked("check2", launch)])
-            return {"ok": True, "outputs": "captured", "metrics": self._measure(launch, self._since(started))}
+            return {"ok": True, "outputs": "captured", "metrics": self._measure(launch, self._since(started), bar)}
         expected = self._reference(req.get("reference_file"))
         if expected is None:
             got = self._run_checked("check", launch, inputs=True)
             if isinstance(got, str):
                 return {"ok": True, "outputs": "mismatched", "mismatch": got, "metrics": {}}
-            return {"ok": True, "outputs": "unchecked", "metrics": self._measure(launch, self._since(started))}
+            return {"ok": True, "outputs": "unchecked", "metrics": self._measure(launch, self._since(started), bar)}
         first, second = expected
         checks = [("check", first, "", True)] + ([("check2", second, "second input draw: ", False)] if second else [])
         for which, ref, what, inputs in checks:
             mismatch = self._check(which, ref, launch, inputs)
             if mismatch:
                 return {"ok": True, "outputs": "mismatched", "mismatch": what + mismatch, "metrics": {}}
-        metrics = self._measure(launch, self._since(started))
+        metrics = self._measure(launch, self._since(started), bar)
         # once more after timing: a kernel right at first and wrong after many launches is caught
         which, ref, _, _ = checks[-1]
         mismatch = self._check(which, ref, launch)
@@ -290,15 +292,16 @@ class Worker:
         """Milliseconds on the backend's clock since ``start``."""
         return (self.b.now() - start) * 1e3
 
-    def _measure(self, launch, warm_ms: float = 0.0) -> dict:
+    def _measure(self, launch, warm_ms: float = 0.0, bar_ms: float | None = None) -> dict:
         """The timing phase, then the energy phase when the energy observer is on. ``warm_ms``:
-        how long the checks just before ran the kernel (they count towards the warm-up)."""
-        metrics = self._time(launch, warm_ms)
+        how long the checks just before ran the kernel (they count towards the warm-up);
+        ``bar_ms``: the best median so far (see _time)."""
+        metrics = self._time(launch, warm_ms, bar_ms)
         if self.energy:
             metrics.update(self._energy(launch))
         return metrics
 
-    def _time(self, launch, warm_ms: float = 0.0) -> dict:
+    def _time(self, launch, warm_ms: float = 0.0, bar_ms: float | None = None) -> dict:
         t = self.timing
         warmup_ms, budget_ms = float(t.get("warmup_ms", 10.0)), float(t.get("budget_ms", 40.0))
         min_reps, max_reps = int(t.get("min_reps", 7)), int(t.get("max_reps", 2000))
@@ -331,10 +334,16 @@ class Worker:
         reps = int(min(max_reps, max(min_reps, budget_ms / (per_launch + flush_ms))))
         events = self._event_pairs(reps + 1)[1:]  # the first pair is the warm-up's
         # timed in batches (min_reps, then doubling) up to the budget's reps; stop after a
-        # batch once the median's 95% interval is within stop_ci of it (0: the whole budget)
+        # batch once the median's 95% interval is within stop_ci of it (0: the whole budget).
+        # Raced (``bar_ms`` given, timing.race > 0): the first batch is RACE_REPS launches, and
+        # timing stops there when even the fastest took ``race`` times the best median so far
+        # (such a config cannot lead: the ranking needs no more of it; its reps say so)
         stop_ci = float(t.get("stop_ci", 0.01))
+        race = float(t.get("race", 1.5)) if bar_ms is not None and bar_ms > 0 else 0.0
         times: list[float] = []
-        done, upto = 0, (min(min_reps, reps) if stop_ci > 0 else reps)
+        usual = min(min_reps, reps) if stop_ci > 0 else reps
+        first = min(RACE_REPS, usual) if race > 0 else usual
+        done, upto = 0, first
         while True:
             for i in range(done, upto):
                 s, e = events[i]
@@ -346,9 +355,13 @@ class Worker:
             self.b.sync()
             times += [self.b.elapsed_ms(s, e) for s, e in events[done:upto]]
             done = upto
-            if done >= reps or precise_enough(times, stop_ci):
+            if race > 0 and done == first and min(times) > race * bar_ms:
+                metrics = summarise(times)
+                metrics.update(warmup_launches=float(n), raced=1.0)
+                return metrics
+            if done >= reps or (done >= usual and precise_enough(times, stop_ci)):
                 break
-            upto = min(reps, 2 * done)
+            upto = min(reps, max(usual, 2 * done))
         metrics = summarise(times)
         metrics["warmup_launches"] = float(n)
         return metrics

@@ -24,6 +24,9 @@ class Timing:
     energy_ms: float = 1000.0  # the energy phase's window, when the energy observer is on
     # stop timing once the median's 95% interval is within this fraction of it (0: time the whole budget)
     stop_ci: float = 0.01
+    # in a sweep whose objective is ms: stop timing a config after RACE_REPS launches when even
+    # the fastest of them took this many times the best median so far (0: never)
+    race: float = 1.5
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,7 @@ def default_flags(compiler: str) -> tuple[str, ...]:
     return ("-O3",) if compiler == "nvcc" else ()
 
 
-_TIMING_KEYS = {"warmup_ms", "budget_ms", "min_reps", "max_reps", "flush_l2", "energy_ms", "stop_ci"}
+_TIMING_KEYS = {"warmup_ms", "budget_ms", "min_reps", "max_reps", "flush_l2", "energy_ms", "stop_ci", "race"}
 _ARRAYS = "npz:"  # arguments or reference outputs saved by ksweep.tune_kernel, not a function
 
 
@@ -158,7 +161,17 @@ def _timing(ctx: Ctx, table: Any) -> Timing:
         flush_l2=ctx.boolean(table.get("flush_l2", default.flush_l2), "kernel.timing.flush_l2"),
         energy_ms=_finite(ctx, table.get("energy_ms", default.energy_ms), "kernel.timing.energy_ms"),
         stop_ci=float(ctx.at_least(table.get("stop_ci", default.stop_ci), "kernel.timing.stop_ci", 0)),
+        race=_race(ctx, table.get("race", default.race)),
     )
+
+
+def _race(ctx: Ctx, value: Any) -> float:
+    """0 (never), or a factor of at least 1 (a config is behind when slower than the best by it)."""
+    race = float(ctx.number(value, "kernel.timing.race", positive=False))
+    if race != 0 and not (1 <= race < float("inf")):
+        raise ctx.error("kernel.timing.race", f"{value!r}: give 0 (never stop early) or a factor of at least 1, "
+                                              "e.g. 1.5")
+    return race
 
 
 def _finite(ctx: Ctx, value: Any, key: str) -> float:
