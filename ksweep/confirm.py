@@ -40,9 +40,9 @@ _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
 
 @dataclass(frozen=True)
 class Confirmation:
-    """``k`` leaders plus the default, measured ``rounds`` more times each. A leader is
-    one of the ``k`` best whose value is within ``within`` (a fraction) of the best's;
-    ``within=None``: the ``k`` best whatever their values."""
+    """``k`` leaders plus the default, measured ``rounds`` more times each. A leader is the
+    best, or one of the ``k`` best whose value is within ``within`` (a fraction) of the
+    second best's (``choose``); ``within=None``: the ``k`` best whatever their values."""
 
     k: int = 5
     rounds: int = 3
@@ -52,7 +52,7 @@ class Confirmation:
     def parse(cls, text: str) -> "Confirmation":
         """'5,3' -> Confirmation(5, 3); '5,3,2' -> within 2%; '5,3,all' -> within=None;
         ValueError with the rule otherwise."""
-        rule = (f"--confirm {text}: give K,R[,W] (the K best configs within W% of the best, default 5; "
+        rule = (f"--confirm {text}: give K,R[,W] (the K best configs within W% of the second best, default 5; "
                 "W 'all': whatever their values; R rounds), e.g. --confirm 5,3")
         parts = [p.strip() for p in text.split(",")]
         if len(parts) not in (2, 3) or not all(p.isdigit() for p in parts[:2]):

@@ -57,7 +57,7 @@ def add_parser(sub) -> None:
                         "re-evaluating only configs whose result key changed)")
     p.add_argument("--confirm", metavar="K,R[,W]", default="5,3",
                    help="after each shape/variant, measure the K best configs (those of them within W%% of the "
-                        "best; W 'all': whatever their values) and the default again in R interleaved rounds; "
+                        "second best; W 'all': whatever their values) and the default again in R interleaved rounds; "
                         "BEST, TIE and the speed-up over the default come from those (default 5,3,5; not "
                         "counted by --max-evals)")
     p.add_argument("--no-confirm", dest="confirm", action="store_const", const=None,
