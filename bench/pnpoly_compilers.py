@@ -157,7 +157,6 @@ def main() -> int:
                 s.record()
                 launch(cfg, fn)
                 e.record()
-            end.synchronize()
             cp.cuda.runtime.deviceSynchronize()
             b2b = [cp.cuda.get_elapsed_time(s, e) for s, e in events]
             synced = []
