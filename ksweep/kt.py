@@ -64,7 +64,8 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
                 compiler_options=None, defines=None, log=None, iterations=7, block_size_names=None, quiet=False,
                 strategy=None, strategy_options=None, cache=None, metrics=None, simulation_mode=False,
                 observers=None, objective=None, objective_higher_is_better=None, parallel=None, objectives=None,
-                seed=None, *, backend: str = "cuda", arch: str | None = None, jobs: int | None = None):
+                seed=None, *, backend: str = "cuda", arch: str | None = None, jobs: int | None = None,
+                race: float | None = None):
     """Tune ``kernel_name`` as Kernel Tuner 1.5's ``tune_kernel`` does, in ksweep's kernel mode.
 
     Returns ``(results, env)``: one dict per evaluated config (each tunable parameter;
@@ -72,8 +73,11 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     ``__error__`` naming the failure; ``compile_time``, ``verification_time``,
     ``benchmark_time`` in ms; ``timestamp``; each metric), and the environment (device,
     problem size, iterations, compiler options, best config, totals). ``backend``,
-    ``arch`` and ``jobs`` are ksweep's own: the GPU backend (a stand-in for tests), the
-    target architecture, the build jobs. ``log`` and ``platform`` (OpenCL) are ignored.
+    ``arch``, ``jobs`` and ``race`` are ksweep's own: the GPU backend (a stand-in for tests),
+    the target architecture, the build jobs, and the racing factor (``[kernel] timing.race``:
+    a config whose first 3 timed launches all took more than ``race`` times the best median
+    so far is timed no further, fewer than ``iterations`` times; ``race=0`` times every config
+    at least ``iterations`` times). ``log`` and ``platform`` (OpenCL) are ignored.
     """
     from .api import kernel_tuning_spec, run_sweep
     from .report.export_kt import failure_name
@@ -84,6 +88,16 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     started = time.perf_counter()
     _refuse(lang=lang, verify=verify, texmem_args=texmem_args, simulation_mode=simulation_mode, observers=observers,
             defines=defines, compiler=compiler, objectives=objectives)
+    timing = replace(Timing(), min_reps=int(iterations), max_reps=max(int(iterations), Timing().max_reps))
+    if race is not None:
+        try:
+            factor = float(race)
+        except (TypeError, ValueError):
+            factor = math.nan
+        if not (factor == 0 or 1 <= factor < math.inf):
+            raise KtUnsupported(f"race={race!r}: give 0 (time every config `iterations` times) or a factor of at "
+                                "least 1, e.g. 1.5")
+        timing = replace(timing, race=factor)
     tune_params = {name: [_plain(v) for v in values] for name, values in dict(tune_params).items()}
     names = list(block_size_names or DEFAULT_BLOCK_SIZE_NAMES)
     names += list(DEFAULT_BLOCK_SIZE_NAMES[len(names):])
@@ -116,8 +130,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         kernel_name, source, {"kernel_tuner": 1}, arrays, tune_params, grid=grid, block=block, smem=_smem(smem_args),
         restrictions=(), outputs=outputs, reference=reference, atol=atol, rtol=1e-5, arch=arch,
         flags=flags, compiler=compiler,
-        cmem=cmem_args,
-        timing=replace(Timing(), min_reps=int(iterations), max_reps=max(int(iterations), Timing().max_reps)))
+        cmem=cmem_args, timing=timing)
     # Kernel Tuner defines grid_size_x/y/z, the block size names and kernel_tuner=1 (the
     # shape's define) for the source, drops blocks over the device's thread limit and runs configs that spill
     derived = [Derived(f"grid_size_{'xyz'[i]}", parse(grid[i]), define=True) for i in range(3)]
