@@ -284,6 +284,15 @@ def test_unknown_placeholders_fail_run_before_anything_runs(tmp_path, capsys):
     assert not (tmp_path / "r.db").exists()
 
 
+@pytest.mark.parametrize("extra, fragment", [
+    ("timeout = nan", "run.timeout: expected a positive finite number, got nan"),
+    ("timeout = inf", "run.timeout: expected a positive finite number, got inf"),
+    ("start_gap = nan", "run.start_gap: expected a finite number, got nan"),
+])
+def test_nan_and_inf_are_refused_where_a_number_is_asked(tmp_path, capsys, extra, fragment):
+    refused(capsys, cmd_spec(tmp_path, extra=extra), fragment)
+
+
 def test_the_harness_command_sees_no_parameter(tmp_path, capsys):
     extra = '[build.harness]\ncommand = ["cc", "-DT={TILE}", "-o", "{harness}", "k.c"]'
     path = cmd_spec(tmp_path, run='["{harness}", "{binary}"]', extra=extra)

@@ -3,6 +3,8 @@ becomes one SpecError line naming the file and the key."""
 
 from __future__ import annotations
 
+import math
+
 import re
 from typing import Any
 
@@ -54,14 +56,19 @@ class Ctx:
         return tuple(str(v) for v in value)
 
     def number(self, value: Any, key: str, positive: bool = True) -> float:
+        """A finite number (TOML's nan and inf are refused), > 0 when ``positive``."""
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (positive and value <= 0):
             raise self.error(key, f"expected a {'positive ' if positive else ''}number, got {value!r}")
+        if not math.isfinite(value):
+            raise self.error(key, f"expected a {'positive ' if positive else ''}finite number, got {value!r}")
         return value
 
     def at_least(self, value: Any, key: str, minimum: float) -> float:
-        """A number >= minimum (e.g. a tolerance >= 0)."""
+        """A finite number >= minimum (e.g. a tolerance >= 0)."""
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
             raise self.error(key, f"expected a number >= {minimum:g}, got {value!r}")
+        if not math.isfinite(value):
+            raise self.error(key, f"expected a finite number >= {minimum:g}, got {value!r}")
         return value
 
     def integer(self, value: Any, key: str, minimum: int | None = None) -> int:
