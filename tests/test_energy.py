@@ -344,9 +344,14 @@ def test_run_with_objectives_time_energy_reports_the_pareto_front(tmp_path, monk
         assert stored[block].metrics["energy_mj"] == pytest.approx(ms * watts, rel=0.01)
     marks = {int(r["BLOCK"]): r["pareto"] for r in csv.DictReader(io.StringIO(db.with_suffix(".csv").read_text()))}
     assert marks == {64: "0", 128: "1", 256: "1", 512: "0"}
-    # the report shows it again, and over other metrics on request
+    # the report shows it again (the fronts computed once), and over other metrics on request
+    import ksweep.report.pareto as pareto
+
+    computed = []
+    monkeypatch.setattr(pareto, "fronts", lambda *a, real=pareto.fronts: computed.append(a) or real(*a))
     assert main(["report", str(db)]) == 0
     assert "Pareto front over ms (min), energy_mj (min)" in capsys.readouterr().out
+    assert len(computed) == 1
     assert main(["report", str(db), "--objectives", "time,power", "--format", "csv"]) == 0
     marks = {int(r["BLOCK"]): r["pareto"] for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
     assert marks == {64: "1", 128: "1", 256: "1", 512: "0"}  # by power, the slow 64 is the frugal end

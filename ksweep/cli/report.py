@@ -68,16 +68,15 @@ def run(args) -> int:
     else:
         with Store(args.db, create=False) as store:
             objectives = stored_objectives(store.get_meta("objectives"))
-    front = front_ids(results, objectives)
     if args.format == "csv":
-        print(to_csv(results, conf, front), end="")
+        print(to_csv(results, conf, front_ids(results, objectives)), end="")
     elif args.format == "json":
-        print(to_json(results, conf, front))
+        print(to_json(results, conf, front_ids(results, objectives)))
     else:
         console = wide_console()
         render(results, objective["metric"], objective["direction"], console, param_order=order,
                top=None if args.all else args.top, confirmations=conf)
-        if front is not None:
+        if len(objectives) >= 2:
             render_fronts(results, objectives, console, order)
         if profiles:
             print("\n".join(profiles_block(profiles)))
