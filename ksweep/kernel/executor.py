@@ -79,7 +79,9 @@ class KernelExecutor(SlotExecutor):
         # ``race`` (the objective is ms, min): a sweep's config slower than the best so far by
         # timing.race on every launch of a first short batch is timed no further (worker._time)
         self.race = race and kspec.timing.race > 0
-        self._best_ms: dict[str, float] = {}  # shape -> the best ms of this executor's sweep runs
+        # (shape, GPU model) -> the best ms of this executor's sweep runs: a config is raced
+        # against its own GPU model's best only (a faster model's would stop every config of a slower one)
+        self._best_ms: dict[tuple[str, str], float] = {}
         # Start each GPU's worker now (CUDA init, inputs, reference) while the first cubins build.
         # On a run-pool thread: those live as long as the executor, and a worker dies with the
         # thread that started it (PR_SET_PDEATHSIG).
@@ -119,8 +121,9 @@ class KernelExecutor(SlotExecutor):
             "reference_file": str(ref) if self.python_reference is None else None,
         }
         raced = self.race and job.phase not in MEASURED_IN_FULL
+        bar_key = (job.shape, gpu.name)
         with self._lock:
-            req["bar_ms"] = self._best_ms.get(job.shape) if raced else None
+            req["bar_ms"] = self._best_ms.get(bar_key) if raced else None
         worker = self._worker(gpu, job.shape)
         t0 = time.monotonic()
         timeout = eval_timeout(self.kspec)
@@ -130,7 +133,7 @@ class KernelExecutor(SlotExecutor):
         ms = metrics.get("ms")
         if raced and status is Status.OK and ms is not None and ms > 0:  # a raced one is behind: no new best
             with self._lock:
-                self._best_ms[job.shape] = min(ms, self._best_ms.get(job.shape, ms))
+                self._best_ms[bar_key] = min(ms, self._best_ms.get(bar_key, ms))
         return RunOutcome(status, message, metrics, time.monotonic() - t0, gpu, outputs_checked=checked,
                           gpu_state=watched.state)
 
