@@ -1,3 +1,4 @@
+import functools
 import shutil
 import textwrap
 from pathlib import Path
@@ -65,6 +66,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@functools.cache
 def _nvrtc_works() -> bool:
     try:
         from cuda.bindings import nvrtc as bindings
@@ -74,4 +76,15 @@ def _nvrtc_works() -> bool:
         return False
 
 
-needs_nvrtc = pytest.mark.skipif(not _nvrtc_works(), reason="cuda-python with a loadable NVRTC is not installed")
+# Asked when a marked test is about to run, not at collection: a run that selects none of them
+# never loads libnvrtc.
+needs_nvrtc = pytest.mark.needs_nvrtc
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "needs_nvrtc: skipped without cuda-python and a loadable NVRTC")
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("needs_nvrtc") is not None and not _nvrtc_works():
+        pytest.skip("cuda-python with a loadable NVRTC is not installed")

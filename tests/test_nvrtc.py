@@ -152,3 +152,17 @@ def test_a_pre_included_header_in_nvccs_two_words_is_passed_and_listed_for_rebui
         write_depfile("t.d", args)
         listed = (tmp_path / "t.d").read_text()
         assert "inc.h" in listed and "more.h" in listed and "k.cu" in listed
+
+
+def test_collecting_tests_that_need_nvrtc_does_not_load_it():
+    """needs_nvrtc asks for NVRTC when a marked test is about to run: collecting them (as any
+    run of other tests does) leaves libnvrtc unloaded."""
+    from pathlib import Path
+
+    tests = Path(__file__).parent
+    probe = ("import sys, pytest; code = pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', "
+             f"{str(tests / 'test_kt.py')!r}]); print('NVRTC', 'cuda.bindings.nvrtc' in sys.modules); sys.exit(code)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tests)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "test_lang_cupy_builds_with_nvrtc_and_cupys_options" in done.stdout  # a marked test, collected
+    assert done.stdout.strip().splitlines()[-1] == "NVRTC False"
