@@ -94,6 +94,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import sys
 import time
 from dataclasses import dataclass
@@ -278,6 +279,26 @@ def tool_versions(tool: str) -> dict:
         return {"error": f"{type(exc).__name__}: {exc}"}
 
 
+def ksweep_timeline(db: str, epoch: float) -> dict:
+    """Where a ksweep call's time went, from its database: when results were stored (seconds
+    after the call began), and the builds' and runs' seconds (summed over configs that ran
+    side by side, so not parts of the wall time)."""
+    from ksweep.store.sqlite import Store
+
+    with Store(db) as store:
+        rows = store.results()
+    done = sorted(r.finished - epoch for r in rows if r.finished)
+    builds = [r.build_seconds for r in rows if r.build_seconds and not r.cached]
+    runs = [r.run_seconds for r in rows if r.run_seconds]
+    return {"results": len(rows), "first_stored_s": done[0] if done else None,
+            "last_stored_s": done[-1] if done else None,
+            "build_s": {"sum": sum(builds), "median": statistics.median(builds) if builds else None,
+                        "max": max(builds, default=None)},
+            "run_s": {"sum": sum(runs), "median": statistics.median(runs) if runs else None,
+                      "max": max(runs, default=None)},
+            "phases": sorted({str(r.phase) for r in rows})}
+
+
 def child(tool: str, example: Example, data_file: Path, source: Path, result: Path, smoke: bool) -> int:
     """One sweep of one tool, its facts written to ``result`` (run in a process of its own)."""
     t0 = time.perf_counter()
@@ -290,12 +311,14 @@ def child(tool: str, example: Example, data_file: Path, source: Path, result: Pa
         from ksweep.kt import tune_kernel
         extra = KSWEEP_EXTRA
     call = tune_call(example, data, source.read_text(), example.params(smoke))
-    start = time.perf_counter()
+    start, epoch = time.perf_counter(), time.time()
     results, env = tune_kernel(**call, **extra)
     wall = time.perf_counter() - start
     facts = sweep_facts(results, list(call["tune_params"]))
     facts.update(tool=tool, call_wall_s=wall, before_call_s=start - t0, device=env.get("device_name"),
                  compiler=env.get("compiler"), versions=tool_versions(tool))
+    if tool == "ks":
+        facts["timeline"] = ksweep_timeline(env["ksweep_db"], epoch)
     result.write_text(json.dumps(facts, default=str))
     return 0
 
@@ -409,6 +432,8 @@ def run_example(example: Example, source: Path, work: Path, reps: int, remeasure
             print(f"{example.name} round {i + 1} {TOOLS[tool]:12}: {w['process_wall_s']:.1f} s "
                   f"(call {w['call_wall_s']:.1f} s), {w['configs']} configs, {w['valid']} timed, "
                   f"best {w['best']} {w['best_ms']} ms", flush=True)
+            if w.get("timeline"):
+                print(f"  ksweep's timeline: {json.dumps(w['timeline'])}", flush=True)
         if got.get("kt") and got.get("ks"):
             got["speedup"] = got["kt"]["process_wall_s"] / got["ks"]["process_wall_s"]
             got["speedup_call"] = got["kt"]["call_wall_s"] / got["ks"]["call_wall_s"]

@@ -154,6 +154,9 @@ def test_the_ksweep_child_and_the_remeasurement(tmp_path, monkeypatch, on_fake):
     assert facts["tool"] == "ks" and facts["valid"] == 6 and facts["compiler"] == "nvrtc"
     assert facts["call_wall_s"] > 0 and "ksweep_nvrtc" in facts["versions"]
     assert (folder / ".ksweep").is_dir()  # the sweep's workspace is its working directory's
+    line = facts["timeline"]  # where its time went, from its database
+    assert line["results"] == 6 and 0 < line["first_stored_s"] <= line["last_stored_s"] <= facts["call_wall_s"]
+    assert line["build_s"]["sum"] > 0 and line["run_s"]["median"] > 0
 
     picks = [facts["best"], {**facts["best"], "tile_size_y": 3 - facts["best"]["tile_size_y"]}]
     measured = bench.remeasure(example, data, STANDIN, picks, protocol.fresh_folder(tmp_path / "re"), rounds=2)
