@@ -9,7 +9,7 @@
     ksweep.tune_kernel("vadd", "vadd.cu", {"N": 1 << 20}, "args.py:make", {"BLOCK": [64, 128, 256]},
                        grid=["cdiv(N, BLOCK)"], block=["BLOCK"])
 
-The names below the first group load on first use (the sweep, the store and the search
+Every name but the errors loads on first use (the sweep, the store and the search
 strategies pull in numpy, rich and the run machinery; a spec alone does not).
 """
 
@@ -18,14 +18,14 @@ from __future__ import annotations
 import importlib
 
 from .errors import KsweepError, SpecError
-from .space.plan import make_plan
-from .space.space import Space
-from .spec.load import load_spec, spec_from_dict
-from .spec.model import Build, Check, Constraint, Derived, Harness, Objective, Param, Run, Shape, Spec, Variant
-from .status import Status
 
-# public name -> module that defines it (imported when the name is first used)
+# public name -> module that defines it (imported when the name is first used, so that a
+# command run as ``python -m ksweep.X`` — one build through NVRTC per config — pays only for X)
 _LAZY = {
+    "make_plan": "ksweep.space.plan", "Space": "ksweep.space.space", "load_spec": "ksweep.spec.load",
+    "spec_from_dict": "ksweep.spec.load", "Status": "ksweep.status",
+    **{name: "ksweep.spec.model" for name in ("Build", "Check", "Constraint", "Derived", "Harness", "Objective",
+                                              "Param", "Run", "Shape", "Spec", "Variant")},
     "run_sweep": "ksweep.api", "tune": "ksweep.api", "tune_kernel": "ksweep.api", "TuneResult": "ksweep.api",
     "SweepRun": "ksweep.api", "SweepOptions": "ksweep.sweep.driver", "Summary": "ksweep.sweep.driver",
     "Store": "ksweep.store.sqlite", "Result": "ksweep.result", "make_strategy": "ksweep.strategies",

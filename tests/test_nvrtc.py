@@ -166,3 +166,14 @@ def test_collecting_tests_that_need_nvrtc_does_not_load_it():
     assert done.returncode == 0, done.stdout + done.stderr
     assert "test_lang_cupy_builds_with_nvrtc_and_cupys_options" in done.stdout  # a marked test, collected
     assert done.stdout.strip().splitlines()[-1] == "NVRTC False"
+
+
+def test_the_build_command_imports_no_more_of_ksweep_than_it_needs():
+    """Each NVRTC build is a process of its own (one per config): importing the module must not
+    pull in ksweep's spec model, numpy or rich through the package's __init__ (it did: a
+    quarter of a second per build)."""
+    probe = ("import sys, ksweep.build.nvrtc; "
+             "print(sorted(m for m in ('numpy', 'rich', 'ksweep.spec.model', 'ksweep.space.plan') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
