@@ -1,6 +1,8 @@
 """Summary of a hopper_gemm sweep (bench/hopper_gemm.sh): per shape, the table of each phase
 (Tier 1: every switch at its default; Tier 2: the rest), the best config, default against
-best, the cuBLASLt baselines measured in the same processes, and the build cost.
+best, the cuBLASLt baselines measured in the same processes, the build cost, and what the
+confirmation runs say (each confirmed config's median and 95% interval, BEST or TIE, and the
+confirmed BEST against the default).
 
     python bench/hopper_gemm_summary.py DB SPEC
 """
@@ -13,6 +15,9 @@ import sys
 from collections import Counter
 
 import ksweep
+from ksweep.confirm import speedup, verdicts
+from ksweep.job import config_id
+from ksweep.status import Status
 from ksweep.store.sqlite import Store
 
 METRICS = ("ms", "tflops", "unfused_ms", "gemm_only_ms", "lt_fused_ms", "max_rel_err", "mismatches")
@@ -24,6 +29,8 @@ def main(db: str, spec_path: str) -> int:
     tier1 = [p.name for p in spec.params if p.tier == 1]
     with Store(db) as store:
         results = list(store.results())
+        measured = list(store.measurements())
+        defaults = store.default_configs()
     for shape in [s.name for s in spec.shapes]:
         rows = [r for r in results if r.shape == shape]
         if not rows:
@@ -74,7 +81,36 @@ def main(db: str, spec_path: str) -> int:
         if default is not None:
             print(f"  default {default.metrics['ms']:.4f} ms -> best {m['ms']:.4f} ms: "
                   f"{default.metrics['ms'] / m['ms']:.3f}x")
+        confirmation([x for x in measured if x.shape == shape],
+                     next((v for k, v in defaults.items() if k[-1] == shape), None))
     return 0
+
+
+def confirmation(measured, default_id: str | None) -> None:
+    """The confirmation's verdicts (ksweep.confirm), and the confirmed BEST against the default."""
+    values: dict[str, list[float]] = {}
+    failures: dict[str, int] = {}
+    params = {}
+    for x in measured:
+        cid = config_id(x.params)
+        params[cid] = dict(x.params)
+        values.setdefault(cid, [])
+        if x.status is Status.OK and x.value is not None:
+            values[cid].append(x.value)
+        else:
+            failures[cid] = failures.get(cid, 0) + 1
+    if not values:
+        return
+    found = verdicts(values, failures, "min")
+    print(f"\nconfirmation: {len(values)} configs, {max(len(v) for v in values.values())} rounds")
+    for cid, v in sorted(found.items(), key=lambda kv: kv[1].interval.median):
+        iv = v.interval
+        tag = " (default)" if cid == default_id else ""
+        print(f"  {v.mark or '-':4} {iv.median:.4f} ms [{iv.lo:.4f}-{iv.hi:.4f}] n={iv.n}{tag}  {params[cid]}")
+    best = next((c for c, v in found.items() if v.mark == "BEST"), None)
+    if best is not None and default_id in found and best != default_id:
+        f = speedup(found[best].interval, found[default_id].interval, "min")
+        print(f"  confirmed BEST vs the default: {f.median:.3f}x (95% interval {f.lo:.3f}-{f.hi:.3f})")
 
 
 def _phase(r, switches) -> str:

@@ -178,3 +178,34 @@ def test_harness_host_logic_selftest(tmp_path):
     done = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout
     assert "FAILED" not in done.stdout and "checks passed" in done.stdout
+
+
+def test_the_summary_gives_the_confirmations_verdicts(spec, tmp_path, capsys):
+    """bench/hopper_gemm_summary.py: besides the sweep's fastest, what the confirmation runs
+    say: each confirmed config's median and interval, BEST or TIE, and the confirmed BEST
+    against the default, with its interval."""
+    from ksweep.job import config_id
+    from ksweep.result import Measurement, Result
+    from ksweep.status import Status
+    from ksweep.store.sqlite import Store
+
+    loader = importlib.util.spec_from_file_location("hg_summary", EXAMPLE.parent.parent / "bench" / "hopper_gemm_summary.py")
+    summary = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(summary)
+    variant = spec.variant_list()[0].name
+    default = {p.name: p.default for p in spec.effective_params(spec.shape("fc2"), spec.variant_list()[0])}
+    tuned = {**default, "TILE_M": 256}
+    db = tmp_path / "h.db"
+    with Store(db) as store:
+        for params, swept, confirmed in ((default, 4.0, (4.0, 4.1, 3.9)), (tuned, 2.9, (3.0, 3.1, 2.9))):
+            store.put(Result(variant, "fc2", params, Status.OK,
+                             metrics={"ms": swept, "tflops": 1000.0, "unfused_ms": 4.5, "gemm_only_ms": 3.2}))
+            for i, value in enumerate(confirmed):
+                store.put_measurement(Measurement(variant, "fc2", params, "key", i, Status.OK, value=value))
+        store.set_meta(f"default:{variant}:fc2", config_id(default))
+    assert summary.main(str(db), str(EXAMPLE / "hopper_gemm.toml")) == 0
+    out = capsys.readouterr().out
+    assert "default 4.0000 ms -> best 2.9000 ms: 1.379x" in out
+    assert "confirmation: 2 configs, 3 rounds" in out
+    assert "BEST 3.0000 ms" in out and "(default)" in out
+    assert "confirmed BEST vs the default: 1.333x (95% interval" in out
