@@ -119,7 +119,7 @@ SEED_WALK = 50_000  # mapped configs of one source looked at, at most, when choo
 
 
 def seed_configs(prior: Prior, params: Sequence, contains, count: int, diverse: bool = True,
-                 flips: bool = True, extra_flips: bool = False) -> list[dict[str, Any]]:
+                 flips: bool = True) -> list[dict[str, Any]]:
     """The ``count`` configs a warm-started search tries first: the best configs of the
     sources mapped into the target space, distinct and valid there (``contains(config)``),
     taken from the sources in turn (the best of each, then the next of each, ...).
@@ -169,7 +169,6 @@ def seed_configs(prior: Prior, params: Sequence, contains, count: int, diverse: 
         return out
     in_turns(0, True, each=1)  # the best of each source
     if flips:
-        count += extra_flips * len(switches)  # room for them on top of the sources' configs
         by_name = {p.name: p for p in params}
         for best in list(out):
             for n in switches:

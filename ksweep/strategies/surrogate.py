@@ -73,7 +73,6 @@ class SurrogateSettings:
     warm_seeds: int = 5  # the sources' best configs, mapped into the space, evaluated first
     warm_diverse: bool = True  # the seeds cover the combinations of the switches first (prior.seed_configs)
     warm_flips: bool = True  # ... starting with the best config with one switch changed at a time
-    extra_flips: bool = False  # ... on top of the warm_seeds configs of the sources
     warm_random: int = 0  # random configs after them, before the model takes over
     prior_weight: float = 2.0  # the slope of target on source is shrunk to 1 by this many pseudo-results
     residual_floor: float = 0.1  # the residual sd is at least this share of the source's spread
@@ -83,8 +82,6 @@ class SurrogateSettings:
     offset_weight: float = 1.0  # each offset is shrunk to 0 by this many pseudo-results
     warm_explore: float = 1.0  # share of a warm search's global steps that ignore the prior ...
     explore_after: int = 20  # ... once it has this many results
-    prior_mix: str = "bma"  # the components weighed by how well each explains the results ("bma"), or one joint fit
-    no_prior: float = 0.0  # with "bma", the prior probability that no component predicts the target
     prior_switches: bool = True  # each source also as a component without its switches (transfer.TransferMean)
 
 
@@ -122,7 +119,7 @@ class SurrogateStrategy(Strategy):
         self._transfer = None  # made at the first model step (TransferMean), False when it says nothing
         self._prior_all: np.ndarray | None = None
         seeds = seed_configs(self.prior, self._ix.params, space.__contains__, settings.warm_seeds,
-                             settings.warm_diverse, settings.warm_flips, settings.extra_flips) \
+                             settings.warm_diverse, settings.warm_flips) \
             if self.prior is not None else []
         if seeds:  # else the random start of a cold search (the prior may still inform the model)
             seeded = self._ix.positions([self._ix.position(c) for c in seeds])
@@ -276,7 +273,7 @@ class SurrogateStrategy(Strategy):
         1 (the same ratios as the source) and kept in [0, 2], c an offset per combination of
         the switches' values shrunk towards 0. The components' fits are averaged, each
         weighed by how well it explains the results (its prior probability times the profile
-        likelihood SSE^(-n/2)); ``no_prior`` adds the fit with b = 0. Returns the residuals
+        likelihood SSE^(-n/2)). Returns the residuals
         scaled for the GP, and the rest on the same scale as a function of positions (offset
         so that the best result is at 0)."""
         s = self.settings
@@ -285,23 +282,19 @@ class SurrogateStrategy(Strategy):
         k = p.shape[1]
         z, levels = self._switch_design(positions)
         spreads = self._transfer.spreads
-        if s.prior_mix == "joint":
-            theta = self._linear(y, p, spreads, z, np.ones(k, bool), 1.0 / k)
-        else:
-            # Bayesian model averaging: a source that ranks the target's results well takes over
-            # from one that does not, whichever of them came first.
-            models = [np.eye(k, dtype=bool)[j] for j in range(k)] + ([np.zeros(k, bool)] if s.no_prior > 0 else [])
-            log_prior = [np.log((1.0 - s.no_prior) / k)] * k + ([np.log(s.no_prior)] if s.no_prior > 0 else [])
-            thetas, logw = [], []
-            x = np.column_stack([np.ones(len(y)), p, z])
-            for used, lp in zip(models, log_prior):
-                t = self._linear(y, p, spreads, z, used, 1.0)
-                sse = max(float(((y - x @ t) ** 2).sum()), 1e-12 * len(y))
-                thetas.append(t)
-                logw.append(lp - 0.5 * len(y) * np.log(sse))
-            w = np.exp(np.array(logw) - max(logw))
-            w /= w.sum()
-            theta = np.array(thetas).T @ w
+        # Bayesian model averaging: a source that ranks the target's results well takes over
+        # from one that does not, whichever of them came first.
+        log_prior = np.log(1.0 / k)  # the components equally likely a priori
+        thetas, logw = [], []
+        x = np.column_stack([np.ones(len(y)), p, z])
+        for j in range(k):
+            t = self._linear(y, p, spreads, z, np.eye(k, dtype=bool)[j], 1.0)
+            sse = max(float(((y - x @ t) ** 2).sum()), 1e-12 * len(y))
+            thetas.append(t)
+            logw.append(log_prior - 0.5 * len(y) * np.log(sse))
+        w = np.exp(np.array(logw) - max(logw))
+        w /= w.sum()
+        theta = np.array(thetas).T @ w
         a, b, c = float(theta[0]), theta[1:k + 1], theta[k + 1:]
         r = y - np.column_stack([np.ones(len(y)), p, z]) @ theta
         sigma = max(float(r.std()), s.residual_floor * float(b @ spreads), 1e-12)
