@@ -387,3 +387,16 @@ def test_parse_errors_are_ksweep_errors():
     with pytest.raises(KsweepError, match="--objectives a,a: 'a': a is already an objective"):
         objectives_option("a,a")
 
+
+
+def test_a_spec_keeps_its_ranking_objective_first_among_its_objectives():
+    """objective and objectives say the same thing twice: a spec whose objectives do not start
+    with its ranking objective is refused when made, not ranked by one and fronted by another."""
+    from dataclasses import replace
+
+    spec = spec_from_dict({"params": {"A": [1, 2]}, "sweep": {"objectives": ["ms", "energy_mj"]}})
+    assert spec.objectives[0] == spec.objective == Objective("ms", "min")
+    with pytest.raises(ValueError, match="is not the ranking objective"):
+        replace(spec, objective=Objective("gflops", "max"))
+    assert replace(spec, objective=Objective("gflops", "max"), objectives=()).objective_list() == (
+        Objective("gflops", "max"),)

@@ -340,6 +340,8 @@ class Spec:
             object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "constants", _frozen_map(self.constants))
         object.__setattr__(self, "limits", _frozen_map(self.limits))
+        if self.objectives and self.objectives[0] != self.objective:  # one truth: the first of several ranks
+            raise ValueError(f"objectives[0] ({self.objectives[0]}) is not the ranking objective ({self.objective})")
 
     @property
     def root(self) -> Path:
