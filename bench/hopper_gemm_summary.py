@@ -15,9 +15,8 @@ import sys
 from collections import Counter
 
 import ksweep
-from ksweep.confirm import speedup, verdicts
 from ksweep.job import config_id
-from ksweep.status import Status
+from ksweep.report.confirmed import confirmed
 from ksweep.store.sqlite import Store
 
 METRICS = ("ms", "tflops", "unfused_ms", "gemm_only_ms", "lt_fused_ms", "max_rel_err", "mismatches")
@@ -81,35 +80,24 @@ def main(db: str, spec_path: str) -> int:
         if default is not None:
             print(f"  default {default.metrics['ms']:.4f} ms -> best {m['ms']:.4f} ms: "
                   f"{default.metrics['ms'] / m['ms']:.3f}x")
-        confirmation([x for x in measured if x.shape == shape],
-                     next((v for k, v in defaults.items() if k[-1] == shape), None))
+        confirmation(results, measured, defaults, spec.variant_list()[0].name, shape)
     return 0
 
 
-def confirmation(measured, default_id: str | None) -> None:
-    """The confirmation's verdicts (ksweep.confirm), and the confirmed BEST against the default."""
-    values: dict[str, list[float]] = {}
-    failures: dict[str, int] = {}
-    params = {}
-    for x in measured:
-        cid = config_id(x.params)
-        params[cid] = dict(x.params)
-        values.setdefault(cid, [])
-        if x.status is Status.OK and x.value is not None:
-            values[cid].append(x.value)
-        else:
-            failures[cid] = failures.get(cid, 0) + 1
-    if not values:
+def confirmation(results, measured, defaults, variant: str, shape: str) -> None:
+    """The confirmation's verdicts (ksweep's own reading: runs of an older experiment on the
+    same database are not counted), and the confirmed BEST against the default."""
+    found = confirmed(results, measured, "min", defaults).get((variant, shape))
+    if found is None or not found.verdicts:
         return
-    found = verdicts(values, failures, "min")
-    print(f"\nconfirmation: {len(values)} configs, {max(len(v) for v in values.values())} rounds")
-    for cid, v in sorted(found.items(), key=lambda kv: kv[1].interval.median):
+    params = {config_id(r.params): dict(r.params) for r in results if r.variant == variant and r.shape == shape}
+    print(f"\nconfirmation: {len(found.verdicts)} configs, {found.rounds} rounds")
+    for cid, v in sorted(found.verdicts.items(), key=lambda kv: kv[1].interval.median):
         iv = v.interval
-        tag = " (default)" if cid == default_id else ""
-        print(f"  {v.mark or '-':4} {iv.median:.4f} ms [{iv.lo:.4f}-{iv.hi:.4f}] n={iv.n}{tag}  {params[cid]}")
-    best = next((c for c, v in found.items() if v.mark == "BEST"), None)
-    if best is not None and default_id in found and best != default_id:
-        f = speedup(found[best].interval, found[default_id].interval, "min")
+        tag = " (default)" if cid == found.default else ""
+        print(f"  {v.mark or '-':4} {iv.median:.4f} ms [{iv.lo:.4f}-{iv.hi:.4f}] n={iv.n}{tag}  {params.get(cid, cid)}")
+    if found.speedup is not None and found.best != found.default:
+        f = found.speedup
         print(f"  confirmed BEST vs the default: {f.median:.3f}x (95% interval {f.lo:.3f}-{f.hi:.3f})")
 
 

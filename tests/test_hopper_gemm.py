@@ -198,10 +198,12 @@ def test_the_summary_gives_the_confirmations_verdicts(spec, tmp_path, capsys):
     db = tmp_path / "h.db"
     with Store(db) as store:
         for params, swept, confirmed in ((default, 4.0, (4.0, 4.1, 3.9)), (tuned, 2.9, (3.0, 3.1, 2.9))):
-            store.put(Result(variant, "fc2", params, Status.OK,
+            store.put(Result(variant, "fc2", params, Status.OK, cache_key=f"key{swept}",
                              metrics={"ms": swept, "tflops": 1000.0, "unfused_ms": 4.5, "gemm_only_ms": 3.2}))
             for i, value in enumerate(confirmed):
-                store.put_measurement(Measurement(variant, "fc2", params, "key", i, Status.OK, value=value))
+                store.put_measurement(Measurement(variant, "fc2", params, f"key{swept}", i, Status.OK, value=value))
+            # an older experiment's run of the same config (another result key) is not counted
+            store.put_measurement(Measurement(variant, "fc2", params, "older", 9, Status.OK, value=1.0))
         store.set_meta(f"default:{variant}:fc2", config_id(default))
     assert summary.main(str(db), str(EXAMPLE / "hopper_gemm.toml")) == 0
     out = capsys.readouterr().out
