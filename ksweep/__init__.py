@@ -16,6 +16,7 @@ strategies pull in numpy, rich and the run machinery; a spec alone does not).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
 from .errors import KsweepError, SpecError
 
@@ -36,9 +37,12 @@ _LAZY = {
 def __getattr__(name: str):
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'ksweep' has no attribute {name!r}")
+    elif not name.startswith("_") and importlib.util.find_spec(f"ksweep.{name}") is not None:
+        value = importlib.import_module(f"ksweep.{name}")  # a subpackage, as `ksweep.spec.expr` after `import ksweep`
+    else:
+        raise AttributeError(f"module 'ksweep' has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 __all__ = [

@@ -55,3 +55,19 @@ def test_a_sweep_through_the_front_door(tmp_path):
     assert best.params == {"A": 7, "B": 4} and isinstance(best, ksweep.Result)
     summary, db = ksweep.run_sweep(spec, options=ksweep.SweepOptions(strategy="grid"))
     assert (summary.evaluated, summary.resumed, db) == (0, 3, run.db)
+
+
+def test_the_package_loads_its_names_and_subpackages_on_first_use():
+    """`import ksweep` loads nothing heavy; its public names and its subpackages (ksweep.spec,
+    ksweep.replay, ...) are there on first use all the same (as when the package imported them
+    itself), and a name it lacks is an AttributeError."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, ksweep; light = 'numpy' not in sys.modules and 'ksweep.spec.model' not in sys.modules; "
+             "ok = ksweep.spec.__name__ == 'ksweep.spec' and ksweep.replay.__name__ == 'ksweep.replay'; "
+             "missing = not hasattr(ksweep, 'no_such_thing') and not hasattr(ksweep, '_private'); "
+             "print(light, ok, missing, ksweep.Status.OK.value)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True", "True", "OK"]
