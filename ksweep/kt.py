@@ -90,10 +90,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
             defines=defines, compiler=compiler, objectives=objectives)
     timing = replace(Timing(), min_reps=int(iterations), max_reps=max(int(iterations), Timing().max_reps))
     if race is not None:
-        try:
-            factor = float(race)
-        except (TypeError, ValueError):
-            factor = math.nan
+        factor = float(race) if isinstance(race, (int, float)) and not isinstance(race, bool) else math.nan
         if not (factor == 0 or 1 <= factor < math.inf):
             raise KtUnsupported(f"race={race!r}: give 0 (time every config `iterations` times) or a factor of at "
                                 "least 1, e.g. 1.5")

@@ -164,6 +164,8 @@ def test_block_size_names_strategy_and_a_function_restriction(here):
     ({"answer": [None]}, "answer has 1 entries for 3 arguments"),
     ({"race": 0.5}, "race=0.5: give 0 (time every config `iterations` times) or a factor of at least 1"),
     ({"race": "fast"}, "race='fast': give 0"),
+    ({"race": "1.5"}, "race='1.5': give 0"),
+    ({"race": True}, "race=True: give 0"),
 ])
 def test_what_cannot_be_honoured_is_one_line(here, keywords, message):
     call = {"kernel_name": "matmul_kernel", "kernel_source": "kt_examples.cu", "problem_size": (32, 32),
@@ -235,7 +237,7 @@ def test_lang_cupy_builds_with_nvrtc_and_cupys_options(here):
 @nvcc
 def test_iterations_is_every_configs_floor_with_race_0_and_far_behind_configs_stop_at_3(tmp_path, monkeypatch):
     """On the stand-in GPU of fake_energy.py (BLOCK 256: 1.0 ms, 512: 1.5, 128: 2.0, 64: 4.0,
-    swept in that order), iterations=9: by default 128 and 64, more than 1.5 times the best so
+    built and swept in that order, one build at a time), iterations=9: by default 128 and 64, more than 1.5 times the best so
     far, are timed 3 times (their time still theirs); with race=0 every config is timed 9 times."""
     shutil.copy(KERNELS / "vadd.cu", tmp_path / "vadd.cu")
     monkeypatch.chdir(tmp_path)
@@ -245,7 +247,7 @@ def test_iterations_is_every_configs_floor_with_race_0_and_far_behind_configs_st
     def reps(**keywords):
         results, env = tune_kernel("vadd", "vadd.cu", n, [np.zeros(n, np.float32), a, b, np.int32(n)],
                                    {"BLOCK": [256, 512, 128, 64]}, block_size_names=["BLOCK"],
-                                   answer=[a + b, None, None, None], iterations=9, quiet=True, jobs=2,
+                                   answer=[a + b, None, None, None], iterations=9, quiet=True, jobs=1,
                                    backend=f"fake:{KERNELS / 'fake_energy.py'}", **keywords)
         assert {r["BLOCK"]: r["time"] for r in results} == pytest.approx({256: 1.0, 512: 1.5, 128: 2.0, 64: 4.0})
         with Store(env["ksweep_db"]) as store:
