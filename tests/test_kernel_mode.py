@@ -358,6 +358,22 @@ def test_a_config_is_raced_against_its_own_gpu_models_best_only(tmp_path):
     assert all(reps == 7 and raced is None for _, reps, raced in rows)
 
 
+@nvcc
+def test_a_config_is_raced_against_its_own_variants_best_only(tmp_path):
+    """Two variants of one shape, swept one after the other on one GPU (fake_two_models.py: the
+    variant with SLOW = 1 takes 10 ms a config, the other 1 ms): the slow variant's configs are
+    not raced against the fast variant's best, so each is timed in full."""
+    spec = load_spec(vadd_kernel_spec(tmp_path, "BLOCK = [64, 128, 256, 512]\nELEMS = [1]", 4096,
+                                      "timing = { warmup_ms = 1, budget_ms = 40, min_reps = 7, max_reps = 100 }\n"
+                                      "[variants.fast]\n[variants.slow]\nparams = { SLOW = [1] }"))
+    _, db = run_sweep(spec, options=SweepOptions(strategy="grid"), jobs=1,
+                      kernel_backend=f"fake:{HERE / 'fake_two_models.py'}")
+    with Store(db) as store:
+        rows = [(r.variant, round(r.metrics["ms"], 6), r.metrics["reps"]) for r in store.results()]
+    assert sorted({(v, ms) for v, ms, _ in rows}) == [("fast", 1.0), ("slow", 10.0)] and len(rows) == 8
+    assert all(reps == 7 for _, _, reps in rows)
+
+
 @pytest.mark.parametrize("nbytes", [64, 60, 6, 3])
 def test_same_bytes_sees_one_changed_byte_anywhere(nbytes):
     from ksweep.kernel.args import same_bytes

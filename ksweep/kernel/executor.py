@@ -79,9 +79,10 @@ class KernelExecutor(SlotExecutor):
         # ``race`` (the objective is ms, min): a sweep's config slower than the best so far by
         # timing.race on every launch of a first short batch is timed no further (worker._time)
         self.race = race and kspec.timing.race > 0
-        # (shape, GPU model) -> the best ms of this executor's sweep runs: a config is raced
-        # against its own GPU model's best only (a faster model's would stop every config of a slower one)
-        self._best_ms: dict[tuple[str, str], float] = {}
+        # (variant, shape, GPU model) -> the best ms of this executor's sweep runs: a config is
+        # raced against its own variant's and GPU model's best only (a faster variant's or
+        # model's would stop every config of a slower one)
+        self._best_ms: dict[tuple[str, str, str], float] = {}
         # Start each GPU's worker now (CUDA init, inputs, reference) while the first cubins build.
         # On a run-pool thread: those live as long as the executor, and a worker dies with the
         # thread that started it (PR_SET_PDEATHSIG).
@@ -121,7 +122,7 @@ class KernelExecutor(SlotExecutor):
             "reference_file": str(ref) if self.python_reference is None else None,
         }
         raced = self.race and job.phase not in MEASURED_IN_FULL
-        bar_key = (job.shape, gpu.name)
+        bar_key = (job.variant, job.shape, gpu.name)
         with self._lock:
             req["bar_ms"] = self._best_ms.get(bar_key) if raced else None
         worker = self._worker(gpu, job.shape)
