@@ -83,15 +83,22 @@ def ksweep_sweep(work: Path) -> dict:
         raise SystemExit(f"ksweep run failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
     from ksweep.store.sqlite import Store
 
+    from ksweep.job import config_id
+    from ksweep.report.confirmed import confirmed
+
     with Store(db) as store:
         rows = store.results()
+        verdicts = confirmed(rows, store.measurements(), "min", store.default_configs())
     ok = [x for x in rows if x.status.value == "OK"]
-    best = min(ok, key=lambda x: x.metrics["ms"])
+    # ksweep's pick: the confirmation's BEST (what `ksweep run` reports), else the sweep's fastest
+    sweep_best = min(ok, key=lambda x: x.metrics["ms"])
+    best_id = next((c.best for c in verdicts.values() if c.best is not None), None)
+    best = next((x for x in ok if config_id(x.params) == best_id), sweep_best)
     counts: dict[str, int] = {}
     for x in rows:
         counts[x.status.value] = counts.get(x.status.value, 0) + 1
     return {"wall_s": wall, "configs": len(rows), "valid": len(ok), "counts": counts,
-            "best": dict(best.params), "best_ms": best.metrics["ms"],
+            "best": dict(best.params), "best_ms": best.metrics["ms"], "sweep_best": dict(sweep_best.params),
             "best_p20_p80": [best.metrics["ms_p20"], best.metrics["ms_p80"]], "table_tail": r.stdout[-1500:]}
 
 

@@ -247,9 +247,10 @@ def config_key(config: Mapping[str, Any], names: Sequence[str]) -> str:
     return json.dumps({k: config[k] for k in names})
 
 
-def sweep_facts(results: Sequence[Mapping], names: Sequence[str]) -> dict:
+def sweep_facts(results: Sequence[Mapping], names: Sequence[str], picked: Mapping | None = None) -> dict:
     """What a sweep found, from ``tune_kernel``'s results (either tool's): configs evaluated,
-    how many have a time, failures by kind, each config's time (ms), the best."""
+    how many have a time, failures by kind, each config's time (ms), the best: the tool's own
+    pick (``env["best_config"]``: ksweep's is its confirmation's) when given, else the fastest."""
     times, failures = {}, {}
     for r in results:
         t = r.get("time")
@@ -259,6 +260,8 @@ def sweep_facts(results: Sequence[Mapping], names: Sequence[str]) -> dict:
             kind = type(r.get("__error__", t)).__name__
             failures[kind] = failures.get(kind, 0) + 1
     best = min(times, key=times.get) if times else None
+    if picked is not None and config_key(picked, names) in times:
+        best = config_key(picked, names)
     return {"configs": len(results), "valid": len(times), "failures": failures, "times_ms": times,
             "best": json.loads(best) if best else None, "best_ms": times[best] if best else None}
 
@@ -314,7 +317,7 @@ def child(tool: str, example: Example, data_file: Path, source: Path, result: Pa
     start, epoch = time.perf_counter(), time.time()
     results, env = tune_kernel(**call, **extra)
     wall = time.perf_counter() - start
-    facts = sweep_facts(results, list(call["tune_params"]))
+    facts = sweep_facts(results, list(call["tune_params"]), env.get("best_config"))
     facts.update(tool=tool, call_wall_s=wall, before_call_s=start - t0, device=env.get("device_name"),
                  compiler=env.get("compiler"), versions=tool_versions(tool))
     if tool == "ks":

@@ -47,6 +47,7 @@ class Confirmation:
     k: int = 5
     rounds: int = 3
     within: float | None = 0.05
+    default: bool = True  # the default config too (the speed-up's baseline), evaluated first when it was not
 
     @classmethod
     def parse(cls, text: str) -> "Confirmation":

@@ -65,7 +65,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
                 strategy=None, strategy_options=None, cache=None, metrics=None, simulation_mode=False,
                 observers=None, objective=None, objective_higher_is_better=None, parallel=None, objectives=None,
                 seed=None, *, backend: str = "cuda", arch: str | None = None, jobs: int | None = None,
-                race: float | None = None):
+                race: float | None = None, confirm: bool = True):
     """Tune ``kernel_name`` as Kernel Tuner 1.5's ``tune_kernel`` does, in ksweep's kernel mode.
 
     Returns ``(results, env)``: one dict per evaluated config (each tunable parameter;
@@ -77,9 +77,17 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     the target architecture, the build jobs, and the racing factor (``[kernel] timing.race``:
     a config whose first 3 timed launches all took more than ``race`` times the best median
     so far is timed no further, fewer than ``iterations`` times; ``race=0`` times every config
-    at least ``iterations`` times). ``log`` and ``platform`` (OpenCL) are ignored.
+    at least ``iterations`` times). ``confirm`` (ksweep's default, as ``ksweep run``): with
+    ``time`` the objective, the leaders (the best and those within 5% of the second best, at
+    most 5) are measured 3 more times, interleaved, and
+    ``env["best_config"]`` is the row of the one those runs find fastest (its median in
+    ``env["confirmed_time"]``): one sweep measurement can be lucky, or taken while the GPU
+    ran at another clock. ``log`` and ``platform`` (OpenCL) are ignored.
     """
     from .api import kernel_tuning_spec, run_sweep
+    from .confirm import Confirmation
+    from .job import config_id
+    from .report.confirmed import confirmed
     from .report.export_kt import failure_name
     from .spec.load import DEFAULT_ARCH
     from .store.sqlite import Store
@@ -144,13 +152,16 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     # cache: a ksweep database beside it (resumed as Kernel Tuner resumes its cache); without
     # one, a fresh database per call, so that nothing is taken from an earlier call
     db = Path(cache).with_suffix(".db") if cache else _fresh_db(source, kernel_name)
+    confirming = bool(confirm) and objective == "time"
     options = SweepOptions(strategy=strategy_name, max_evals=max_evals, time_limit=time_limit,
-                           seed=int(seed or 0), record_pruned=False)  # as Kernel Tuner: restricted configs are not results
+                           seed=int(seed or 0), record_pruned=False,  # as Kernel Tuner: restricted configs are not results
+                           confirm=Confirmation(default=False) if confirming else None)  # no extra config
     gpus = None if parallel else [int(device)]
     _, db = run_sweep(spec, db=db, options=options, gpus=gpus, jobs=jobs, kernel_backend=backend,
                       observer=None if quiet or not verbose else _verbose_observer())
     with Store(db) as store:
         stored = sorted(store.results(), key=lambda r: r.finished or 0.0)
+        verdicts = confirmed(stored, store.measurements(), "min", store.default_configs()) if confirming else {}
     results = []
     for r in stored:
         row: dict[str, Any] = {name: r.params.get(name) for name in tune_params}
@@ -173,9 +184,15 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         results.append(row)
     env = _environment(stored, problem_size, iterations, compiler_options, db, spec)
     ok = [r for r in results if objective in r and isinstance(r[objective], (int, float))]
-    if ok:
+    row_of = {config_id(r.params): row for r, row in zip(stored, results)}
+    best_id = next((c.best for c in verdicts.values() if c.best is not None), None)
+    if best_id is not None and objective in row_of.get(best_id, {}):
+        env["best_config"] = row_of[best_id]
+        env["confirmed_time"] = next(c.verdicts[best_id].interval.median for c in verdicts.values() if c.best == best_id)
+    elif ok:
         pick = max if higher else min
         env["best_config"] = pick(ok, key=lambda r: r[objective])
+    if ok:
         if not quiet:
             best = env["best_config"]
             shown = ", ".join(f"{k}={best[k]}" for k in [*tune_params, objective, *(metrics or {})] if k in best)

@@ -229,6 +229,9 @@ def test_sweep_facts_of_either_tools_results():
     facts = bench.sweep_facts(results, names)
     assert facts["configs"] == 4 and facts["valid"] == 2 and facts["failures"] == {"RuntimeFailedConfig": 2}
     assert facts["best"] == {"a": 1, "b": 3} and facts["best_ms"] == 1.5
+    # the tool's own pick (ksweep's: its confirmation's BEST), not the fastest single measurement
+    picked = bench.sweep_facts(results, names, {"a": 1, "b": 2, "time": 2.0})
+    assert picked["best"] == {"a": 1, "b": 2} and picked["best_ms"] == 2.0
     ks = {"times_ms": {bench.config_key(r, names): r["time"] / 2 for r in results[:2]}, "best": {"a": 1, "b": 3},
           "best_ms": 0.75}
     assert bench.timer_agreement(facts, ks) == {"median": 2.0, "min": 2.0, "max": 2.0, "n": 2, "configs": 2}

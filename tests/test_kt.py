@@ -47,7 +47,7 @@ def test_matmul_example(here):
         assert set(tune_params) <= set(r) and r["time"] > 0 and "__error__" not in r
         assert r["GFLOP/s"] == pytest.approx((2 * n ** 3 / 1e9) / (r["time"] / 1e3))
         assert r["compile_time"] > 0 and r["benchmark_time"] > 0 and "timestamp" in r
-    assert env["best_config"]["time"] == min(r["time"] for r in results)
+    assert env["best_config"] in results and env["confirmed_time"] > 0  # the confirmation's pick (below)
     assert env["problem_size"] == (n, n) and env["iterations"] == 5 and isinstance(env["device_name"], str)
     assert env["total_compile_time"] == pytest.approx(sum(r["compile_time"] for r in results))
     json.dumps(results)  # as Kernel Tuner's examples save them
@@ -255,3 +255,26 @@ def test_iterations_is_every_configs_floor_with_race_0_and_far_behind_configs_st
 
     assert reps() == {256: 9, 512: 9, 128: 3, 64: 3}
     assert reps(race=0) == {256: 9, 512: 9, 128: 9, 64: 9}
+
+
+@nvcc
+def test_best_config_is_the_confirmations_pick_not_a_lucky_sweep_measurement(tmp_path, monkeypatch):
+    """fake_lucky.py: BLOCK 128 runs its first 25 launches at 0.9 ms, then 1.5 ms; 256 always
+    1.0. The sweep's one measurement of 128 is lucky (0.9 ms); the leaders' confirmation runs
+    find 256 faster, and best_config is 256's row. With confirm=False, the sweep's minimum."""
+    shutil.copy(KERNELS / "vadd.cu", tmp_path / "vadd.cu")
+    monkeypatch.chdir(tmp_path)
+    n = 4096
+    a, b = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
+
+    def best(**keywords):
+        results, env = tune_kernel("vadd", "vadd.cu", n, [np.zeros(n, np.float32), a, b, np.int32(n)],
+                                   {"BLOCK": [128, 256]}, block_size_names=["BLOCK"], answer=[a + b, None, None, None],
+                                   quiet=True, jobs=1, backend=f"fake:{KERNELS / 'fake_lucky.py'}", **keywords)
+        assert {r["BLOCK"]: r["time"] for r in results} == pytest.approx({128: 0.9, 256: 1.0})
+        return env
+
+    env = best()
+    assert env["best_config"]["BLOCK"] == 256 and env["confirmed_time"] == pytest.approx(1.0)
+    env = best(confirm=False)
+    assert env["best_config"]["BLOCK"] == 128 and "confirmed_time" not in env

@@ -429,7 +429,7 @@ class Sweep:
                                  plan.within)
         jobs: dict[str, Job] = {cid: factory.make(dict(current[cid].params), phase="confirm") for cid in leaders}
         defaults = {p.name: p.default for p in space.params}  # the default config: the speed-up's baseline
-        if defaults in space:
+        if plan.default and defaults in space:
             is_reference = self.mode.reference_config(self.spec, dict(defaults)) == defaults
             job = factory.make(defaults, phase="confirm", is_reference=is_reference)
             self.store.set_meta(f"default:{variant}:{shape}", job.config_id)  # the speed-up's baseline
