@@ -260,15 +260,21 @@ def test_worker_that_cannot_start_is_reported():
     assert resp["status"] == "RUN_ERROR"
 
 
+def grid_of_vadd(folder, params: str, module: str, extra: str, jobs: int = 2):
+    """The summary and the stored results of a grid sweep of vadd.cu's spec over ``params`` on
+    the stand-in GPU of tests/kernels/``module``."""
+    spec = load_spec(vadd_kernel_spec(folder, params, 4096, extra))
+    summary, db = run_sweep(spec, options=SweepOptions(strategy="grid"), jobs=jobs,
+                            kernel_backend=f"fake:{HERE / module}")
+    with Store(db) as store:
+        return summary, store.results()
+
+
 @nvcc
 def test_kernel_sweep_with_real_cubins_and_stand_in_worker(tmp_path):
-    spec = load_spec(vadd_kernel_spec(tmp_path, "BLOCK = [32, 64, 128, 256, 512]\nELEMS = [1, 2]", 4096,
-                                      "timeout = 2.0\n"
-                                      "timing = { warmup_ms = 1, budget_ms = 3, min_reps = 3, max_reps = 10 }"))
-    summary, db = run_sweep(spec, options=SweepOptions(strategy="grid"), jobs=2,
-                            kernel_backend=f"fake:{HERE / 'fake_vadd.py'}")
-    with Store(db) as store:
-        rows = {(r.params["BLOCK"], r.params["ELEMS"]): r for r in store.results()}
+    summary, stored = grid_of_vadd(tmp_path, "BLOCK = [32, 64, 128, 256, 512]\nELEMS = [1, 2]", "fake_vadd.py",
+                                   "timeout = 2.0\ntiming = { warmup_ms = 1, budget_ms = 3, min_reps = 3, max_reps = 10 }")
+    rows = {(r.params["BLOCK"], r.params["ELEMS"]): r for r in stored}
     assert len(rows) == 10
     for e in (1, 2):
         assert rows[(32, e)].status is Status.CUDA_ERROR
@@ -363,13 +369,10 @@ def test_a_config_is_raced_against_its_own_variants_best_only(tmp_path):
     """Two variants of one shape, swept one after the other on one GPU (fake_two_models.py: the
     variant with SLOW = 1 takes 10 ms a config, the other 1 ms): the slow variant's configs are
     not raced against the fast variant's best, so each is timed in full."""
-    spec = load_spec(vadd_kernel_spec(tmp_path, "BLOCK = [64, 128, 256, 512]\nELEMS = [1]", 4096,
-                                      "timing = { warmup_ms = 1, budget_ms = 40, min_reps = 7, max_reps = 100 }\n"
-                                      "[variants.fast]\n[variants.slow]\nparams = { SLOW = [1] }"))
-    _, db = run_sweep(spec, options=SweepOptions(strategy="grid"), jobs=1,
-                      kernel_backend=f"fake:{HERE / 'fake_two_models.py'}")
-    with Store(db) as store:
-        rows = [(r.variant, round(r.metrics["ms"], 6), r.metrics["reps"]) for r in store.results()]
+    _, stored = grid_of_vadd(tmp_path, "BLOCK = [64, 128, 256, 512]\nELEMS = [1]", "fake_two_models.py",
+                             "timing = { warmup_ms = 1, budget_ms = 40, min_reps = 7, max_reps = 100 }\n"
+                             "[variants.fast]\n[variants.slow]\nparams = { SLOW = [1] }", jobs=1)
+    rows = [(r.variant, round(r.metrics["ms"], 6), r.metrics["reps"]) for r in stored]
     assert sorted({(v, ms) for v, ms, _ in rows}) == [("fast", 1.0), ("slow", 10.0)] and len(rows) == 8
     assert all(reps == 7 for _, _, reps in rows)
 

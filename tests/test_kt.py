@@ -234,21 +234,27 @@ def test_lang_cupy_builds_with_nvrtc_and_cupys_options(here):
     assert "-ftz=true" in argv and "--std=c++11" in argv and "-O3" not in argv
 
 
+def vadd_on(module, blocks, **keywords):
+    """tune_kernel of tests/kernels/vadd.cu (copied into the working directory) over BLOCK on
+    the stand-in GPU of ``module``, one build at a time (so built and swept in BLOCK's order)."""
+    shutil.copy(KERNELS / "vadd.cu", "vadd.cu")
+    n = 4096
+    a, b = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
+    return tune_kernel("vadd", "vadd.cu", n, [np.zeros(n, np.float32), a, b, np.int32(n)], {"BLOCK": blocks},
+                       block_size_names=["BLOCK"], answer=[a + b, None, None, None], quiet=True, jobs=1,
+                       backend=f"fake:{KERNELS / module}", **keywords)
+
+
 @nvcc
 def test_iterations_is_every_configs_floor_with_race_0_and_far_behind_configs_stop_at_3(tmp_path, monkeypatch):
     """On the stand-in GPU of fake_energy.py (BLOCK 256: 1.0 ms, 512: 1.5, 128: 2.0, 64: 4.0,
-    built and swept in that order, one build at a time), iterations=9: by default 128 and 64, more than 1.5 times the best so
-    far, are timed 3 times (their time still theirs); with race=0 every config is timed 9 times."""
-    shutil.copy(KERNELS / "vadd.cu", tmp_path / "vadd.cu")
+    built and swept in that order), iterations=9: by default 128 and 64, more than 1.5 times
+    the best so far, are timed 3 times (their time still theirs); with race=0 every config is
+    timed 9 times."""
     monkeypatch.chdir(tmp_path)
-    n = 4096
-    a, b = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
 
     def reps(**keywords):
-        results, env = tune_kernel("vadd", "vadd.cu", n, [np.zeros(n, np.float32), a, b, np.int32(n)],
-                                   {"BLOCK": [256, 512, 128, 64]}, block_size_names=["BLOCK"],
-                                   answer=[a + b, None, None, None], iterations=9, quiet=True, jobs=1,
-                                   backend=f"fake:{KERNELS / 'fake_energy.py'}", **keywords)
+        results, env = vadd_on("fake_energy.py", [256, 512, 128, 64], iterations=9, **keywords)
         assert {r["BLOCK"]: r["time"] for r in results} == pytest.approx({256: 1.0, 512: 1.5, 128: 2.0, 64: 4.0})
         with Store(env["ksweep_db"]) as store:
             return {r.params["BLOCK"]: r.metrics["reps"] for r in store.results()}
@@ -262,15 +268,10 @@ def test_best_config_is_the_confirmations_pick_not_a_lucky_sweep_measurement(tmp
     """fake_lucky.py: BLOCK 128 runs its first 25 launches at 0.9 ms, then 1.5 ms; 256 always
     1.0. The sweep's one measurement of 128 is lucky (0.9 ms); the leaders' confirmation runs
     find 256 faster, and best_config is 256's row. With confirm=False, the sweep's minimum."""
-    shutil.copy(KERNELS / "vadd.cu", tmp_path / "vadd.cu")
     monkeypatch.chdir(tmp_path)
-    n = 4096
-    a, b = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
 
     def best(**keywords):
-        results, env = tune_kernel("vadd", "vadd.cu", n, [np.zeros(n, np.float32), a, b, np.int32(n)],
-                                   {"BLOCK": [128, 256]}, block_size_names=["BLOCK"], answer=[a + b, None, None, None],
-                                   quiet=True, jobs=1, backend=f"fake:{KERNELS / 'fake_lucky.py'}", **keywords)
+        results, env = vadd_on("fake_lucky.py", [128, 256], **keywords)
         assert {r["BLOCK"]: r["time"] for r in results} == pytest.approx({128: 0.9, 256: 1.0})
         return env
 
