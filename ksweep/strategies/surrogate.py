@@ -288,7 +288,7 @@ class SurrogateStrategy(Strategy):
         thetas, logw = [], []
         x = np.column_stack([np.ones(len(y)), p, z])
         for j in range(k):
-            t = self._linear(y, p, spreads, z, np.eye(k, dtype=bool)[j], 1.0)
+            t = self._linear(y, p, spreads, z, np.eye(k, dtype=bool)[j])
             sse = max(float(((y - x @ t) ** 2).sum()), 1e-12 * len(y))
             thetas.append(t)
             logw.append(log_prior - 0.5 * len(y) * np.log(sse))
@@ -296,7 +296,7 @@ class SurrogateStrategy(Strategy):
         w /= w.sum()
         theta = np.array(thetas).T @ w
         a, b, c = float(theta[0]), theta[1:k + 1], theta[k + 1:]
-        r = y - np.column_stack([np.ones(len(y)), p, z]) @ theta
+        r = y - x @ theta
         sigma = max(float(r.std()), s.residual_floor * float(b @ spreads), 1e-12)
         offset = float(y.min())
 
@@ -306,14 +306,14 @@ class SurrogateStrategy(Strategy):
 
         return r / sigma, base
 
-    def _linear(self, y, p, spreads, z, used, slope) -> np.ndarray:
+    def _linear(self, y, p, spreads, z, used) -> np.ndarray:
         """(a, b_1..b_K, c...) of y = a + sum of the ``used`` components' b_k * prior_k + z c:
-        ridge, the slopes shrunk towards ``slope`` and kept in [0, 2], the others 0."""
+        ridge, the slopes shrunk towards 1 (the source's ratios) and kept in [0, 2], the others 0."""
         s = self.settings
         k = p.shape[1]
         x = np.column_stack([np.ones(len(y)), p[:, used], z])
         penalty = np.concatenate([[0.0], s.prior_weight * spreads[used] ** 2, np.full(z.shape[1], s.offset_weight)])
-        target = np.concatenate([[0.0], np.full(used.sum(), slope), np.zeros(z.shape[1])])
+        target = np.concatenate([[0.0], np.full(used.sum(), 1.0), np.zeros(z.shape[1])])
         theta = _ridge(x, y, penalty, target)
         m = int(used.sum())
         slopes = np.clip(theta[1:m + 1], 0.0, 2.0) if s.prior_weight > 0 else np.zeros(m)
