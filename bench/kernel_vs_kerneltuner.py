@@ -81,19 +81,15 @@ def ksweep_sweep(work: Path) -> dict:
     wall = time.perf_counter() - t0
     if r.returncode != 0:
         raise SystemExit(f"ksweep run failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    from ksweep.insight import best_result
     from ksweep.store.sqlite import Store
-
-    from ksweep.job import config_id
-    from ksweep.report.confirmed import confirmed
 
     with Store(db) as store:
         rows = store.results()
-        verdicts = confirmed(rows, store.measurements(), "min", store.default_configs())
-    ok = [x for x in rows if x.status.value == "OK"]
-    # ksweep's pick: the confirmation's BEST (what `ksweep run` reports), else the sweep's fastest
+        ok = [x for x in rows if x.status.value == "OK"]
+        # ksweep's pick: the confirmation's BEST (what `ksweep run` reports), else the sweep's fastest
+        best = best_result(store, ok[0].variant, ok[0].shape)
     sweep_best = min(ok, key=lambda x: x.metrics["ms"])
-    best_id = next((c.best for c in verdicts.values() if c.best is not None), None)
-    best = next((x for x in ok if config_id(x.params) == best_id), sweep_best)
     counts: dict[str, int] = {}
     for x in rows:
         counts[x.status.value] = counts.get(x.status.value, 0) + 1

@@ -185,10 +185,10 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     env = _environment(stored, problem_size, iterations, compiler_options, db, spec)
     ok = [r for r in results if objective in r and isinstance(r[objective], (int, float))]
     row_of = {config_id(r.params): row for r, row in zip(stored, results)}
-    best_id = next((c.best for c in verdicts.values() if c.best is not None), None)
-    if best_id is not None and objective in row_of.get(best_id, {}):
-        env["best_config"] = row_of[best_id]
-        env["confirmed_time"] = next(c.verdicts[best_id].interval.median for c in verdicts.values() if c.best == best_id)
+    found = next((c for c in verdicts.values() if c.best is not None), None)  # one shape, one variant
+    if found is not None and objective in row_of.get(found.best, {}):
+        env["best_config"] = row_of[found.best]
+        env["confirmed_time"] = found.verdicts[found.best].interval.median
     elif ok:
         pick = max if higher else min
         env["best_config"] = pick(ok, key=lambda r: r[objective])
