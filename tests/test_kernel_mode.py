@@ -339,27 +339,23 @@ def test_a_config_is_raced_against_its_own_gpu_models_best_only(tmp_path):
     """Two GPU models on one host (fake_two_models.py: every config 1 ms on GPU 0, 10 ms on
     GPU 1): a config on the slow model is never raced against the fast model's best, so
     every config is timed in full."""
-    from ksweep.kernel.executor import KernelExecutor
+    from ksweep.kernel.executor import KernelExecutor, shape_sizes
     from ksweep.run.gpus import Gpu
     from ksweep.sweep.local import make_builder, scratch_dir
 
-    def sweep(folder, names):
-        folder.mkdir()
-        blocks = ", ".join(str(32 * k) for k in range(1, 13))
-        spec = load_spec(vadd_kernel_spec(folder, f"BLOCK = [{blocks}]\nELEMS = [1]", 4096,
-                                          "timing = { warmup_ms = 1, budget_ms = 40, min_reps = 7, max_reps = 100 }"))
-        backend = f"fake:{HERE / 'fake_two_models.py'}"
-        sizes = {s.name: {**spec.constants, **s.constants, **s.defines} for s in spec.shape_list()}
-        executor = KernelExecutor(make_builder(spec), [Gpu(0, names[0]), Gpu(1, names[1])], scratch_dir(spec),
-                                  spec.kernel, spec.root, sizes, build_jobs=2, backend=backend, race=True)
-        try:
-            _, db = run_sweep(spec, options=SweepOptions(strategy="grid"), executor=executor, kernel_backend=backend)
-        finally:
-            executor.shutdown()
-        with Store(db) as store:
-            return [(round(r.metrics["ms"], 6), r.metrics["reps"], r.metrics.get("raced")) for r in store.results()]
-
-    rows = sweep(tmp_path / "two", ["H100", "A100"])
+    blocks = ", ".join(str(32 * k) for k in range(1, 13))
+    spec = load_spec(vadd_kernel_spec(tmp_path, f"BLOCK = [{blocks}]\nELEMS = [1]", 4096,
+                                      "timing = { warmup_ms = 1, budget_ms = 40, min_reps = 7, max_reps = 100 }"))
+    backend = f"fake:{HERE / 'fake_two_models.py'}"
+    sizes = {s.name: shape_sizes(spec, s) for s in spec.shape_list()}
+    executor = KernelExecutor(make_builder(spec), [Gpu(0, "H100"), Gpu(1, "A100")], scratch_dir(spec),
+                              spec.kernel, spec.root, sizes, build_jobs=2, backend=backend, race=True)
+    try:
+        _, db = run_sweep(spec, options=SweepOptions(strategy="grid"), executor=executor, kernel_backend=backend)
+    finally:
+        executor.shutdown()
+    with Store(db) as store:
+        rows = [(round(r.metrics["ms"], 6), r.metrics["reps"], r.metrics.get("raced")) for r in store.results()]
     assert len(rows) == 12 and {ms for ms, _, _ in rows} == {1.0, 10.0}
     assert all(reps == 7 and raced is None for _, reps, raced in rows)
 
@@ -497,7 +493,6 @@ def test_timing_stops_early_for_a_steady_kernel_and_times_the_budget_for_a_noisy
     assert noisy["reps"] >= 30  # the budget's count: 40 ms of launches of 1.0 and 1.3 ms
     whole = reps(128, stop_ci=0.0)
     assert whole["reps"] == 40 and whole["ms"] == pytest.approx(1.0)
-
 
 
 def test_a_config_far_behind_the_best_so_far_is_timed_no_further(tmp_path):

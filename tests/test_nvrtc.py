@@ -21,7 +21,6 @@ from ksweep.sweep.local import make_builder
 from conftest import KERNELS, needs_nvrtc, vadd_kernel_spec
 
 
-
 def compile_with_command(*args, cwd=None):
     return subprocess.run([*nvrtc.command(), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120)
 

@@ -4,7 +4,6 @@ becomes one SpecError line naming the file and the key."""
 from __future__ import annotations
 
 import math
-
 import re
 from typing import Any
 
