@@ -24,7 +24,7 @@ import numpy as np
 
 from .errors import ExprError, KsweepError
 from .spec.expr import parse
-from .spec.kernel import COMPILERS, Timing, default_flags
+from .spec.kernel import COMPILERS, Timing, default_flags, valid_race
 from .spec.model import Build, Constraint, Derived, PyFunction
 
 DEFAULT_BLOCK_SIZE_NAMES = ("block_size_x", "block_size_y", "block_size_z")
@@ -99,7 +99,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     timing = replace(Timing(), min_reps=int(iterations), max_reps=max(int(iterations), Timing().max_reps))
     if race is not None:
         factor = float(race) if isinstance(race, (int, float)) and not isinstance(race, bool) else math.nan
-        if not (factor == 0 or 1 <= factor < math.inf):
+        if not valid_race(factor):
             raise KtUnsupported(f"race={race!r}: give 0 (time every config `iterations` times) or a factor of at "
                                 "least 1, e.g. 1.5")
         timing = replace(timing, race=factor)

@@ -164,10 +164,15 @@ def _timing(ctx: Ctx, table: Any) -> Timing:
     )
 
 
+def valid_race(factor: float) -> bool:
+    """timing.race's rule: 0 (never), or a finite factor of at least 1 (a config is behind when
+    slower than the best by it)."""
+    return factor == 0 or 1 <= factor < float("inf")
+
+
 def _race(ctx: Ctx, value: Any) -> float:
-    """0 (never), or a factor of at least 1 (a config is behind when slower than the best by it)."""
     race = float(ctx.number(value, "kernel.timing.race", positive=False))
-    if race != 0 and race < 1:
+    if not valid_race(race):
         raise ctx.error("kernel.timing.race", f"{value!r}: give 0 (never stop early) or a factor of at least 1, "
                                               "e.g. 1.5")
     return race
