@@ -6,15 +6,23 @@ noise (on an H100, re-measuring one SGEMM config minutes apart moved it by 0.65%
 a shape × variant is searched, the top ``k`` configs and the default config are measured
 again in ``rounds`` interleaved rounds (round r takes the configs in an order rotated by
 r, so a slow drift of the GPU, warming up or throttling, spreads over all of them). BEST
-is then the config with the best median of its confirmation measurements; any config
-whose 95% interval overlaps the best's is a TIE: the data cannot tell them apart.
+is then the config with the best median of its confirmation measurements.
 
 The interval of a config is Student's t interval of the mean of its ``n`` measurements
 (mean ± t(0.975, n−1)·s/√n), the centre reported being the median. With the default
 three rounds t is 4.30: the interval is wide unless the runs agree closely, which is
-the honest answer for three numbers. The speed-up over the default is the ratio of the
-medians, with the interval [lo_default / hi_best, hi_default / lo_best] (interval
-arithmetic: conservative).
+the honest answer for three numbers.
+
+The rounds pair the configs: in one round each config is measured once, seconds apart
+from the others, so a GPU whose clock the power cap moves between rounds moves them all
+together. A comparison with the best therefore uses the pairs (``paired``): per round in
+which both ended OK, how many times better the best was; the factor reported is the median
+of those, with the 95% t interval of their geometric mean (the t interval of the mean log
+factor). A config is a TIE when that interval reaches 1 (the data cannot tell it from the
+best), and the speed-up over the default is that factor. With fewer than two common
+rounds (or values that are not positive) the comparison falls back on the configs' own
+intervals: a TIE when they overlap, the speed-up the ratio of the medians with the
+interval [lo_default / hi_best, hi_default / lo_best] (interval arithmetic: conservative).
 
 Of the top ``k``, only those within ``within`` (5%) of the second best's value are measured
 again (and the best, always): a config measured further behind is not one the noise put
@@ -139,12 +147,37 @@ def order(configs: Sequence[str], round_: int) -> list[str]:
     return list(configs[r:]) + list(configs[:r])
 
 
-def verdicts(values: Mapping[str, Sequence[float]], failures: Mapping[str, int], direction: str) -> dict[str, Verdict]:
+def paired(best: Mapping[int, float], other: Mapping[int, float], direction: str) -> Interval | None:
+    """How many times better ``best`` is than ``other`` (round -> value each), from the
+    rounds both were measured in: the median of the per-round factors and the 95% t
+    interval of their geometric mean; None with fewer than two common rounds or a value
+    that is not positive and finite."""
+    common = sorted(set(best) & set(other))
+    if len(common) < 2:
+        return None
+    pairs = [(best[r], other[r]) for r in common]
+    if not all(math.isfinite(b) and math.isfinite(o) and b > 0 and o > 0 for b, o in pairs):
+        return None
+    factors = [o / b if direction == "min" else b / o for b, o in pairs]
+    logs = interval([math.log(f) for f in factors])
+    return Interval(statistics.median(factors), math.exp(logs.lo), math.exp(logs.hi), len(factors))
+
+
+def _by_round(values: Sequence[float], rounds: Sequence[int] | None) -> dict[int, float]:
+    return dict(zip(rounds, values)) if rounds is not None and len(rounds) == len(values) else {}
+
+
+def verdicts(values: Mapping[str, Sequence[float]], failures: Mapping[str, int], direction: str,
+             rounds: Mapping[str, Sequence[int]] | None = None) -> dict[str, Verdict]:
     """BEST, TIE or '' for each confirmed config. ``values``: config -> the objective of its
-    confirmation runs that ended OK; ``failures``: config -> runs that did not. A config
-    with a failed confirmation run, or none that ended OK, is never BEST nor TIE."""
+    confirmation runs that ended OK; ``rounds``: config -> the round of each of those values
+    (then a config is compared with the best round by round, ``paired``; without them, or
+    with fewer than two common rounds, by the overlap of their intervals); ``failures``:
+    config -> runs that did not end OK. A config with a failed confirmation run, or none
+    that ended OK, is never BEST nor TIE."""
     out: dict[str, Verdict] = {}
     sound = {c: interval(v) for c, v in values.items() if v and not failures.get(c)}
+    rounds = rounds or {}
     best = None
     if sound:
         pick = min if direction == "min" else max
@@ -154,8 +187,10 @@ def verdicts(values: Mapping[str, Sequence[float]], failures: Mapping[str, int],
         mark = ""
         if c == best:
             mark = "BEST"
-        elif c in sound and best is not None and sound[c].overlaps(sound[best]):
-            mark = "TIE"
+        elif c in sound and best is not None:
+            factor = paired(_by_round(values[best], rounds.get(best)), _by_round(v, rounds.get(c)), direction)
+            if (factor.lo <= 1.0) if factor is not None else sound[c].overlaps(sound[best]):
+                mark = "TIE"
         out[c] = Verdict(c, iv, mark, failures.get(c, 0))
     return out
 

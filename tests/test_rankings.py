@@ -14,7 +14,7 @@ import pytest
 
 from ksweep import physics
 from ksweep.cli.main import main
-from ksweep.confirm import Confirmation, Interval, choose, interval, order, speedup, verdicts
+from ksweep.confirm import Confirmation, Interval, choose, interval, order, paired, speedup, verdicts
 from ksweep.result import Result
 from ksweep.spec.load import spec_from_dict
 from ksweep.spec.peaks import peaks_for
@@ -46,6 +46,50 @@ def test_verdicts_best_tie_and_a_flaky_config():
 def test_speedup_interval_is_conservative():
     s = speedup(Interval(1.0, 0.9, 1.1, 3), Interval(2.0, 1.8, 2.2, 3), "min")
     assert (s.median, s.lo, s.hi) == (2.0, pytest.approx(1.8 / 1.1), pytest.approx(2.2 / 0.9))
+
+
+def test_rounds_pair_the_configs_so_a_drift_common_to_a_round_cancels():
+    # the clock falls round by round (the power cap); in every round "d" is 5% behind "b"
+    best, other = [1.0, 1.1, 1.2], [1.05, 1.155, 1.26]
+    assert interval(best).overlaps(interval(other))  # apart, each config's runs cannot tell them apart
+    unpaired = verdicts({"b": best, "d": other}, {}, "min")
+    assert unpaired["d"].mark == "TIE"
+    by_round = verdicts({"b": best, "d": other}, {}, "min", {"b": [0, 1, 2], "d": [0, 1, 2]})
+    assert by_round["b"].mark == "BEST" and by_round["d"].mark == ""
+    f = paired(dict(enumerate(best)), dict(enumerate(other)), "min")
+    assert (f.median, f.lo, f.hi, f.n) == (pytest.approx(1.05), pytest.approx(1.05), pytest.approx(1.05), 3)
+    # the order in which the values came does not matter, the round does
+    shuffled = verdicts({"b": best, "d": other[::-1]}, {}, "min", {"b": [0, 1, 2], "d": [2, 1, 0]})
+    assert shuffled["d"].mark == ""
+    # a factor that changes sign from round to round is a TIE; so is "max" the other way round
+    noisy = verdicts({"b": best, "d": [1.1, 1.05, 1.26]}, {}, "min", {"b": [0, 1, 2], "d": [0, 1, 2]})
+    assert noisy["d"].mark == "TIE"
+    up = paired({0: 10.0, 1: 11.0}, {0: 9.0, 1: 9.9}, "max")
+    assert up.median == pytest.approx(10 / 9) and up.lo == pytest.approx(10 / 9)
+    # fewer than two common rounds, or a value that is not positive: no pairing, the intervals decide
+    assert paired({0: 1.0, 1: 1.1}, {1: 1.2, 2: 1.3}, "min") is None
+    assert paired({0: 1.0, 1: 0.0}, {0: 1.2, 1: 1.3}, "min") is None
+    few = verdicts({"b": best, "d": other}, {}, "min", {"b": [0, 1, 2], "d": [5, 6, 2]})
+    assert few["d"].mark == "TIE"
+
+
+def test_the_stored_confirmation_pairs_its_rounds():
+    """report.confirmed: the BEST's speed-up over the default from the rounds both ran in,
+    so a clock that falls from round to round does not hide a steady 5% lead."""
+    from ksweep.job import config_id
+    from ksweep.report.confirmed import confirmed
+    from ksweep.report.table import confirmation_line
+    from ksweep.result import Measurement
+
+    default, tuned = {"X": 1}, {"X": 2}
+    results = [Result("v", "s", p, Status.OK, cache_key=k, metrics={"ms": 1.0}) for p, k in ((default, "kd"), (tuned, "kt"))]
+    runs = [Measurement("v", "s", tuned, "kt", r, Status.OK, value=t) for r, t in enumerate((1.0, 1.1, 1.2))]
+    runs += [Measurement("v", "s", default, "kd", r, Status.OK, value=1.05 * t) for r, t in enumerate((1.0, 1.1, 1.2))][::-1]
+    conf = confirmed(results, runs, "min", {("v", "s"): config_id(default)})[("v", "s")]
+    assert conf.best == config_id(tuned) and conf.verdicts[config_id(default)].mark == ""
+    assert (conf.speedup.lo, conf.speedup.hi) == (pytest.approx(1.05), pytest.approx(1.05))
+    assert "BEST is 1.05x the default (95% interval 1.05-1.05)" in confirmation_line(conf)
+    assert "TIE" not in confirmation_line(conf)
 
 
 def test_choose_and_interleaved_order():

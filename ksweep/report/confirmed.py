@@ -7,7 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from ..confirm import Interval, Verdict, speedup, verdicts
+from ..confirm import Interval, Verdict, paired, speedup, verdicts
 from ..job import config_id
 from ..result import Measurement, Result
 from ..status import Status
@@ -19,7 +19,7 @@ class Confirmed:
 
     verdicts: Mapping[str, Verdict] = field(default_factory=dict)  # config_id -> verdict
     default: str | None = None  # config_id of the default config, when it was confirmed
-    speedup: Interval | None = None  # the best over the default
+    speedup: Interval | None = None  # the best over the default, round by round when it can (confirm.paired)
     rounds: int = 0
 
     @property
@@ -35,6 +35,7 @@ def confirmed(results: Iterable[Result], measurements: Iterable[Measurement], di
     key_of = {(r.variant, r.shape, config_id(r.params)): r.cache_key for r in results}
     defaults = defaults or {}
     values: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    value_rounds: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     failures: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     rounds: dict[tuple, set] = defaultdict(set)
     for m in measurements:
@@ -45,16 +46,19 @@ def confirmed(results: Iterable[Result], measurements: Iterable[Measurement], di
         rounds[group].add(m.round)
         if m.status is Status.OK and m.value is not None:
             values[group][cid].append(m.value)
+            value_rounds[group][cid].append(m.round)
         else:
             failures[group][cid] += 1
             values[group].setdefault(cid, [])
     out = {}
     for group, per_config in values.items():
-        v = verdicts(per_config, failures[group], direction)
+        at = value_rounds[group]
+        v = verdicts(per_config, failures[group], direction, at)
         default = defaults.get(group)
         best = next((c for c, x in v.items() if x.mark == "BEST"), None)
         up = None
         if best is not None and default is not None and default in v and v[default].interval.n:
-            up = speedup(v[best].interval, v[default].interval, direction)
+            up = paired(dict(zip(at[best], per_config[best])), dict(zip(at[default], per_config[default])),
+                        direction) or speedup(v[best].interval, v[default].interval, direction)
         out[group] = Confirmed(v, default, up, len(rounds[group]))
     return out
