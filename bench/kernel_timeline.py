@@ -131,28 +131,15 @@ def main() -> int:
 
 
 def host_setup_parts(spec_path: str) -> None:
-    """The worker's host part of its setup, timed part by part here (this process)."""
-    from ksweep.kernel.args import load_function, make_args
-    from ksweep.kernel.executor import shape_sizes
-    from ksweep.kernel.worker import other_draw
+    """The worker's host part of its setup (``host_setup``, run here, in this process), part by part."""
+    from ksweep.kernel.executor import setup_request, shape_sizes
+    from ksweep.kernel.worker import host_setup
     from ksweep.spec.load import load_spec
 
     spec = load_spec(spec_path)
-    k, sizes = spec.kernel, shape_sizes(spec, spec.shape_list()[0])
-    t = time.perf_counter()
-    fn = load_function(k.args, spec.root)
-    draws = [make_args(fn, sizes, k.seed), make_args(fn, sizes, k.seed + 1)]
-    t_args = time.perf_counter()
-    draws.append(other_draw(draws[1], list(k.outputs), k.seed + 2))
-    t_other = time.perf_counter()
-    ref_s = 0.0
-    if isinstance(k.reference, str) and k.reference != "defaults":
-        ref = load_function(k.reference, spec.root, key="kernel.reference")
-        for d in draws[1:]:
-            ref([a.copy() for a in d], dict(sizes))
-        ref_s = time.perf_counter() - t_other
-    print(f"\nthe setup's host part, here: two draws {t_args - t:.2f} s, the second distribution "
-          f"{t_other - t_args:.2f} s, the reference of two draws {ref_s:.2f} s")
+    host = host_setup(setup_request(spec.kernel, spec.root, shape_sizes(spec, spec.shape_list()[0])))
+    print(f"\nthe setup's host part, here: {host.seconds:.2f} s; "
+          + ", ".join(f"{name} {s:.2f} s" for name, s in host.parts.items()))
 
 
 if __name__ == "__main__":

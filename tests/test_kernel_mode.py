@@ -254,6 +254,20 @@ def test_worker_makes_its_inputs_while_the_backend_starts(tmp_path):
         w.close()
 
 
+def test_the_setups_host_part_says_where_its_time_went():
+    """host_setup times its parts (bench/kernel_timeline.py prints them): the two draws, the
+    second distribution (on its thread), the cmem function and the reference of both check
+    draws, each within the whole."""
+    from ksweep.kernel.worker import host_setup
+
+    host = host_setup(fake_setup())
+    assert set(host.parts) == {"draws", "second distribution", "cmem", "reference"}
+    assert all(s >= 0 for s in host.parts.values())
+    main_thread = host.parts["draws"] + host.parts["cmem"] + host.parts["reference"]
+    assert main_thread <= host.seconds
+    assert all(e is not None for e in host.expected)  # the reference ran for both check draws
+
+
 def test_worker_that_cannot_start_is_reported():
     w = WorkerHandle("fake:/nonexistent/fake.py", setup=fake_setup(), start_timeout=30)
     resp = judged(w.request({"op": "ping"}, timeout=5), 5)

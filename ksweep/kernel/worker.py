@@ -56,7 +56,8 @@ import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 
@@ -440,48 +441,71 @@ class HostSetup:
     expected: tuple[list | None, list | None]
     outputs: list[int]
     seconds: float = 0.0  # how long it took to make
+    # seconds per part: "draws" (the argument function, twice), "second distribution" (on a
+    # thread, beside the rest), "cmem", "reference" (of the two check draws)
+    parts: dict[str, float] = field(default_factory=dict)
+
+
+@contextmanager
+def _timed(parts: dict[str, float], name: str):
+    """Add the seconds the block takes to ``parts[name]``."""
+    t = time.perf_counter()
+    try:
+        yield
+    finally:
+        parts[name] = parts.get(name, 0.0) + time.perf_counter() - t
 
 
 def host_setup(req: dict) -> HostSetup:
     """The host's part of ``setup``: the argument and cmem functions, the second draw and the
     Python reference. Needs no GPU: the worker runs it while CUDA starts."""
     started = time.perf_counter()
+    parts: dict[str, float] = {}
     sizes, seed = req.get("sizes", {}), int(req.get("seed", 0))
     outputs = list(req.get("outputs", []))
-    if req["args"].startswith("npz:"):  # arrays given directly: one set serves both
-        fixed = load_npz_args(req["args"][4:])
-        host = {"time": fixed, "check": [a.copy() if isinstance(a, np.ndarray) else a for a in fixed]}
-    else:
-        fn = load_function(req["args"], req["root"])
-        host = {"time": make_args(fn, sizes, seed), "check": make_args(fn, sizes, seed + 1)}
+    with _timed(parts, "draws"):
+        if req["args"].startswith("npz:"):  # arrays given directly: one set serves both
+            fixed = load_npz_args(req["args"][4:])
+            host = {"time": fixed, "check": [a.copy() if isinstance(a, np.ndarray) else a for a in fixed]}
+        else:
+            fn = load_function(req["args"], req["root"])
+            host = {"time": make_args(fn, sizes, seed), "check": make_args(fn, sizes, seed + 1)}
+
     # a second check draw from another distribution (uniform over the inputs' own range), so a
     # kernel that is right for one draw only is caught; it needs a reference that can be
     # computed for it (a Python reference, or the reference config's own outputs). Ours, so
     # drawn on a thread while the user's functions run here (one at a time: they may share state)
+    def second_draw() -> list:
+        with _timed(parts, "second distribution"):
+            return other_draw(host["check"], outputs, seed + 2)
+
     with ThreadPoolExecutor(1) as pool:
-        check2 = pool.submit(other_draw, host["check"], outputs, seed + 2)
-        cmem = load_cmem(req.get("cmem"), req.get("root", "."), sizes, seed)
+        check2 = pool.submit(second_draw)
+        with _timed(parts, "cmem"):
+            cmem = load_cmem(req.get("cmem"), req.get("root", "."), sizes, seed)
         expected: tuple[list | None, list | None] = (None, None)
         ref = None
-        if req.get("reference", "") and req["reference"].startswith("npz:"):
-            with np.load(req["reference"][4:]) as data:
-                expected = ([data[f"arr_{i}"] for i in range(len(data.files))], None)
-        elif req.get("reference"):
-            ref = load_function(req["reference"], req["root"], key="kernel.reference")
-            with_cmem = len(inspect.signature(ref).parameters) >= 3  # reference(args, sizes, cmem)
+        with _timed(parts, "reference"):
+            if req.get("reference", "") and req["reference"].startswith("npz:"):
+                with np.load(req["reference"][4:]) as data:
+                    expected = ([data[f"arr_{i}"] for i in range(len(data.files))], None)
+            elif req.get("reference"):
+                ref = load_function(req["reference"], req["root"], key="kernel.reference")
+                with_cmem = len(inspect.signature(ref).parameters) >= 3  # reference(args, sizes, cmem)
 
-            def reference(k: str) -> list:
-                return [np.asarray(e) for e in ref(
-                    [a.copy() if isinstance(a, np.ndarray) else a for a in host[k]], dict(sizes),
-                    *([{n: v.copy() for n, v in cmem.get(k, {}).items()}] if with_cmem else []))]
+                def reference(k: str) -> list:
+                    return [np.asarray(e) for e in ref(
+                        [a.copy() if isinstance(a, np.ndarray) else a for a in host[k]], dict(sizes),
+                        *([{n: v.copy() for n, v in cmem.get(k, {}).items()}] if with_cmem else []))]
 
-            first = reference("check")
-            if len(first) != len(outputs):
-                raise ValueError(f"the reference returned {len(first)} arrays for {len(outputs)} outputs")
+                first = reference("check")
+                if len(first) != len(outputs):
+                    raise ValueError(f"the reference returned {len(first)} arrays for {len(outputs)} outputs")
         host["check2"] = check2.result()
         if ref is not None:
-            expected = (first, reference("check2"))
-    return HostSetup(host, cmem, expected, outputs, time.perf_counter() - started)
+            with _timed(parts, "reference"):
+                expected = (first, reference("check2"))
+    return HostSetup(host, cmem, expected, outputs, time.perf_counter() - started, parts)
 
 
 def warmup_until(n: int, spent_ms: float, warmup_ms: float, before_ms: float = 0.0) -> int | None:
