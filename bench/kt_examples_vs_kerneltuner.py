@@ -342,7 +342,8 @@ def sweep_in_process(tool: str, example: Example, data_file: Path, source: Path,
 def remeasure(example: Example, data: Mapping[str, np.ndarray], source: Path, configs: Sequence[dict],
               folder: Path, rounds: int) -> dict:
     """Each config measured ``rounds`` times by ksweep, each time a sweep of its own (a fresh
-    worker), the configs in rotated order; returns config key -> the times (ms) and failures."""
+    worker), the configs in rotated order; returns config key -> the times (ms), the round of
+    each time, and failures."""
     from ksweep.confirm import order
     from ksweep.kt import tune_kernel
 
@@ -351,6 +352,7 @@ def remeasure(example: Example, data: Mapping[str, np.ndarray], source: Path, co
     local = folder / source.name  # its workspace beside it: arrays saved once, one build cache
     local.write_bytes(source.read_bytes())
     values: dict[str, list[float]] = {k: [] for k in keys}
+    at: dict[str, list[int]] = {k: [] for k in keys}
     failures: dict[str, int] = {k: 0 for k in keys}
     for q in range(rounds):
         for key in order(keys, q):
@@ -360,17 +362,19 @@ def remeasure(example: Example, data: Mapping[str, np.ndarray], source: Path, co
             t = results[0].get("time") if results else None
             if isinstance(t, (int, float)):
                 values[key].append(float(t))
+                at[key].append(q)
             else:
                 failures[key] += 1
-    return {"values_ms": values, "failures": failures}
+    return {"values_ms": values, "rounds": at, "failures": failures}
 
 
 def noise_verdicts(measured: dict) -> dict:
-    """BEST / TIE / '' per re-measured config, with its median and 95% interval."""
+    """BEST / TIE / '' per re-measured config (compared round by round, as ksweep's
+    confirmation does, when the rounds were recorded), with its median and 95% interval."""
     from ksweep.confirm import verdicts
 
     out = {}
-    for key, v in verdicts(measured["values_ms"], measured["failures"], "min").items():
+    for key, v in verdicts(measured["values_ms"], measured["failures"], "min", measured.get("rounds")).items():
         iv = v.interval
         out[key] = {"median_ms": iv.median, "lo_ms": iv.lo, "hi_ms": iv.hi, "n": iv.n, "mark": v.mark,
                     "failed": v.failed}

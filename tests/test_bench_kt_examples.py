@@ -161,6 +161,7 @@ def test_the_ksweep_child_and_the_remeasurement(tmp_path, monkeypatch, on_fake):
     picks = [facts["best"], {**facts["best"], "tile_size_y": 3 - facts["best"]["tile_size_y"]}]
     measured = bench.remeasure(example, data, STANDIN, picks, protocol.fresh_folder(tmp_path / "re"), rounds=2)
     assert all(len(v) == 2 for v in measured["values_ms"].values()) and not any(measured["failures"].values())
+    assert all(r == [0, 1] for r in measured["rounds"].values())  # the round of each time: compared round by round
     verdicts = bench.noise_verdicts(measured)
     assert sorted(v["mark"] for v in verdicts.values()) in (["", "BEST"], ["BEST", "TIE"])
     assert bench.compare_picks(picks[0], picks[0], verdicts, list(example.tune_params)) == "same"
