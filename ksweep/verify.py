@@ -22,10 +22,17 @@ def verify(metrics: Mapping[str, float], check: Check,
         if not (metrics[key] <= bound):  # NaN fails too
             return f"{key} = {metrics[key]:g} > {bound:g}"
     targets = dict(check.expected)
-    if check.reference == "defaults" and reference is not None:
+    if check.reference == "defaults":
+        # every key compared with the defaults config's must be printed, by that config too:
+        # a key nobody prints (a typo) would otherwise check nothing
         for key in check.keys:
-            if key in reference and key not in targets:
-                targets[key] = reference[key]
+            if key not in metrics:
+                printed = ", ".join(metrics) or "no keys"
+                return f"{key} missing from the result ([check] keys; it printed {printed})"
+        if reference is not None:
+            for key in check.keys:
+                if key in reference and key not in targets:
+                    targets[key] = reference[key]
     for key, expected in targets.items():
         if key not in metrics:
             return f"{key} missing from the result (expected {expected:g})"

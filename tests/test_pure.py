@@ -66,6 +66,11 @@ def test_verify():
     ref = Check(keys=("checksum",), reference="defaults", rtol=0, atol=0.5)
     assert verify({"checksum": 3.2}, ref, {"checksum": 3.0}) is None
     assert verify({"checksum": 4.0}, ref, {"checksum": 3.0}) is not None
+    # a key that is not printed (a typo in [check] keys) is a failure, the reference's own run
+    # included, never a check of nothing
+    typo = Check(keys=("checksun",), reference="defaults")
+    assert "checksun missing from the result" in verify({"checksum": 3.0, "ms": 1.0}, typo, {"checksum": 3.0})
+    assert "it printed checksum, ms" in verify({"checksum": 3.0, "ms": 1.0}, typo, None)
     bound = Check(max_keys={"rel_err": 1e-4})
     assert verify({"rel_err": 1e-6}, bound) is None
     assert "rel_err" in verify({"rel_err": float("nan")}, bound)
