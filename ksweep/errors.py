@@ -114,6 +114,10 @@ class MissingDependency(KsweepError):
             f"{purpose} needs the Python package '{module}', which is not installed: "
             f"pip install 'ksweep[{extra}]'"
         )
+        self.module, self.extra, self.purpose = module, extra, purpose
+
+    def __reduce__(self):  # raised in a worker process, it reaches the parent whole
+        return (type(self), (self.module, self.extra, self.purpose))
 
 
 class SourceError(KsweepError):

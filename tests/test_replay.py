@@ -314,6 +314,30 @@ def test_cli_replay_bad_file(tmp_path, capsys):
     assert "neither a Kernel Tuner cache" in capsys.readouterr().err
 
 
+def test_a_strategy_whose_package_is_missing_is_left_out_or_refused_in_one_line(kt_file, monkeypatch, capsys):
+    """Without optuna, `bench-strategies` with its default list runs the others and says
+    what it left out; naming bayes is one line and exit 2 before any work (it was a
+    traceback from the worker pool: the error could not cross processes)."""
+    import pickle
+
+    import ksweep.strategies as strategies
+    from ksweep.cli.main import main
+    from ksweep.errors import MissingDependency
+
+    err = pickle.loads(pickle.dumps(MissingDependency("optuna", "bayes", "the 'bayes' strategy")))
+    assert isinstance(err, MissingDependency) and "pip install 'ksweep[bayes]'" in str(err)
+    monkeypatch.setitem(strategies._NEEDS, "bayes", ("ksweep_no_such_package", "bayes"))
+    assert main(["bench-strategies", str(kt_file), "--budgets", "5", "--repeats", "1", "--jobs", "2",
+                 "--json"]) == 0
+    captured = capsys.readouterr()
+    assert {r["strategy"] for r in json.loads(captured.out)} >= {"auto", "random", "surrogate"}
+    assert "bayes" not in {r["strategy"] for r in json.loads(captured.out)}
+    assert "note: the 'bayes' strategy needs the Python package 'ksweep_no_such_package'" in captured.err
+    assert main(["bench-strategies", str(kt_file), "--strategies", "random,bayes", "--repeats", "1"]) == 2
+    err_lines = capsys.readouterr().err.strip().splitlines()
+    assert len(err_lines) == 1 and "pip install 'ksweep[bayes]'" in err_lines[0]
+
+
 def test_cli_bench_json_and_plot(kt_file, tmp_path, capsys):
     from ksweep.cli.main import main
 

@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..errors import KsweepError
-from ..strategies import STRATEGIES
+from ..strategies import STRATEGIES, missing
 
 
 def _int_list(text: str) -> list[int]:
@@ -38,8 +38,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "is within 5%% of the optimum. Random search is also given exactly, not simulated.",
     )
     p.add_argument("datasets", nargs="+", metavar="DATASET", help="Kernel Tuner cache or T4 results files")
-    p.add_argument("--strategies", type=_names, default=[s for s in STRATEGIES],
-                   help=f"comma-separated (default: all: {','.join(STRATEGIES)})")
+    p.add_argument("--strategies", type=_names, default=None,
+                   help=f"comma-separated (default: all: {','.join(STRATEGIES)}; those whose optional package "
+                        "is not installed are left out, with a note)")
     p.add_argument("--budgets", type=_int_list, default=[25, 50, 100, 200], help="comma-separated (default 25,50,100,200)")
     p.add_argument("--repeats", type=int, default=30, help="repeats per strategy, dataset and budget (default 30)")
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: the CPU count)")
@@ -67,8 +68,18 @@ def run(args: argparse.Namespace) -> int:
     if args.warm_only and not args.warm_start_from:
         raise KsweepError("--warm-only needs --warm-start-from PAIRS")
     pairs = parse_pairs(args.warm_start_from, datasets) if args.warm_start_from else []
+    strategies = args.strategies
+    if strategies is None:  # all that can run here
+        strategies = [s for s in STRATEGIES if missing(s) is None]
+        for s in STRATEGIES:
+            if missing(s) is not None:
+                print(f"note: {missing(s)}; left out", file=sys.stderr)
+    else:  # named: each must be able to run, said before any work starts
+        for s in strategies:
+            if missing(s) is not None:
+                raise missing(s)
     progress = None if args.json or not sys.stderr.isatty() else _progress
-    result = run_bench(datasets, args.strategies, args.budgets, args.repeats,
+    result = run_bench(datasets, strategies, args.budgets, args.repeats,
                        workers=args.jobs or default_workers(), progress=progress, pairs=pairs,
                        cold=not args.warm_only)
     if progress:

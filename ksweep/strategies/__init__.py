@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..errors import UnknownStrategy
+from ..errors import MissingDependency, UnknownStrategy
 from .base import Budget, NoBudget, SearchSpace, Strategy, config_key, require_budget, space_size
 from .prior import Prior, Source
 
@@ -23,6 +23,18 @@ _REGISTRY: dict[str, tuple[str, str]] = {
 }
 STRATEGIES: tuple[str, ...] = tuple(_REGISTRY)
 DEFAULT = "auto"
+# name -> (module, extra): an optional package a strategy needs
+_NEEDS: dict[str, tuple[str, str]] = {"bayes": ("optuna", "bayes")}
+
+
+def missing(name: str) -> MissingDependency | None:
+    """What strategy ``name`` needs and is not installed (looked up, not imported), or None."""
+    import importlib.util
+
+    if name in _NEEDS and importlib.util.find_spec(_NEEDS[name][0]) is None:
+        module, extra = _NEEDS[name]
+        return MissingDependency(module, extra, f"the '{name}' strategy")
+    return None
 
 
 def _class(name: str) -> Callable[..., Strategy]:
