@@ -355,7 +355,7 @@ def estimate(spec: Spec, *, db: str | Path | None = None, warm_start: Sequence[s
     """The expected wall time of an exhaustive sweep and of each effort preset, on this
     machine (``jobs`` build jobs, the GPUs ``gpus`` selects), from ``cost`` or the times
     measured in ``db`` (or the --warm-start databases)."""
-    from .report.estimate import wall_seconds
+    from .report.estimate import wall_seconds, with_runs
     from .space.plan import make_plan
     from .strategies.effort import EFFORTS, choose
 
@@ -364,7 +364,8 @@ def estimate(spec: Spec, *, db: str | Path | None = None, warm_start: Sequence[s
     plan = make_plan(spec)
     sizes = tuple(e.valid for e in plan.entries
                   if (not shapes or e.shape in shapes) and (not variants or e.variant in variants))
-    cost = cost if cost is not None else measured_cost(db, warm_start)
+    measured = measured_cost(db, warm_start)
+    cost = measured if cost is None else with_runs(cost, measured)
     warm = bool(warm_start)
     exhaustive = sum(wall_seconds(n, cost, cores, n_gpus) for n in sizes) if cost else None
     presets = []

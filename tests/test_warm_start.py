@@ -459,3 +459,8 @@ def test_plan_estimate_builds_sample_configs_that_the_sweep_then_reuses(tmp_path
         results = store.results()
     assert len(results) == 10
     assert sum(r.cached for r in results) >= cost["builds"]  # the sample builds were not built again
+
+    # after the sweep, sample builds take their run times from its database (they run nothing)
+    assert main(["plan", spec_path, "--estimate", "2", "--jobs", "2", "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)["estimate"]["cost"]
+    assert again["source"] == "sample builds" and again["runs"] == 10 and again["run_seconds"] > 0

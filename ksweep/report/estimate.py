@@ -11,7 +11,7 @@ cost and are left out of the build figure.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
 from ..result import Result
@@ -56,6 +56,15 @@ def sample_cost(build_seconds: Sequence[float]) -> Cost | None:
     if not build_seconds:
         return None
     return Cost(sum(build_seconds) / len(build_seconds), 0.0, len(build_seconds), 0, source="sample builds")
+
+
+def with_runs(sample: Cost, measured: Cost | None) -> Cost:
+    """Sample builds' cost, with the run times (and the share of failed builds) that a
+    database measured: the sample builds nothing it runs."""
+    if measured is None or not measured.runs:
+        return sample
+    return replace(sample, run_seconds=measured.run_seconds, runs=measured.runs,
+                               failed_builds=measured.failed_builds)
 
 
 def wall_seconds(configs: int, cost: Cost, cores: int, gpus: int) -> float:
