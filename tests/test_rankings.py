@@ -83,13 +83,20 @@ def test_the_stored_confirmation_pairs_its_rounds():
 
     default, tuned = {"X": 1}, {"X": 2}
     results = [Result("v", "s", p, Status.OK, cache_key=k, metrics={"ms": 1.0}) for p, k in ((default, "kd"), (tuned, "kt"))]
-    runs = [Measurement("v", "s", tuned, "kt", r, Status.OK, value=t) for r, t in enumerate((1.0, 1.1, 1.2))]
-    runs += [Measurement("v", "s", default, "kd", r, Status.OK, value=1.05 * t) for r, t in enumerate((1.0, 1.1, 1.2))][::-1]
-    conf = confirmed(results, runs, "min", {("v", "s"): config_id(default)})[("v", "s")]
+    tuned_runs = [Measurement("v", "s", tuned, "kt", r, Status.OK, value=t) for r, t in enumerate((1.0, 1.1, 1.2))]
+    default_runs = [Measurement("v", "s", default, "kd", r, Status.OK, value=1.05 * t)
+                    for r, t in enumerate((1.0, 1.1, 1.2))]
+    interleaved = [m for pair in zip(tuned_runs, default_runs) for m in pair]  # round 0, round 1, round 2
+    conf = confirmed(results, interleaved, "min", {("v", "s"): config_id(default)})[("v", "s")]
     assert conf.best == config_id(tuned) and conf.verdicts[config_id(default)].mark == ""
     assert (conf.speedup.lo, conf.speedup.hi) == (pytest.approx(1.05), pytest.approx(1.05))
     assert "BEST is 1.05x the default (95% interval 1.05-1.05)" in confirmation_line(conf)
     assert "TIE" not in confirmation_line(conf)
+    # the default confirmed by one sweep, the tuned config by a later one (the sweep extended):
+    # their rounds 0, 1, 2 were not taken together, so they are not paired
+    apart = confirmed(results, default_runs + tuned_runs, "min", {("v", "s"): config_id(default)})[("v", "s")]
+    assert apart.verdicts[config_id(default)].mark == "TIE"
+    assert apart.speedup.lo < 1 < apart.speedup.hi and apart.rounds == 3
 
 
 def test_choose_and_interleaved_order():

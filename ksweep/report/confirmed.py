@@ -30,23 +30,33 @@ class Confirmed:
 def confirmed(results: Iterable[Result], measurements: Iterable[Measurement], direction: str,
               defaults: Mapping[tuple[str, str], str] | None = None) -> dict[tuple[str, str], Confirmed]:
     """(variant, shape) -> Confirmed, from the measurements taken under each result's own
-    key (those of an older experiment are not counted). ``defaults``: (variant, shape) ->
-    the default config's id (the store's meta ``default:<variant>:<shape>``)."""
+    key (those of an older experiment are not counted). ``measurements``: in the order they
+    were taken (the store's). ``defaults``: (variant, shape) -> the default config's id (the
+    store's meta ``default:<variant>:<shape>``).
+
+    Two configs are compared round by round (``confirm.paired``) over the rounds they ran in
+    together: a round is a run of consecutive measurements with the same round number, so
+    the rounds of a later confirmation (a sweep extended, its new leaders measured in rounds
+    0, 1, 2 again) never pair with an earlier one's, taken minutes or days apart."""
     key_of = {(r.variant, r.shape, config_id(r.params)): r.cache_key for r in results}
     defaults = defaults or {}
     values: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     value_rounds: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     failures: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     rounds: dict[tuple, set] = defaultdict(set)
+    together: dict[tuple, list] = {}  # group -> [the round number in progress, how many rounds so far]
     for m in measurements:
         cid = config_id(m.params)
         group = (m.variant, m.shape)
         if key_of.get((*group, cid)) != m.result_key:
             continue
         rounds[group].add(m.round)
+        now = together.setdefault(group, [m.round, 0])
+        if m.round != now[0]:
+            now[0], now[1] = m.round, now[1] + 1
         if m.status is Status.OK and m.value is not None:
             values[group][cid].append(m.value)
-            value_rounds[group][cid].append(m.round)
+            value_rounds[group][cid].append(now[1])
         else:
             failures[group][cid] += 1
             values[group].setdefault(cid, [])
