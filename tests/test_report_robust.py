@@ -169,6 +169,19 @@ def test_every_row_without_a_limit(many_db, capsys, argv):
     assert len(_statuses(out)) == 60 and "…" not in out
 
 
+@pytest.mark.parametrize("command", [["report"], ["history"], ["plot", "convergence"]])
+def test_a_shape_or_variant_the_database_lacks_is_one_line_not_an_empty_report(old_db, capsys, command):
+    """`report --variant bse` printed nothing and exited 0 (`history` too: 'no evaluated
+    result yet'); now one line names the ones there are."""
+    assert main([*command, old_db, "--variant", "vv"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--variant vv: no such variant" in err[0] and "did you mean v?" in err[0]
+    assert main([*command, old_db, "--shape", "n1024"]) == 2
+    err = capsys.readouterr().err
+    assert "--shape n1024: no such shape" in err and "(shapes: s)" in err
+    assert main(["report", old_db, "--shape", "s", "--variant", "v"]) == 0
+
+
 def test_negative_top_is_a_usage_error(many_db, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["report", many_db, "--top", "-1"])

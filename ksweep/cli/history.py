@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
+from ..errors import require
 from ..report.history import plot, render, timeline
 from ..store.sqlite import Store
+from .report import check_names
 
 
 def add_parser(sub) -> None:
@@ -22,7 +24,10 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    if args.plot:  # said before the table, not after it
+        require("matplotlib", "plot", "ksweep history --plot")
     with Store(args.db, create=False) as store:
+        check_names(store, args.shape, args.variant)
         rows = store.history(args.variant, args.shape)
         measurements = store.measurements(args.variant, args.shape)
         objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..report.export import to_csv, to_json
 from ..report.pareto import front_ids, render_fronts, stored_objectives
 from ..errors import KsweepError
+from ..spec.names import did_you_mean
 from ..spec.objectives import resolve
 from ..report.confirmed import confirmed
 from ..report.profile_view import profiles_block
@@ -41,10 +42,23 @@ def load_results(db: str, shape=None, variant=None):
     return results, objective, order
 
 
+def check_names(store: Store, shape=None, variant=None) -> None:
+    """--shape and --variant must name one the database has (a typo would print nothing)."""
+    for what, name in (("shape", shape), ("variant", variant)):
+        if name is None:
+            continue
+        known = store.names(what)
+        if known and name not in known:
+            close = did_you_mean(name, known)
+            raise KsweepError(f"--{what} {name}: no such {what} in {store.path}"
+                              + (f" — did you mean {close}?" if close else f" ({what}s: {', '.join(known[:12])})"))
+
+
 def load_all(db: str, shape=None, variant=None, profiles: list | None = None):
     """Results, objective, parameter order and what the confirmation runs say (and, into
     ``profiles`` when given, the stored Nsight Compute profiles)."""
     with Store(db, create=False) as store:
+        check_names(store, shape, variant)
         results = store.results(variant=variant, shape=shape)
         objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
         order = store.param_orders()

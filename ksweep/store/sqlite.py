@@ -285,6 +285,13 @@ class Store:
         sql += " ORDER BY id"
         return [self._to_result(row) for row in self.db.execute(sql, args)]
 
+    def names(self, what: str) -> list[str]:
+        """The shapes (``what="shape"``) or variants (``"variant"``) the database has results of."""
+        if what not in ("shape", "variant"):
+            raise ValueError(what)
+        sql = f"SELECT {what} FROM results UNION SELECT {what} FROM history ORDER BY 1"
+        return [row[0] for row in self.db.execute(sql)]
+
     def history(self, variant: str | None = None, shape: str | None = None) -> list[Result]:
         """Every evaluated result ever stored (append-only), oldest first; ``revision`` says
         which source revision it was measured on (None: stored before schema 6)."""
