@@ -383,7 +383,10 @@ def noise_verdicts(measured: dict) -> dict:
 
 def compare_picks(kt_best: dict | None, ks_best: dict | None, verdicts: Mapping[str, dict],
                   names: Sequence[str]) -> str:
-    """'same', 'within noise' or 'apart (+x% on ksweep's timer)' for one round's two bests."""
+    """'same', 'within noise' or 'apart (+x% on ksweep's timer)' for one round's two bests:
+    within noise when the re-measurement marks both BEST or TIE (its round-by-round
+    verdict), apart when it marks one of them so and the other behind; when it marks both
+    behind a third config, by the overlap of their own intervals."""
     if kt_best is None or ks_best is None:
         return "no best"
     a, b = config_key(kt_best, names), config_key(ks_best, names)
@@ -392,7 +395,10 @@ def compare_picks(kt_best: dict | None, ks_best: dict | None, verdicts: Mapping[
     va, vb = verdicts.get(a), verdicts.get(b)
     if not va or not vb or not va["n"] or not vb["n"]:
         return "not re-measured"
-    if va["lo_ms"] <= vb["hi_ms"] and vb["lo_ms"] <= va["hi_ms"]:
+    marks = {va.get("mark", ""), vb.get("mark", "")}
+    leading = marks & {"BEST", "TIE"}
+    if marks <= {"BEST", "TIE"} or (
+            not leading and va["lo_ms"] <= vb["hi_ms"] and vb["lo_ms"] <= va["hi_ms"]):
         return "within noise"
     slower, faster = ("Kernel Tuner's", "ksweep's") if va["median_ms"] > vb["median_ms"] else ("ksweep's",
                                                                                                   "Kernel Tuner's")

@@ -15,14 +15,19 @@ the honest answer for three numbers.
 
 The rounds pair the configs: in one round each config is measured once, seconds apart
 from the others, so a GPU whose clock the power cap moves between rounds moves them all
-together. A comparison with the best therefore uses the pairs (``paired``): per round in
-which both ended OK, how many times better the best was; the factor reported is the median
-of those, with the 95% t interval of their geometric mean (the t interval of the mean log
-factor). A config is a TIE when that interval reaches 1 (the data cannot tell it from the
-best), and the speed-up over the default is that factor. With fewer than two common
-rounds (or values that are not positive) the comparison falls back on the configs' own
-intervals: a TIE when they overlap, the speed-up the ratio of the medians with the
-interval [lo_default / hi_best, hi_default / lo_best] (interval arithmetic: conservative).
+together. A comparison of two configs therefore uses the pairs (``paired``): per round in
+which both ended OK, how many times better one was than the other; the factor reported is
+the geometric mean of those, with its 95% t interval (the t interval of the mean log
+factor). BEST is the config with the best median unless another is measurably better than
+it round by round (then that one, and so on: a config measured in more rounds, or in other
+ones, is not ranked by a median over other conditions). A config is a TIE when BEST's lead
+over it is not clear of 1 (the interval's low end at or below 1: the data cannot tell them
+apart), and the speed-up over the default is that factor. With fewer than two common
+rounds (or a value that is not positive and finite in one of them) a comparison falls back
+on the configs' own intervals: a TIE when they overlap, the speed-up the ratio of the
+medians with the interval [lo_default / hi_best, hi_default / lo_best] (interval
+arithmetic: conservative). Which measurements form one round is the caller's to say
+(report/confirmed.py: consecutive runs of one round number on one GPU).
 
 Of the top ``k``, only those within ``within`` (5%) of the second best's value are measured
 again (and the best, always): a config measured further behind is not one the noise put
@@ -149,18 +154,18 @@ def order(configs: Sequence[str], round_: int) -> list[str]:
 
 def paired(best: Mapping[int, float], other: Mapping[int, float], direction: str) -> Interval | None:
     """How many times better ``best`` is than ``other`` (round -> value each), from the
-    rounds both were measured in: the median of the per-round factors and the 95% t
-    interval of their geometric mean; None with fewer than two common rounds or a value
-    that is not positive and finite."""
+    rounds both were measured in: the geometric mean of the per-round factors and its 95%
+    t interval; None with fewer than two common rounds or a value that is not positive and
+    finite."""
     common = sorted(set(best) & set(other))
     if len(common) < 2:
         return None
     pairs = [(best[r], other[r]) for r in common]
     if not all(math.isfinite(b) and math.isfinite(o) and b > 0 and o > 0 for b, o in pairs):
         return None
-    factors = [o / b if direction == "min" else b / o for b, o in pairs]
-    logs = interval([math.log(f) for f in factors])
-    return Interval(statistics.median(factors), math.exp(logs.lo), math.exp(logs.hi), len(factors))
+    logs = [math.log(o / b if direction == "min" else b / o) for b, o in pairs]
+    iv = interval(logs)
+    return Interval(math.exp(statistics.fmean(logs)), math.exp(iv.lo), math.exp(iv.hi), len(logs))
 
 
 def _by_round(values: Sequence[float], rounds: Sequence[int] | None) -> dict[int, float]:
@@ -178,21 +183,36 @@ def verdicts(values: Mapping[str, Sequence[float]], failures: Mapping[str, int],
     out: dict[str, Verdict] = {}
     sound = {c: interval(v) for c, v in values.items() if v and not failures.get(c)}
     rounds = rounds or {}
+    at = {c: _by_round(values[c], rounds.get(c)) for c in sound}
     best = None
     if sound:
         pick = min if direction == "min" else max
         best = pick(sound, key=lambda c: sound[c].median)
+        # a config measurably better than it round by round takes its place (each once at
+        # most: paired comparisons need not be transitive)
+        been = {best}
+        while True:
+            better = [c for c in sound if c not in been and _clearly(paired(at[c], at[best], direction))]
+            if not better:
+                break
+            best = pick(better, key=lambda c: sound[c].median)
+            been.add(best)
     for c, v in values.items():
         iv = interval(v) if v else Interval(math.nan, math.nan, math.nan, 0)
         mark = ""
         if c == best:
             mark = "BEST"
         elif c in sound and best is not None:
-            factor = paired(_by_round(values[best], rounds.get(best)), _by_round(v, rounds.get(c)), direction)
-            if (factor.lo <= 1.0) if factor is not None else sound[c].overlaps(sound[best]):
-                mark = "TIE"
+            factor = paired(at[best], at[c], direction)
+            tie = not _clearly(factor) if factor is not None else sound[c].overlaps(sound[best])
+            mark = "TIE" if tie else ""
         out[c] = Verdict(c, iv, mark, failures.get(c, 0))
     return out
+
+
+def _clearly(factor: Interval | None) -> bool:
+    """A paired factor whose interval lies wholly above 1: the first config measurably better."""
+    return factor is not None and factor.lo > 1.0
 
 
 def speedup(best: Interval, default: Interval, direction: str) -> Interval:

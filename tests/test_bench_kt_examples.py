@@ -241,9 +241,9 @@ def test_sweep_facts_of_either_tools_results():
 
 def test_compare_picks_by_their_intervals():
     names = ["a"]
-    v = {'{"a": 1}': {"median_ms": 1.0, "lo_ms": 0.99, "hi_ms": 1.01, "n": 3},
-         '{"a": 2}': {"median_ms": 1.005, "lo_ms": 1.0, "hi_ms": 1.02, "n": 3},
-         '{"a": 3}': {"median_ms": 1.1, "lo_ms": 1.09, "hi_ms": 1.11, "n": 3}}
+    v = {'{"a": 1}': {"median_ms": 1.0, "lo_ms": 0.99, "hi_ms": 1.01, "n": 3, "mark": "BEST"},
+         '{"a": 2}': {"median_ms": 1.005, "lo_ms": 1.0, "hi_ms": 1.02, "n": 3, "mark": "TIE"},
+         '{"a": 3}': {"median_ms": 1.1, "lo_ms": 1.09, "hi_ms": 1.11, "n": 3, "mark": ""}}
     assert bench.compare_picks({"a": 1}, {"a": 1}, v, names) == "same"
     assert bench.compare_picks({"a": 2}, {"a": 1}, v, names) == "within noise"
     assert bench.compare_picks({"a": 3}, {"a": 1}, v, names) == \
@@ -252,6 +252,21 @@ def test_compare_picks_by_their_intervals():
         "apart: ksweep's pick 10.0% slower than Kernel Tuner's"
     assert bench.compare_picks({"a": 1}, {"a": 4}, v, names) == "not re-measured"
     assert bench.compare_picks(None, {"a": 1}, v, names) == "no best"
+
+
+def test_picks_are_compared_round_by_round_as_the_confirmation_does():
+    """Two picks re-measured in three rounds on a clock that falls from round to round, the
+    second 5% slower in each: apart, though their own intervals overlap."""
+    names = ["a"]
+    one, two = bench.config_key({"a": 1}, names), bench.config_key({"a": 2}, names)
+    measured = {"values_ms": {one: [1.0, 1.1, 1.2], two: [1.05, 1.155, 1.26]},
+                "rounds": {one: [0, 1, 2], two: [0, 1, 2]}, "failures": {one: 0, two: 0}}
+    v = bench.noise_verdicts(measured)
+    assert (v[one]["mark"], v[two]["mark"]) == ("BEST", "")
+    assert v[one]["lo_ms"] <= v[two]["hi_ms"]  # the intervals alone would say "within noise"
+    assert bench.compare_picks({"a": 2}, {"a": 1}, v, names) == "apart: Kernel Tuner's pick 5.0% slower than ksweep's"
+    del measured["rounds"]  # an older record, without the rounds: the intervals decide
+    assert bench.compare_picks({"a": 2}, {"a": 1}, bench.noise_verdicts(measured), names) == "within noise"
 
 
 def _sweep(wall, best, ms, tool):

@@ -262,9 +262,6 @@ def test_the_setups_host_part_says_where_its_time_went():
 
     host = host_setup(fake_setup())
     assert set(host.parts) == {"draws", "second distribution", "cmem", "reference"}
-    assert all(s >= 0 for s in host.parts.values())
-    main_thread = host.parts["draws"] + host.parts["cmem"] + host.parts["reference"]
-    assert main_thread <= host.seconds
     assert all(e is not None for e in host.expected)  # the reference ran for both check draws
 
 

@@ -73,6 +73,27 @@ def test_rounds_pair_the_configs_so_a_drift_common_to_a_round_cancels():
     assert few["d"].mark == "TIE"
 
 
+def test_best_is_not_a_median_over_other_rounds_than_the_others():
+    """A config measured in 20 rounds (the later ones on a slower board) against one measured
+    in its first 5: the first is 3% faster in every round they share, so it is BEST, whatever
+    their medians say; and with equal medians the order they come in does not decide."""
+    many = [1.0] * 5 + [1.10] * 15
+    few = [1.03] * 5
+    v = verdicts({"few": few, "many": many}, {}, "min", {"few": list(range(5)), "many": list(range(20))})
+    assert v["many"].mark == "BEST" and v["few"].mark == ""
+    steady, worse = [1.0] * 20, [1.0] * 14 + [1.1] * 6  # the same median; "worse" slower in 6 rounds
+    for order_ in (("steady", "worse"), ("worse", "steady")):
+        data = {"steady": steady, "worse": worse}
+        v = verdicts({k: data[k] for k in order_}, {}, "min", {k: list(range(20)) for k in order_})
+        assert (v["steady"].mark, v["worse"].mark) == ("BEST", "")
+    # "max" (a throughput): the same rule the other way round
+    up = verdicts({"a": [10.0, 11.0, 12.0], "b": [9.5, 10.45, 11.4]}, {}, "max", {"a": [0, 1, 2], "b": [0, 1, 2]})
+    assert (up["a"].mark, up["b"].mark) == ("BEST", "")
+    # the factor is the geometric mean of the per-round factors, inside its own interval
+    f = paired(dict(enumerate(steady)), dict(enumerate(worse)), "min")
+    assert f.lo <= f.median <= f.hi and f.median == pytest.approx(1.1 ** (6 / 20))
+
+
 def test_the_stored_confirmation_pairs_its_rounds():
     """report.confirmed: the BEST's speed-up over the default from the rounds both ran in,
     so a clock that falls from round to round does not hide a steady 5% lead."""
@@ -97,6 +118,18 @@ def test_the_stored_confirmation_pairs_its_rounds():
     apart = confirmed(results, default_runs + tuned_runs, "min", {("v", "s"): config_id(default)})[("v", "s")]
     assert apart.verdicts[config_id(default)].mark == "TIE"
     assert apart.speedup.lo < 1 < apart.speedup.hi and apart.rounds == 3
+    # nor do the runs of one round number taken on another GPU, or minutes after the one before
+    from dataclasses import replace
+
+    def at(gap: float, gpu_of_default: str) -> list:  # round r: tuned at 200 r s, the default gap s later
+        return [replace(m, finished=200.0 * m.round + (gap if m.params == default else 0.0),
+                        gpu_uuid=gpu_of_default if m.params == default else "GPU-a") for m in interleaved]
+
+    for runs in (at(100.0, "GPU-a"), at(2.0, "GPU-b")):
+        conf = confirmed(results, runs, "min", {("v", "s"): config_id(default)})[("v", "s")]
+        assert conf.verdicts[config_id(default)].mark == "TIE"
+    conf = confirmed(results, at(2.0, "GPU-a"), "min", {("v", "s"): config_id(default)})[("v", "s")]
+    assert conf.verdicts[config_id(default)].mark == ""  # seconds apart on one GPU: paired
 
 
 def test_choose_and_interleaved_order():

@@ -13,6 +13,16 @@ from ..result import Measurement, Result
 from ..status import Status
 
 
+ROUND_GAP = 60.0  # seconds between two runs of one round at most (a confirmation run takes seconds)
+
+
+def _same_round(before: Measurement, m: Measurement) -> bool:
+    """Whether ``m``, stored just after ``before``, belongs to the same round as it."""
+    if m.round != before.round or m.gpu_uuid != before.gpu_uuid:
+        return False
+    return before.finished is None or m.finished is None or abs(m.finished - before.finished) <= ROUND_GAP
+
+
 @dataclass(frozen=True)
 class Confirmed:
     """The confirmation of one shape × variant."""
@@ -35,25 +45,28 @@ def confirmed(results: Iterable[Result], measurements: Iterable[Measurement], di
     store's meta ``default:<variant>:<shape>``).
 
     Two configs are compared round by round (``confirm.paired``) over the rounds they ran in
-    together: a round is a run of consecutive measurements with the same round number, so
-    the rounds of a later confirmation (a sweep extended, its new leaders measured in rounds
-    0, 1, 2 again) never pair with an earlier one's, taken minutes or days apart."""
+    together: a round is a run of consecutive measurements with the same round number on
+    the same GPU, none more than ``ROUND_GAP`` seconds after the one before. So the rounds
+    of a later confirmation (a sweep extended, its new leaders measured in rounds 0, 1, 2
+    again; a round cut short and finished by a resumed sweep) never pair with an earlier
+    one's, taken minutes or days apart or on another board."""
     key_of = {(r.variant, r.shape, config_id(r.params)): r.cache_key for r in results}
     defaults = defaults or {}
     values: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     value_rounds: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     failures: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     rounds: dict[tuple, set] = defaultdict(set)
-    together: dict[tuple, list] = {}  # group -> [the round number in progress, how many rounds so far]
+    together: dict[tuple, list] = {}  # group -> [the last measurement, how many rounds so far]
     for m in measurements:
         cid = config_id(m.params)
         group = (m.variant, m.shape)
         if key_of.get((*group, cid)) != m.result_key:
             continue
         rounds[group].add(m.round)
-        now = together.setdefault(group, [m.round, 0])
-        if m.round != now[0]:
-            now[0], now[1] = m.round, now[1] + 1
+        now = together.setdefault(group, [m, 0])
+        if not _same_round(now[0], m):
+            now[1] += 1
+        now[0] = m
         if m.status is Status.OK and m.value is not None:
             values[group][cid].append(m.value)
             value_rounds[group][cid].append(now[1])
