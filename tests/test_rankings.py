@@ -367,6 +367,45 @@ def test_a_run_measured_while_throttled_is_measured_again(tmp_path):
     assert "measured while throttled: sw_thermal" in buf.getvalue()
 
 
+def test_the_confirmation_builds_everything_before_its_first_run(tmp_path):
+    """The rounds pair runs taken seconds apart: a build missing from the cache (here every
+    confirmation build is asked anew) must not fall between two runs of one round."""
+    (tmp_path / "t.toml").write_text(textwrap.dedent("""
+        [sweep]
+        name = "t"
+        [params]
+        A = [1, 2, 3, 4]
+        [build]
+        sources = ["toy.c"]
+        command = ["true", "{defines}", "-o", "{binary}", "toy.c"]
+    """))
+    from ksweep.spec.load import load_spec
+    from ksweep.sweep.driver import Sweep, SweepOptions
+    from ksweep.testing import FakeExecutor
+
+    (tmp_path / "toy.c").write_text("int main(void) { return 0; }\n")
+    events: list[tuple[str, str | None, int]] = []
+
+    class Logged(FakeExecutor):
+        def submit_build(self, job):
+            events.append(("build", job.phase, job.params["A"]))
+            return super().submit_build(job)
+
+        def submit_run(self, job, build):
+            events.append(("run", job.phase, job.params["A"]))
+            return super().submit_run(job, build)
+
+    spec = load_spec(tmp_path / "t.toml")
+    with Store(tmp_path / "t.db") as store:
+        Sweep(spec, store, Logged(lambda job: (Status.OK, Status.OK, {"ms": 10.0 - job.params["A"]})),
+              SweepOptions(strategy="grid", confirm=Confirmation(3, 2, None))).run()
+        assert len(store.measurements()) == 4 * 2  # the 3 best and the default, 2 rounds each
+    confirm = [(kind, a) for kind, phase, a in events if phase == "confirm"]
+    first_run = [kind for kind, _ in confirm].index("run")
+    assert {a for _, a in confirm[:first_run]} == {1, 2, 3, 4}  # all four built before the first run
+    assert [kind for kind, _ in confirm].count("run") == 8
+
+
 def test_kill_9_during_the_confirmation_loses_no_measurement(tmp_path):
     """Kill the sweep whenever its confirmation phase has stored a new measurement (after a
     random short delay): no stored measurement is lost or taken again, and the resumed sweep

@@ -446,6 +446,15 @@ class Sweep:
         keys = {cid: job.cache_key for cid, job in jobs.items()}
         done = {(config_id(m.params), m.round) for m in self.store.measurements(variant, shape)
                 if keys.get(config_id(m.params)) == m.result_key and self.options.rerun != "all"}
+        # every build first, side by side (cache hits, usually): then the runs of one round
+        # follow each other within seconds, as the round-by-round comparison assumes, and a
+        # build missing from the cache does not hold the GPU for its time
+        todo = [job for cid, job in jobs.items() if any((cid, r) not in done for r in range(plan.rounds))]
+        if todo and target.harness is not None:
+            target.harness.wait()
+        for future in [self.executor.submit_build(job) for job in todo]:
+            if isinstance(_wait(future), Stopped):
+                raise KeyboardInterrupt
         for round_ in range(plan.rounds):
             for cid in confirm.order(list(jobs), round_):
                 if (cid, round_) in done:
