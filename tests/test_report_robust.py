@@ -182,6 +182,18 @@ def test_a_shape_or_variant_the_database_lacks_is_one_line_not_an_empty_report(o
     assert main(["report", old_db, "--shape", "s", "--variant", "v"]) == 0
 
 
+def test_a_misspelt_option_is_one_line_from_its_command_with_the_option_meant(many_db, capsys):
+    """It was 'ksweep: error: ksweep: unrecognized arguments: --max-evls 30 (see ksweep --help)'."""
+    with pytest.raises(SystemExit) as exc:
+        main(["report", many_db, "--tpo", "3"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and err == [
+        "ksweep: error: report: unrecognized arguments: --tpo 3 — did you mean --top? (see ksweep report --help)"]
+    with pytest.raises(SystemExit):
+        main(["report", many_db, "--csv"])  # no option near it: said without a guess
+    assert capsys.readouterr().err.startswith("ksweep: error: report: unrecognized arguments: --csv (see")
+
+
 def test_negative_top_is_a_usage_error(many_db, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["report", many_db, "--top", "-1"])

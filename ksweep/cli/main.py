@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import re
 import os
@@ -45,8 +46,16 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         message = re.sub(r"^argument [^:]+: (?=--)", "", message)  # our own types name the option already
-        self.exit(2, f"ksweep: error: {self.prog.split(' ', 1)[-1] if ' ' in self.prog else self.prog}: "
-                     f"{message} (see {self.prog} --help)\n")
+        where = f"{self.prog.split(' ', 1)[-1]}: " if " " in self.prog else ""
+        self.exit(2, f"ksweep: error: {where}{message} (see {self.prog} --help)\n")
+
+    def unrecognized(self, extra: list[str]) -> None:
+        """One line for arguments this command does not take, with the option meant when an
+        option is misspelt (--max-evls: did you mean --max-evals?)."""
+        options = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+        close = next((m for x in extra if x.startswith("--")
+                      for m in difflib.get_close_matches(x.split("=", 1)[0], options, n=1)), None)
+        self.error(f"unrecognized arguments: {' '.join(extra)}" + (f" — did you mean {close}?" if close else ""))
 
 
 class _Version(argparse.Action):
@@ -72,6 +81,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     wanted = (command or "").replace("-", "_")  # bench-strategies is bench_strategies.py
     for name in (wanted,) if wanted in COMMANDS else COMMANDS:
         importlib.import_module(f"ksweep.cli.{name}").add_parser(sub)
+    parser.commands = sub.choices  # name -> its parser (for a mistake said by the command's own)
     return parser
 
 
@@ -79,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # `ksweep run ...` imports the run command's module only (the others' imports cost start-up)
     parser = build_parser(argv[0] if argv else None)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        parser.commands.get(args.command, parser).unrecognized(extra)
     try:
         code = int(args.handler(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
