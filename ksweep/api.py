@@ -305,12 +305,18 @@ class Estimate:
     """Expected wall time of a spec's sweep on this machine: exhaustive, and per effort preset."""
 
     cores: int
-    gpus: int
+    gpus: int  # GPUs seen (0: none, the runs counted one at a time)
     sizes: tuple[int, ...]  # valid configs of each shape × variant
     cost: Any  # report.estimate.Cost, or None when nothing was measured
     warm: bool
     exhaustive_seconds: float | None
     presets: tuple[tuple[Any, float | None], ...]  # (strategies.effort.Effort, seconds)
+
+    @property
+    def machine(self) -> str:
+        """'16 cores, 2 GPUs' (what the figures are for)."""
+        gpus = f"{self.gpus} GPU{'s' if self.gpus > 1 else ''}" if self.gpus else "no GPU seen: one run at a time"
+        return f"{self.cores} cores, {gpus}"
 
 
 def measured_cost(db: str | Path | None, warm_start: Sequence[str] = ()):
@@ -360,7 +366,7 @@ def estimate(spec: Spec, *, db: str | Path | None = None, warm_start: Sequence[s
     from .strategies.effort import EFFORTS, choose
 
     cores = jobs or spec.build.jobs or os.cpu_count() or 1
-    n_gpus = len([g for g in select_gpus(detect_gpus(), gpus) if g.index is not None]) or 1
+    n_gpus = len([g for g in select_gpus(detect_gpus(), gpus) if g.index is not None])  # 0: none seen
     plan = make_plan(spec)
     sizes = tuple(e.valid for e in plan.entries
                   if (not shapes or e.shape in shapes) and (not variants or e.variant in variants))

@@ -300,6 +300,8 @@ def test_progress_counts_against_the_budget(program_dir, capsys):
     assert code == 0
     counters = [ln.split()[1] for ln in err.splitlines() if ln.startswith("[ksweep] ") and "/" in ln.split()[1]]
     assert counters == ["1/5", "2/5", "3/5", "4/5", "5/5"]
+    done = next(ln for ln in err.splitlines() if ln.startswith("[ksweep] done:"))
+    assert done.startswith("[ksweep] done: 5 evaluated, 0 resumed (5 OK), ")  # words, not a Python dict
 
 
 def test_description_is_kept_and_shown_by_plan(tmp_path, capsys):

@@ -417,6 +417,15 @@ def test_stored_results_make_the_same_source_whatever_order_they_finished_in():
     assert a == b and a[0].ranked() == b[0].ranked()
 
 
+def test_the_estimate_says_when_it_saw_no_gpu():
+    """On a host without GPUs `plan` said '2 cores, 1 GPU'."""
+    from ksweep.api import Estimate
+
+    assert Estimate(2, 0, (10,), None, False, None, ()).machine == "2 cores, no GPU seen: one run at a time"
+    assert Estimate(16, 1, (10,), None, False, None, ()).machine == "16 cores, 1 GPU"
+    assert Estimate(16, 2, (10,), None, False, None, ()).machine == "16 cores, 2 GPUs"
+
+
 def test_plan_estimate_builds_sample_configs_that_the_sweep_then_reuses(tmp_path, capsys):
     """``plan --estimate N``: N random valid configs built now with gcc (their wall time is the
     cost of a build), the expected wall times from it, and the builds kept in the build

@@ -87,7 +87,7 @@ def _estimate_json(est) -> dict:
 def _print_estimate(est) -> None:
     from ..report.estimate import duration
 
-    where = f"{est.cores} cores, {est.gpus} GPU{'s' if est.gpus > 1 else ''}"
+    where = est.machine
     print()
     if est.cost is None:
         print(f"cost: no build or run time measured yet (give --estimate N to build N configs now, "

@@ -234,7 +234,7 @@ def effort_line(effort, seconds, est, strategy: str, max_evals: int | None) -> s
     from ..report.estimate import duration
 
     budget = "every config" if max_evals is None else f"--max-evals {max_evals} per shape × variant"
-    where = f"{est.cores} cores, {est.gpus} GPU{'s' if est.gpus > 1 else ''}"
+    where = est.machine
     expected = (f"expected {duration(seconds)} on {where} ({est.cost.describe()})" if seconds is not None
                 else f"no build or run time measured yet (ksweep plan --estimate N measures some)")
     return f"ksweep: effort {effort.name}: {strategy}, {budget} ({effort.reason}); {expected}"

@@ -75,8 +75,9 @@ class PlainLog:
     def finished(self, summary):
         if summary.failed:
             return  # the error says what happened
-        self._print(f"[ksweep] done: {summary.evaluated} evaluated, {summary.resumed} resumed, "
-                    f"{dict(sorted(summary.counts.items()))}, {summary.wall_seconds:.1f} s")
+        counts = ", ".join(f"{n} {status}" for status, n in sorted(summary.counts.items()))
+        self._print(f"[ksweep] done: {summary.evaluated} evaluated, {summary.resumed} resumed"
+                    f"{' (' + counts + ')' if counts else ''}, {summary.wall_seconds:.1f} s")
 
 
 class RichProgress:
