@@ -395,6 +395,26 @@ def test_run_refuses_a_missing_warm_start_source_in_one_line(tmp_path, capsys):
     assert len(err) == 1 and "--warm-start" in err[0] and "no such file" in err[0]
 
 
+def test_a_source_that_shares_no_parameter_is_refused_in_one_line(tmp_path, capsys):
+    """Another kernel's results (none of the target's parameter names) can inform nothing:
+    `replay --warm-start` and `run --warm-start` say so instead of running cold silently."""
+    other = _save({"tune_params_keys": ["P", "Q"],
+                   "cache": {f"{p},{q}": {"P": p, "Q": q, "time": float(p + q)} for p in (1, 2) for q in (1, 2)}},
+                  tmp_path / "other.json")
+    target = _save(_kt_doc(0.0), tmp_path / "toy_A.json")
+    assert main(["replay", str(target), "--warm-start", str(other), "--max-evals", "5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "shares no parameter with the target (its: P, Q;" in err[0]
+    spec = toy(tmp_path)
+    assert main(["run", str(spec.path), "--warm-start", str(other), "--no-gpu-check"]) == 2
+    assert "shares no parameter with the target" in capsys.readouterr().err
+    # one shared name is enough (the rest is mapped or left at its default)
+    some = _save({"tune_params_keys": ["A", "Q"],
+                  "cache": {f"{a},{q}": {"A": a, "Q": q, "time": float(a + q)} for a in (1, 2) for q in (1, 2)}},
+                 tmp_path / "some.json")
+    assert load_prior(some, names=("A", "B")).sources
+
+
 def test_effort_line_says_what_was_chosen_and_how_long_it_takes():
     from ksweep.api import Estimate
     from ksweep.cli.run import effort_line

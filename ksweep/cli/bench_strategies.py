@@ -109,12 +109,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_tables(records) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     from ..replay.tables import tables
+    from ..report.table import wide_console
 
-    console = Console()
+    console = wide_console()  # a pipe gets whole lines
     console.print("cells: mean / median ratio (optimum / best found), median evals to within 5% "
                   "(repeats that got there; random-exact: its probability)")
     for title, header, rows in tables(records):

@@ -42,15 +42,15 @@ def run(args: argparse.Namespace) -> int:
         from ..replay.warm import load_prior
         from ..strategies.prior import Prior
 
-        prior = Prior((*(prior.sources if prior else ()), *load_prior(source).sources))
+        prior = Prior((*(prior.sources if prior else ()), *load_prior(source, names=dataset.names).sources))
     out = replay_search(dataset, args.strategy, seed=args.seed, max_evals=args.max_evals,
                         time_limit=args.time_limit, patience=args.patience, batch=args.batch, prior=prior)
     if args.json:
         print(json.dumps({**out.__dict__, "ratio": out.ratio}))
         return 0
-    from rich.console import Console
+    from ..report.table import wide_console
 
-    console = Console()
+    console = wide_console()  # a pipe gets whole lines (grep finds a config on one)
     console.print(f"[bold]{out.dataset}[/]: {len(dataset)} recorded configs, {dataset.failures} failed; "
                   f"strategy [bold]{out.strategy}[/], seed {out.seed}")
     if prior is not None:

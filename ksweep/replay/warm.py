@@ -11,7 +11,7 @@ everything. Values are the source database's own objective, to minimise.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -84,12 +84,20 @@ def database_prior(path: str | Path, variant: str | None = None, shape: str | No
     return Prior(tuple(results_sources(chosen, metric, direction, label=f"{Path(path).name}:")))
 
 
-def load_prior(path: str | Path, variant: str | None = None, shape: str | None = None) -> Prior:
-    """The prior of a database or a recorded dataset; a one-line error for anything else."""
+def load_prior(path: str | Path, variant: str | None = None, shape: str | None = None,
+               names: Sequence[str] | None = None) -> Prior:
+    """The prior of a database or a recorded dataset; a one-line error for anything else,
+    and, given the target's parameter ``names``, for a source that shares none of them
+    (another kernel's: it could inform nothing)."""
     from .importers import load_dataset
 
     if not Path(path).exists():
         raise KsweepError(f"--warm-start {path}: no such file (give a ksweep database or a recorded dataset)")
-    if is_database(path):
-        return database_prior(path, variant, shape)
-    return dataset_prior(load_dataset(path))
+    prior = database_prior(path, variant, shape) if is_database(path) else dataset_prior(load_dataset(path))
+    if names is not None:
+        theirs = list(dict.fromkeys(n for source in prior.sources for n in source.names))
+        if theirs and not set(theirs) & set(names):
+            raise KsweepError(f"--warm-start {path}: shares no parameter with the target (its: "
+                              f"{', '.join(theirs[:8])}; the target's: {', '.join(list(names)[:8])}): "
+                              "give results of the same kernel")
+    return prior

@@ -165,8 +165,9 @@ class Sweep:
         from ..strategies.prior import Prior
 
         sources = []
+        names = [p.name for p in self.spec.effective_params(self.spec.shape(shape), self.spec.variant(variant))]
         for path in self.options.warm_start:
-            sources.extend(load_prior(path, variant, shape).sources)
+            sources.extend(load_prior(path, variant, shape, names).sources)
         if self.options.warm_between_shapes:
             objective = self.spec.objective
             for v, done in self._swept:
