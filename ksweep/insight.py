@@ -239,7 +239,10 @@ def explain(target: str, words: Sequence[str], *, shape: str | None = None, vari
         if built.status is not Status.OK:
             notes.append(f"the build: {built.status.value}: {built.message}")
     elif not kernels and verdict.ok:
-        notes.append("no build of it is stored: --build compiles it for ptxas's resources and the occupancy")
+        built_before = c.result is not None and c.result.build_seconds is not None
+        notes.append("its build reported no CUDA kernel (no ptxas report: a host-only program?): no registers "
+                     "or occupancy to show" if built_before else
+                     "no build of it is stored: --build compiles it for ptxas's resources and the occupancy")
     env = {**space.fixed, **c.params, **derived}
     launch = ex.launch_of(spec, env) if verdict.ok else {}
     pattern = spec.profile.kernel or (f"^{re.escape(spec.kernel.name)}$" if spec.kernel is not None else None)

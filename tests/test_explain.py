@@ -317,6 +317,16 @@ def test_profile_argv_chooses_launches_and_metric_sets(tmp_path):
     assert custom[custom.index("--metrics") + 1] == "a.sum,b.avg"
 
 
+def test_explain_a_gcc_built_result_says_no_gpu_or_kernel_plainly(swept):
+    """A host program's result: no 'on none', no empty occupancy heading, and not 'no build
+    of it is stored' for a config that was built."""
+    db, _ = swept
+    text = cli("explain", str(db), "best").stdout
+    assert "result #" in text and " on none" not in text
+    assert "theoretical occupancy" not in text
+    assert "its build reported no CUDA kernel" in text and "no build of it is stored" not in text
+
+
 def test_convergence_is_the_best_so_far_in_evaluation_order(swept, tmp_path):
     pytest.importorskip("matplotlib")
     from ksweep.report.plot import convergence

@@ -289,7 +289,7 @@ def render(e: Explanation) -> str:
         r = e.result
         lines.append("")
         lines.append(f"result{f' #{e.result_id}' if e.result_id is not None else ''}: {r.status.value}"
-                     + (f" on {r.gpu_name}" if r.gpu_name else "")
+                     + (f" on {r.gpu_name}" if r.gpu_name and r.gpu_name != "none" else "")
                      + ("" if not r.metrics else "  " + " ".join(f"{k}={_show(v)}" for k, v in r.metrics.items())))
         if r.message:
             lines += [f"  {line}" for line in r.message.splitlines()[-12:]]
@@ -303,7 +303,7 @@ def render(e: Explanation) -> str:
                          f"{k.get('spill_stores', 0)}+{k.get('spill_loads', 0)} bytes spilled (stores+loads), "
                          f"{k.get('smem', 0)} bytes static smem, {k.get('cmem', 0)} bytes cmem, "
                          f"{k.get('stack_frame', 0)} bytes stack{judged}")
-    if e.occupancy or e.launch:
+    if e.occupancy or e.launch.get("problems"):
         lines.append("")
         lines.append("theoretical occupancy" + _launch_text(e.launch) + ":")
         for k in e.occupancy:
