@@ -27,7 +27,7 @@ rounds (or a value that is not positive and finite in one of them) a comparison 
 on the configs' own intervals: a TIE when they overlap, the speed-up the ratio of the
 medians with the interval [lo_default / hi_best, hi_default / lo_best] (interval
 arithmetic: conservative). Which measurements form one round is the caller's to say
-(report/confirmed.py: consecutive runs of one round number on one GPU).
+(report/confirmed.py: consecutive runs of one round number on one GPU model, no long pause).
 
 Of the top ``k``, only those within ``within`` (5%) of the second best's value are measured
 again (and the best, always): a config measured further behind is not one the noise put

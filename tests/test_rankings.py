@@ -118,18 +118,27 @@ def test_the_stored_confirmation_pairs_its_rounds():
     apart = confirmed(results, default_runs + tuned_runs, "min", {("v", "s"): config_id(default)})[("v", "s")]
     assert apart.verdicts[config_id(default)].mark == "TIE"
     assert apart.speedup.lo < 1 < apart.speedup.hi and apart.rounds == 3
-    # nor do the runs of one round number taken on another GPU, or minutes after the one before
+    # nor do the runs of one round number taken on another GPU model, or after a long pause
     from dataclasses import replace
 
-    def at(gap: float, gpu_of_default: str) -> list:  # round r: tuned at 200 r s, the default gap s later
-        return [replace(m, finished=200.0 * m.round + (gap if m.params == default else 0.0),
-                        gpu_uuid=gpu_of_default if m.params == default else "GPU-a") for m in interleaved]
+    def at(times, models) -> list:  # the interleaved runs (tuned, default per round) at these times, on these GPUs
+        return [replace(m, finished=t, gpu_name=g) for m, t, g in zip(interleaved, times, models)]
 
-    for runs in (at(100.0, "GPU-a"), at(2.0, "GPU-b")):
-        conf = confirmed(results, runs, "min", {("v", "s"): config_id(default)})[("v", "s")]
-        assert conf.verdicts[config_id(default)].mark == "TIE"
-    conf = confirmed(results, at(2.0, "GPU-a"), "min", {("v", "s"): config_id(default)})[("v", "s")]
-    assert conf.verdicts[config_id(default)].mark == ""  # seconds apart on one GPU: paired
+    steady = [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+    h100 = ["H100"] * 6
+    conf = confirmed(results, at(steady, ["H100", "A100"] * 3), "min", {("v", "s"): config_id(default)})[("v", "s")]
+    assert conf.verdicts[config_id(default)].mark == "TIE"  # each round split across two models: no pair
+    for models in (h100, ["H100", None] * 3):  # a run with no GPU (its build failed) breaks no round
+        conf = confirmed(results, at(steady, models), "min", {("v", "s"): config_id(default)})[("v", "s")]
+        assert conf.verdicts[config_id(default)].mark == ""  # seconds apart on one model: paired
+    # round 0 cut short: the default's run of it came 500 s later (a resumed sweep, the board
+    # cool again: faster); paired with the tuned run of round 0 it would hide the 5% lead
+    late = interleaved[:1] + [replace(interleaved[1], value=0.9)] + interleaved[2:]
+    runs = [replace(m, finished=t, gpu_name="H100") for m, t in zip(late, [0.0, 500.0, 502.0, 504.0, 506.0, 508.0])]
+    conf = confirmed(results, runs, "min", {("v", "s"): config_id(default)})[("v", "s")]
+    assert conf.verdicts[config_id(default)].mark == "" and conf.speedup.n == 2
+    together = [replace(m, finished=t, gpu_name="H100") for m, t in zip(late, steady)]
+    assert confirmed(results, together, "min", {("v", "s"): config_id(default)})[("v", "s")].speedup.n == 3
 
 
 def test_choose_and_interleaved_order():

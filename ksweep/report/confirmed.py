@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 from ..confirm import Interval, Verdict, paired, speedup, verdicts
 from ..job import config_id
@@ -13,14 +13,29 @@ from ..result import Measurement, Result
 from ..status import Status
 
 
-ROUND_GAP = 60.0  # seconds between two runs of one round at most (a confirmation run takes seconds)
+ROUND_GAP = 60.0  # seconds: a longer pause between two runs (and than 3 typical ones) ends a round
 
 
-def _same_round(before: Measurement, m: Measurement) -> bool:
-    """Whether ``m``, stored just after ``before``, belongs to the same round as it."""
-    if m.round != before.round or m.gpu_uuid != before.gpu_uuid:
-        return False
-    return before.finished is None or m.finished is None or abs(m.finished - before.finished) <= ROUND_GAP
+def rounds_together(ms: Sequence[Measurement]) -> list[int]:
+    """For one shape × variant's measurements in stored order, the index of the round each
+    was run in: a new one when the round number changes, when the GPU model changes, or
+    after a pause longer than ``ROUND_GAP`` and than three times the typical one (a resumed
+    sweep). A run that built nothing has no GPU and breaks no round. On several GPUs of one
+    model, a round's runs may go to different boards: their difference is then part of the
+    per-round factors' spread."""
+    gaps = sorted(abs(b.finished - a.finished) for a, b in zip(ms, ms[1:])
+                  if a.finished is not None and b.finished is not None)
+    limit = max(ROUND_GAP, 3 * gaps[len(gaps) // 2]) if gaps else ROUND_GAP
+    out: list[int] = []
+    n, gpu, before = 0, None, None
+    for m in ms:
+        if before is not None and (m.round != before.round or (m.gpu_name and gpu and m.gpu_name != gpu) or (
+                m.finished is not None and before.finished is not None and abs(m.finished - before.finished) > limit)):
+            n, gpu = n + 1, None
+        gpu = gpu or m.gpu_name
+        out.append(n)
+        before = m
+    return out
 
 
 @dataclass(frozen=True)
@@ -45,34 +60,29 @@ def confirmed(results: Iterable[Result], measurements: Iterable[Measurement], di
     store's meta ``default:<variant>:<shape>``).
 
     Two configs are compared round by round (``confirm.paired``) over the rounds they ran in
-    together: a round is a run of consecutive measurements with the same round number on
-    the same GPU, none more than ``ROUND_GAP`` seconds after the one before. So the rounds
-    of a later confirmation (a sweep extended, its new leaders measured in rounds 0, 1, 2
-    again; a round cut short and finished by a resumed sweep) never pair with an earlier
-    one's, taken minutes or days apart or on another board."""
+    together (``rounds_together``): the rounds of a later confirmation (a sweep extended, its
+    new leaders measured in rounds 0, 1, 2 again; a round cut short and finished by a
+    resumed sweep) never pair with an earlier one's, taken minutes or days apart."""
     key_of = {(r.variant, r.shape, config_id(r.params)): r.cache_key for r in results}
     defaults = defaults or {}
     values: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     value_rounds: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     failures: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     rounds: dict[tuple, set] = defaultdict(set)
-    together: dict[tuple, list] = {}  # group -> [the last measurement, how many rounds so far]
+    counted: dict[tuple, list[Measurement]] = defaultdict(list)
     for m in measurements:
-        cid = config_id(m.params)
-        group = (m.variant, m.shape)
-        if key_of.get((*group, cid)) != m.result_key:
-            continue
-        rounds[group].add(m.round)
-        now = together.setdefault(group, [m, 0])
-        if not _same_round(now[0], m):
-            now[1] += 1
-        now[0] = m
-        if m.status is Status.OK and m.value is not None:
-            values[group][cid].append(m.value)
-            value_rounds[group][cid].append(now[1])
-        else:
-            failures[group][cid] += 1
-            values[group].setdefault(cid, [])
+        if key_of.get((m.variant, m.shape, config_id(m.params))) == m.result_key:
+            counted[(m.variant, m.shape)].append(m)
+    for group, ms in counted.items():
+        for m, together in zip(ms, rounds_together(ms)):
+            cid = config_id(m.params)
+            rounds[group].add(m.round)
+            if m.status is Status.OK and m.value is not None:
+                values[group][cid].append(m.value)
+                value_rounds[group][cid].append(together)
+            else:
+                failures[group][cid] += 1
+                values[group].setdefault(cid, [])
     out = {}
     for group, per_config in values.items():
         at = value_rounds[group]
