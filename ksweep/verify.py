@@ -28,7 +28,8 @@ def verify(metrics: Mapping[str, float], check: Check,
         for key in check.keys:
             if key not in metrics:
                 printed = ", ".join(metrics) or "no keys"
-                return f"{key} missing from the result ([check] keys; it printed {printed})"
+                return (f"{key} missing from the result: each config must print the [check] keys "
+                        f"({', '.join(check.keys)}) to be compared with the defaults config; it printed {printed}")
         if reference is not None:
             for key in check.keys:
                 if key in reference and key not in targets:

@@ -88,6 +88,22 @@ def test_every_kernel_key_is_checked_at_load(tmp_path, key, value, fragment):
     assert str(caught.value).startswith(f"k.toml: {fragment}")
 
 
+def test_a_check_against_the_defaults_is_the_kernel_tables_in_kernel_mode(tmp_path):
+    """[check] reference compares a printed checksum, which kernel mode never prints: every
+    config would fail; the spec is refused at load with the key that does it."""
+    import tomllib
+
+    from ksweep import spec_from_dict
+
+    path = vadd_kernel_spec(tmp_path, "BLOCK = [128]\nELEMS = [1]", 1024)
+    data = tomllib.loads(path.read_text())
+    data["check"] = {"reference": "defaults"}
+    with pytest.raises(SpecError, match=r"check.reference: kernel mode compares .* \[kernel\] reference"):
+        spec_from_dict(data, path=path)
+    data["check"] = {"max": {"ms": 100.0}}  # a bound is kept
+    assert spec_from_dict(data, path=path).check.max_keys == {"ms": 100.0}
+
+
 def test_a_tolerance_that_is_not_a_number_is_one_line(tmp_path, capsys):
     from ksweep.cli.main import main
 

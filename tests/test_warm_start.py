@@ -415,6 +415,20 @@ def test_a_source_that_shares_no_parameter_is_refused_in_one_line(tmp_path, caps
     assert load_prior(some, names=("A", "B")).sources
 
 
+def test_a_source_that_fits_one_variant_only_is_taken_for_the_whole_run(tmp_path):
+    """The refusal looks at every variant's parameters at once: a source of variant
+    'unrolled' alone (its U) does not stop the run at variant 'plain' (A, B), which had
+    been swept first and then the run refused."""
+    source = _save({"tune_params_keys": ["U"], "cache": {f"{u}": {"U": u, "time": float(u)} for u in (1, 2, 4)}},
+                   tmp_path / "unrolled.json")
+    spec = toy(tmp_path, extra="[variants.plain]\n[variants.unrolled.params]\nU = [1, 2, 4]\n")
+    fake = FakeExecutor(lambda job: (Status.OK, Status.OK, {"ms": ms_of(job.params) + job.params.get("U", 0)}))
+    with Store(tmp_path / "new.db") as store:
+        sweep = Sweep(spec, store, fake, SweepOptions(strategy="surrogate", max_evals=4, warm_start=(str(source),)))
+        sweep.run()
+        assert {r.variant for r in store.results()} == {"plain", "unrolled"}
+
+
 def test_effort_line_says_what_was_chosen_and_how_long_it_takes():
     from ksweep.api import Estimate
     from ksweep.cli.run import effort_line

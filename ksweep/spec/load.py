@@ -138,6 +138,9 @@ def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
     kernel = kernel_spec_from_dict(data["kernel"], root, ctx.label) if "kernel" in data else None
     physics = _physics(ctx, data["physics"]) if "physics" in data else None
     profile = _profile(ctx, data["profile"]) if "profile" in data else Profile()
+    if kernel is not None and check.reference is not None:
+        raise ctx.error("check.reference", "kernel mode compares each config's outputs with the reference's itself: "
+                        "give [kernel] reference = \"defaults\" instead ([check] keeps expected values and max bounds)")
 
     if build.harness is not None and kernel is None and not any(
             "{harness}" in a for cmd in (build.command, run.command, *(v.build_command or () for v in variants),

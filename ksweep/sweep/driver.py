@@ -165,7 +165,10 @@ class Sweep:
         from ..strategies.prior import Prior
 
         sources = []
-        names = [p.name for p in self.spec.effective_params(self.spec.shape(shape), self.spec.variant(variant))]
+        # a source must share a parameter with some variant (a database's results of another
+        # variant stand in for this one's when it has none): said at the first target, before any work
+        names = {p.name for s in self.spec.shape_list() for v in self.spec.variant_list()
+                 for p in self.spec.effective_params(s, v)}
         for path in self.options.warm_start:
             sources.extend(load_prior(path, variant, shape, names).sources)
         if self.options.warm_between_shapes:
