@@ -413,6 +413,8 @@ def test_the_confirmation_builds_everything_before_its_first_run(tmp_path):
     first_run = [kind for kind, _ in confirm].index("run")
     assert {a for _, a in confirm[:first_run]} == {1, 2, 3, 4}  # all four built before the first run
     assert [kind for kind, _ in confirm].count("run") == 8
+    # and each build's result is taken by a run (an executor may hold a binary until one does)
+    assert [kind for kind, _ in confirm].count("build") == 8
 
 
 def test_kill_9_during_the_confirmation_loses_no_measurement(tmp_path):

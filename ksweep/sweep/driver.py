@@ -453,27 +453,34 @@ class Sweep:
         # every build first, side by side (cache hits, usually): then the runs of one round
         # follow each other within seconds, as the round-by-round comparison assumes, and a
         # build missing from the cache does not hold the GPU for its time
-        todo = [job for cid, job in jobs.items() if any((cid, r) not in done for r in range(plan.rounds))]
+        # (each build's result serves the job's next run: an executor may hold what it built
+        # until a run takes it, as the Dask one does)
+        todo = [cid for cid in jobs if any((cid, r) not in done for r in range(plan.rounds))]
         if todo and target.harness is not None:
             target.harness.wait()
-        for future in [self.executor.submit_build(job) for job in todo]:
-            if isinstance(_wait(future), Stopped):
+        built: dict[str, BuildResult] = {}
+        for cid, future in [(cid, self.executor.submit_build(jobs[cid])) for cid in todo]:
+            built[cid] = _wait(future)
+            if isinstance(built[cid], Stopped):
                 raise KeyboardInterrupt
         for round_ in range(plan.rounds):
             for cid in confirm.order(list(jobs), round_):
                 if (cid, round_) in done:
                     continue
                 job = jobs[cid]
-                build, outcome = self._measure(target, job)
+                build, outcome = self._measure(target, job, built.pop(cid, None))
                 self.store.put_measurement(self._measurement(job, build, outcome, round_, target.reference))
                 self.summary.confirm_runs += 1
         self.summary.confirm_seconds += time.monotonic() - started
 
-    def _measure(self, target: "_Target", job: Job) -> tuple[BuildResult, RunOutcome | None]:
-        """Build (a cache hit, usually) and run one job now, waiting in short steps (Ctrl-C)."""
+    def _measure(self, target: "_Target", job: Job,
+                 build: BuildResult | None = None) -> tuple[BuildResult, RunOutcome | None]:
+        """Build (a cache hit, usually; ``build``: built already, for this run) and run one job
+        now, waiting in short steps (Ctrl-C)."""
         if target.harness is not None:
             target.harness.wait()
-        build = _wait(self.executor.submit_build(job))
+        if build is None:
+            build = _wait(self.executor.submit_build(job))
         if isinstance(build, Stopped):
             raise KeyboardInterrupt
         if build.status is not Status.OK:
