@@ -239,7 +239,8 @@ def explain(target: str, words: Sequence[str], *, shape: str | None = None, vari
         if built.status is not Status.OK:
             notes.append(f"the build: {built.status.value}: {built.message}")
     elif not kernels and verdict.ok:
-        built_before = c.result is not None and c.result.build_seconds is not None
+        built_before = c.result is not None and c.result.build_seconds is not None and \
+            not c.result.status.build_failure
         notes.append("its build reported no CUDA kernel (no ptxas report: a host-only program?): no registers "
                      "or occupancy to show" if built_before else
                      "no build of it is stored: --build compiles it for ptxas's resources and the occupancy")

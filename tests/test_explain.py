@@ -320,11 +320,20 @@ def test_profile_argv_chooses_launches_and_metric_sets(tmp_path):
 def test_explain_a_gcc_built_result_says_no_gpu_or_kernel_plainly(swept):
     """A host program's result: no 'on none', no empty occupancy heading, and not 'no build
     of it is stored' for a config that was built."""
+    from dataclasses import replace
+
+    from ksweep.status import Status
+
     db, _ = swept
     text = cli("explain", str(db), "best").stdout
     assert "result #" in text and " on none" not in text
     assert "theoretical occupancy" not in text
     assert "its build reported no CUDA kernel" in text and "no build of it is stored" not in text
+    with Store(db) as store:  # a config whose build failed is not said to have built without kernels
+        (r,) = [r for r in store.results() if r.params["X"] == 2]
+        store.put(replace(r, status=Status.COMPILE_ERROR, message="error: x", metrics={}))
+    text = cli("explain", str(db), "MODE=7", "X=2").stdout
+    assert "COMPILE_ERROR" in text and "its build reported no CUDA kernel" not in text
 
 
 def test_convergence_is_the_best_so_far_in_evaluation_order(swept, tmp_path):

@@ -273,7 +273,7 @@ def test_worker_makes_its_inputs_while_the_backend_starts(tmp_path):
 def test_the_setups_host_part_says_where_its_time_went():
     """host_setup times its parts (bench/kernel_timeline.py prints them): the two draws, the
     second distribution (on its thread), the cmem function and the reference of both check
-    draws, each within the whole."""
+    draws."""
     from ksweep.kernel.worker import host_setup
 
     host = host_setup(fake_setup())

@@ -192,6 +192,12 @@ def test_a_misspelt_option_is_one_line_from_its_command_with_the_option_meant(ma
     with pytest.raises(SystemExit):
         main(["report", many_db, "--csv"])  # no option near it: said without a guess
     assert capsys.readouterr().err.startswith("ksweep: error: report: unrecognized arguments: --csv (see")
+    with pytest.raises(SystemExit):
+        main(["--bogus", "report", many_db])  # before the command: the top level's
+    assert capsys.readouterr().err == "ksweep: error: unrecognized arguments: --bogus (see ksweep --help)\n"
+    with pytest.raises(SystemExit):
+        main(["report", many_db, "--version"])  # far from any of report's options: no guess
+    assert "did you mean" not in capsys.readouterr().err
 
 
 def test_negative_top_is_a_usage_error(many_db, capsys):

@@ -506,4 +506,4 @@ def test_plan_estimate_builds_sample_configs_that_the_sweep_then_reuses(tmp_path
     # after the sweep, sample builds take their run times from its database (they run nothing)
     assert main(["plan", spec_path, "--estimate", "2", "--jobs", "2", "--json"]) == 0
     again = json.loads(capsys.readouterr().out)["estimate"]["cost"]
-    assert again["source"] == "sample builds" and again["runs"] == 10 and again["run_seconds"] > 0
+    assert again["source"] == "sample builds, runs from the database" and again["runs"] == 10 and again["run_seconds"] > 0

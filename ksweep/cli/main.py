@@ -53,8 +53,9 @@ class _Parser(argparse.ArgumentParser):
         """One line for arguments this command does not take, with the option meant when an
         option is misspelt (--max-evls: did you mean --max-evals?)."""
         options = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
-        close = next((m for x in extra if x.startswith("--")
-                      for m in difflib.get_close_matches(x.split("=", 1)[0], options, n=1)), None)
+        mine = extra[:extra.index("--")] if "--" in extra else extra  # after `--`: not an option of ours
+        close = next((m for x in mine if x.startswith("--")
+                      for m in difflib.get_close_matches(x.split("=", 1)[0], options, n=1, cutoff=0.75)), None)
         self.error(f"unrecognized arguments: {' '.join(extra)}" + (f" — did you mean {close}?" if close else ""))
 
 
@@ -90,8 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     # `ksweep run ...` imports the run command's module only (the others' imports cost start-up)
     parser = build_parser(argv[0] if argv else None)
     args, extra = parser.parse_known_args(argv)
-    if extra:
-        parser.commands.get(args.command, parser).unrecognized(extra)
+    if extra:  # said by the command's parser, unless it came before the command's name
+        before = argv.index(args.command) > argv.index(extra[0]) if extra[0] in argv else False
+        (parser if before else parser.commands.get(args.command, parser)).unrecognized(extra)
     try:
         code = int(args.handler(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at exit

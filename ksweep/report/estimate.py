@@ -25,11 +25,11 @@ class Cost:
     builds: int  # how many builds the figure is the mean of
     runs: int
     failed_builds: float = 0.0  # share of configs whose build failed (they take no GPU time)
-    source: str = "database"  # "database" or "sample builds"
+    source: str = "database"  # "database", "sample builds" or "sample builds, runs from the database"
 
     def describe(self) -> str:
         run = f"{self.run_seconds:.2f} s per run ({self.runs} runs)" if self.runs else "no run measured yet"
-        where = "sample builds" if self.source == "sample builds" else "builds measured"
+        where = "sample builds" if self.source.startswith("sample builds") else "builds measured"
         return f"{self.build_seconds:.1f} s per build ({self.builds} {where}), {run}"
 
 
@@ -64,7 +64,7 @@ def with_runs(sample: Cost, measured: Cost | None) -> Cost:
     if measured is None or not measured.runs:
         return sample
     return replace(sample, run_seconds=measured.run_seconds, runs=measured.runs,
-                               failed_builds=measured.failed_builds)
+                   failed_builds=measured.failed_builds, source="sample builds, runs from the database")
 
 
 def wall_seconds(configs: int, cost: Cost, cores: int, gpus: int) -> float:
