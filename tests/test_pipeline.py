@@ -112,6 +112,26 @@ def test_reference_defaults(program_dir):
     assert rows[0].params == {"MODE": 0, "X": 1} and rows[0].phase == "reference"
 
 
+def test_a_check_key_the_defaults_config_does_not_print_stops_the_sweep_at_once(program_dir):
+    """[check] keys naming a metric nobody prints (a typo, or the default 'checksum' of a
+    program that prints none): the defaults config's run says so and the sweep stops there,
+    instead of spending its budget on configs that can all only mismatch."""
+    from ksweep.errors import SpecError
+
+    spec = program_dir(f"""
+    [params]
+    MODE = {{ values = [0, 7], default = 0 }}
+    X = [1, 2, 3]
+    {GCC_BUILD}
+    [check]
+    keys = ["checksun"]
+    reference = "defaults"
+    """)
+    with pytest.raises(SpecError, match=r"check.keys: the defaults config printed no checksun to compare the "
+                                        r"others with \(it printed .*checksum.*\): name printed metrics"):
+        sweep(spec)
+
+
 def test_pruned_configs_are_stored_with_reasons(program_dir):
     spec = program_dir(f"""
     [params]

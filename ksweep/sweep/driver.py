@@ -519,6 +519,14 @@ class Sweep:
                             f"{factory.variant.name}: {why}", path=self.spec.label, key=key)
         job = factory.make(defaults, phase="reference", is_reference=True)
         result = target.evaluate_now(job)
+        check = self.spec.check
+        missing = [k for k in check.keys if k not in result.metrics] if check.reference == "defaults" else []
+        if result.status is Status.CHECKSUM_MISMATCH and missing:
+            # every config would be compared on a key nobody prints: stop before the sweep spends its budget
+            printed = ", ".join(result.metrics) or "nothing"
+            raise SpecError(f"the defaults config printed no {', '.join(missing)} to compare the others with (it "
+                            f"printed {printed}): name printed metrics in [check] keys", path=self.spec.label,
+                            key="check.keys")
         return dict(result.metrics) if result.status is Status.OK else None
 
     def _record_pruned(self, space, variant: str, shape: str) -> None:
