@@ -379,20 +379,11 @@ def test_a_run_measured_while_throttled_is_measured_again(tmp_path):
 def test_the_confirmation_builds_everything_before_its_first_run(tmp_path):
     """The rounds pair runs taken seconds apart: a build missing from the cache (here every
     confirmation build is asked anew) must not fall between two runs of one round."""
-    (tmp_path / "t.toml").write_text(textwrap.dedent("""
-        [sweep]
-        name = "t"
-        [params]
-        A = [1, 2, 3, 4]
-        [build]
-        sources = ["toy.c"]
-        command = ["true", "{defines}", "-o", "{binary}", "toy.c"]
-    """))
-    from ksweep.spec.load import load_spec
+    from test_driver import toy
+
     from ksweep.sweep.driver import Sweep, SweepOptions
     from ksweep.testing import FakeExecutor
 
-    (tmp_path / "toy.c").write_text("int main(void) { return 0; }\n")
     events: list[tuple[str, str | None, int]] = []
 
     class Logged(FakeExecutor):
@@ -404,7 +395,7 @@ def test_the_confirmation_builds_everything_before_its_first_run(tmp_path):
             events.append(("run", job.phase, job.params["A"]))
             return super().submit_run(job, build)
 
-    spec = load_spec(tmp_path / "t.toml")
+    spec = toy(tmp_path, a=(1, 2, 3, 4), b=(1,))
     with Store(tmp_path / "t.db") as store:
         Sweep(spec, store, Logged(lambda job: (Status.OK, Status.OK, {"ms": 10.0 - job.params["A"]})),
               SweepOptions(strategy="grid", confirm=Confirmation(3, 2, None))).run()
