@@ -309,3 +309,10 @@ def test_description_is_kept_and_shown_by_plan(tmp_path, capsys):
     assert load_spec(spec).description == "warptiling, K10 constants [v2]"
     code, out, _ = _cli(capsys, "plan", spec)
     assert code == 0 and out.splitlines()[1] == "warptiling, K10 constants [v2]"
+
+
+def test_plan_shows_a_switch_as_on_and_off_as_the_tables_do(tmp_path, capsys):
+    spec = _codebase(tmp_path, "K10_BM = [64]\n[switches]\nFAST = \"flag\"")
+    code, out, _ = _cli(capsys, "plan", spec)
+    row = next(line.split() for line in out.splitlines() if line.split()[:1] == ["FAST"])
+    assert code == 0 and row == ["FAST", "off", "on"]  # it printed False and True

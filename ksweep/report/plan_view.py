@@ -71,13 +71,18 @@ def print_plan(spec, plan, console: Console | None = None,
             _print_examples(console, e.examples)
 
 
+def _value(v) -> str:
+    """A value as the tables show it (a switch on or off), every digit of a number kept."""
+    return ("on" if v else "off") if isinstance(v, bool) else str(v)
+
+
 def _print_examples(console: Console, examples) -> None:
     """One column per config, parameter and derived names down the side; values are never
     cut: configs that do not fit the console's width go to a further table below."""
     params, derived = examples[0]
     names = [*params, *derived]
     label = max(len(n) for n in names) if names else 0
-    cells = [[str(p[n]) for n in params] + [str(d[n]) for n in derived] for p, d in examples]
+    cells = [[_value(p[n]) for n in params] + [_value(d[n]) for n in derived] for p, d in examples]
     widths = [max(len(f"#{i + 1}"), *(len(c) for c in col)) for i, col in enumerate(cells)]
     start = 0
     while start < len(examples):
