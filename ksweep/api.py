@@ -35,7 +35,7 @@ from .spec.kernel import COMPILERS, KernelSpec, Timing, default_flags
 from .status import Status
 from .store.sqlite import Store
 from .sweep.driver import Summary, SweepOptions
-from .sweep.local import build_rules, make_builder, run_with, scratch_dir, workspace
+from .sweep.local import build_rules, finished_sweep, make_builder, run_with, scratch_dir, workspace
 
 
 def mode_for(spec: Spec, kernel_backend: str = "cuda") -> Mode:
@@ -135,6 +135,7 @@ def tune(spec: Spec, *, db: str | Path | None = None, options: SweepOptions = Sw
     cache = _cache_folder(db, cache)
     executor = None
     interrupted = False
+    summary = None
     try:
         if cluster is not None:
             executor = make_dask_executor(spec, cluster, gpus=gpus, fake_gpus=fake_gpus, jobs=jobs,
@@ -145,9 +146,10 @@ def tune(spec: Spec, *, db: str | Path | None = None, options: SweepOptions = Sw
         interrupted = True
         raise
     finally:
-        if executor is not None:
-            executor.shutdown(cancel=interrupted)
-        csv = write_csv(db_path)
+        with finished_sweep(summary):
+            if executor is not None:
+                executor.shutdown(cancel=interrupted)
+            csv = write_csv(db_path)
     return SweepRun(summary, db_path, csv)
 
 

@@ -392,6 +392,22 @@ def test_ctrl_c_keeps_what_finished_and_never_stores_a_stopped_outcome(tmp_path,
     assert fake.shutdowns == [True]  # the driver cancelled the executor
 
 
+def test_ctrl_c_after_the_sweep_ended_still_says_what_it_evaluated(tmp_path):
+    """Ctrl-C while the executor shuts down after the last result: 'interrupted: 6 evaluated',
+    not a bare KeyboardInterrupt that the command line reported as 0 evaluated."""
+    from ksweep.sweep.local import run_with
+
+    class StoppedOnShutdown(FakeExecutor):
+        def shutdown(self, cancel=False):
+            super().shutdown(cancel)
+            raise KeyboardInterrupt
+
+    spec = toy(tmp_path)
+    with pytest.raises(Interrupted) as caught:
+        run_with(spec, lambda: StoppedOnShutdown(timed), db=tmp_path / "r.db", options=SweepOptions(strategy="grid"))
+    assert caught.value.summary.evaluated == 6 and len(stored(tmp_path / "r.db")) == 6
+
+
 # -- replayed data ---------------------------------------------------------------------------------
 
 def test_a_sweep_of_recorded_results_stores_what_was_recorded(tmp_path):

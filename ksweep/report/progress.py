@@ -50,7 +50,8 @@ class PlainLog:
         self.started = time.monotonic()
 
     def _print(self, text: str) -> None:
-        print(text, file=self.stream, flush=True)
+        self.stream.write(text + "\n")  # one write: Ctrl-C cannot fall between a line and its end
+        self.stream.flush()
 
     def target_started(self, variant, shape, valid, total, planned=None):
         planned = valid if planned is None else planned

@@ -4,13 +4,14 @@ mode for a spec is the wiring's (ksweep/api.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
 
 from ..build.builder import Builder, BuildRules
 from ..build.cache import BuildCache
-from ..errors import SpecError
+from ..errors import Interrupted, SpecError
 from ..process import reap_session
 from ..run.modes import Mode
 from ..spec.model import Spec
@@ -88,15 +89,29 @@ def run_with(spec: Spec, executor_factory, mode: Mode | None = None, *, db: str 
     check_sources(spec, options.variants)  # before anything is created beside the spec
     store = Store(db_path)
     own_executor = executor is None
+    summary = None
     try:
         if executor is None:
             executor = executor_factory()
         summary = Sweep(spec, store, executor, options, observer, strategy_factory=strategy_factory, mode=mode).run()
     finally:
-        if own_executor and executor is not None:
-            executor.shutdown()
-        store.close()
-        if own_executor:
-            reap_session()  # a daemon a run left behind with its output closed: nothing of ours runs now
-            shutil.rmtree(scratch_dir(spec), ignore_errors=True)
+        with finished_sweep(summary):
+            if own_executor and executor is not None:
+                executor.shutdown()
+            store.close()
+            if own_executor:
+                reap_session()  # a daemon a run left behind with its output closed: nothing of ours runs now
+                shutil.rmtree(scratch_dir(spec), ignore_errors=True)
     return summary, db_path
+
+
+@contextlib.contextmanager
+def finished_sweep(summary: Summary | None):
+    """Ctrl-C in what follows a sweep (shutting down, cleaning up): Interrupted with what the
+    sweep had evaluated, when it had ended (not a bare KeyboardInterrupt that counts 0)."""
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        if summary is not None and not isinstance(exc, Interrupted):
+            raise Interrupted(summary) from None
+        raise
