@@ -110,6 +110,20 @@ def test_three_revisions_a_planted_regression_and_its_fix(repo, tmp_path):
     assert out.read_bytes()[:4] == b"\x89PNG"
 
 
+def test_the_timeline_plot_takes_a_median_outside_its_interval(tmp_path):
+    """A deterministic program's confirmed runs: an interval of zero width around the mean,
+    which a rounding puts beside the median; the plot drew a negative error bar (a ValueError)."""
+    pytest.importorskip("matplotlib")
+    from ksweep.confirm import Interval
+    from ksweep.report.history import Point, plot
+
+    points = [Point("a", 1.0, 0.1, {"X": 1}, Interval(0.1, 0.1000001, 0.1000001, 3)),  # the median below it
+              Point("b", 2.0, 0.2, {"X": 1}, Interval(0.2, 0.19, 0.21, 3))]
+    out = tmp_path / "t.png"
+    plot({("base", "s"): points}, "ms", out)
+    assert out.read_bytes()[:4] == b"\x89PNG"
+
+
 def _head(repo, n_from_first: int) -> str:
     commits = subprocess.run(["git", "-C", str(repo), "rev-list", "--reverse", "HEAD"], capture_output=True,
                              text=True).stdout.split()

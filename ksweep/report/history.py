@@ -137,7 +137,10 @@ def plot(lines_of: Mapping[tuple[str, str], list[Point]], metric: str, out, titl
         for i in xs:
             p = points[i]
             if p.interval is not None and p.interval.n > 1:
-                ax.errorbar([i], [p.value], yerr=[[p.value - p.interval.lo], [p.interval.hi - p.value]],
+                # the interval is of the mean, the point the median: it may lie outside (a
+                # zero-width interval a rounding away), and matplotlib refuses a negative bar
+                ax.errorbar([i], [p.value], yerr=[[max(0.0, p.value - p.interval.lo)],
+                                                  [max(0.0, p.interval.hi - p.value)]],
                             fmt="none", ecolor="gray", capsize=3)
             if p.regression:
                 ax.plot([i], [p.value], marker="v", color="red", markersize=11, linestyle="none")
