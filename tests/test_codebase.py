@@ -316,3 +316,4 @@ def test_plan_shows_a_switch_as_on_and_off_as_the_tables_do(tmp_path, capsys):
     code, out, _ = _cli(capsys, "plan", spec)
     row = next(line.split() for line in out.splitlines() if line.split()[:1] == ["FAST"])
     assert code == 0 and row == ["FAST", "off", "on"]  # it printed False and True
+    assert "pruned by" not in out  # no constraint pruned anything: no header over nothing

@@ -83,6 +83,8 @@ def test_a_host_answer_is_judged_as_a_process():
     assert (status, message, metrics, outcome.seconds) == (Status.OK, "", {"ms": 1.0}, 0.25)
     (status, message, _), _ = hosted(Answer("reply", {"ok": True, "rc": 3, "seconds": 0.1}), stderr="bad N")
     assert status is Status.RUN_ERROR and message == "exit code 3: bad N"
+    (status, message, _), _ = hosted(Answer("reply", {"ok": True, "rc": 3, "seconds": 0.1}))
+    assert message == "exit code 3 (no output)"  # not 'exit code 3: '
     (status, message, _), outcome = hosted(Answer("timeout"))
     assert (status, outcome.seconds) == (Status.HANG, 1.5) and "no exit after 5 s" in message
     (status, message, _), _ = hosted(Answer("dead", returncode=-6), stderr="abort")

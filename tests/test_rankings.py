@@ -112,6 +112,9 @@ def test_the_stored_confirmation_pairs_its_rounds():
     assert conf.best == config_id(tuned) and conf.verdicts[config_id(default)].mark == ""
     assert (conf.speedup.lo, conf.speedup.hi) == (pytest.approx(1.05), pytest.approx(1.05))
     assert "BEST is 1.05x the default (95% interval 1.05-1.05)" in confirmation_line(conf)
+    assert confirmation_line(conf).startswith("  confirmed: 2 configs x 3 rounds")
+    alone = confirmed(results, tuned_runs[:1], "min")[("v", "s")]
+    assert confirmation_line(alone) == "  confirmed: 1 config x 1 round"  # not "1 configs x 1 rounds"
     assert "TIE" not in confirmation_line(conf)
     # the default confirmed by one sweep, the tuned config by a later one (the sweep extended):
     # their rounds 0, 1, 2 were not taken together, so they are not paired

@@ -56,14 +56,15 @@ def print_plan(spec, plan, console: Console | None = None,
         console.print()
         console.print(f"[bold]shape {e.shape} · variant {e.variant}[/bold]: "
                       f"{e.total:,} raw → {e.valid:,} valid", soft_wrap=True)
-        table = Table(show_edge=False, box=None, padding=(0, 2))
-        table.add_column("pruned by (first failed constraint)")
-        # counts are exact, however long (a raw space may pass 2**63): never cut short
-        widest = max((len(f"{n:,}") for n in e.pruned.values()), default=0)
-        table.add_column("configs", justify="right", no_wrap=True, min_width=max(widest, 7))
-        for name, n in e.pruned.items():
-            table.add_row(name, f"{n:,}")
-        console.print(table)
+        if e.pruned:  # (no header over nothing when no constraint pruned a config)
+            table = Table(show_edge=False, box=None, padding=(0, 2))
+            table.add_column("pruned by (first failed constraint)")
+            # counts are exact, however long (a raw space may pass 2**63): never cut short
+            widest = max((len(f"{n:,}") for n in e.pruned.values()), default=0)
+            table.add_column("configs", justify="right", no_wrap=True, min_width=max(widest, 7))
+            for name, n in e.pruned.items():
+                table.add_row(name, f"{n:,}")
+            console.print(table)
         n = (spills or {}).get((e.variant, e.shape))
         if n:
             console.print(escape(spilled_note(n, spec.build.allow_spills)), soft_wrap=True)

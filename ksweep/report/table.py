@@ -196,7 +196,8 @@ def _at_least(console: Console, width: int):
 def confirmation_line(conf: Confirmed) -> str:
     """'  confirmed: 6 configs × 3 rounds; BEST is 1.27x the default (95% interval 1.21-1.33); 1 TIE'."""
     ties = sum(v.mark == "TIE" for v in conf.verdicts.values())
-    text = f"  confirmed: {len(conf.verdicts)} configs x {conf.rounds} rounds"
+    n = len(conf.verdicts)
+    text = f"  confirmed: {n} config{'s' if n != 1 else ''} x {conf.rounds} round{'s' if conf.rounds != 1 else ''}"
     if conf.best is None:
         return text + "; no config passed every confirmation run: no BEST"
     if conf.speedup is not None and conf.best != conf.default:

@@ -98,7 +98,8 @@ def _classify(outcome: ProcessOutcome, timeout: float, shape: str | None) -> tup
         return Status.CRASH, f"killed by {outcome.signal_name}" + (
             f": {last_lines(outcome.stderr, 3)}" if outcome.stderr.strip() else ""), {}
     if outcome.returncode != 0:
-        return Status.RUN_ERROR, f"exit code {outcome.returncode}: {last_lines(outcome.stderr) or last_lines(outcome.stdout)}", {}
+        said = last_lines(outcome.stderr) or last_lines(outcome.stdout)
+        return Status.RUN_ERROR, f"exit code {outcome.returncode}" + (f": {said}" if said else " (no output)"), {}
     if metrics is None:
         return Status.NO_RESULT, problem or "no @@RESULT line in the output" + (
             " (output truncated)" if outcome.truncated else ""), {}
