@@ -208,6 +208,35 @@ def test_results_of_an_older_source_revision_rank_nothing(tmp_path, capsys):
     assert sorted(r.params["A"] for r in results) == [2, 3, 9]
 
 
+def test_a_phased_search_has_a_table_per_phase_and_its_default_row_in_the_first(tmp_path):
+    """The reference (defaults) config has no phase: it made a third table of its own, and
+    the confirmation's line was printed under every table."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from ksweep.job import config_id
+    from ksweep.report.confirmed import confirmed
+    from ksweep.report.table import render
+    from ksweep.result import Measurement
+
+    def row(a, ms, phase):
+        return Result("v", "s", {"A": a, "B": 1}, Status.OK, metrics={"ms": ms}, phase=phase, cache_key=f"k{a}")
+
+    rows = [row(0, 4.0, "reference"), row(1, 3.0, "tier1"), row(2, 2.5, "tier1"), row(3, 2.0, "tier2")]
+    runs = [Measurement("v", "s", r.params, r.cache_key, i, Status.OK, value=r.metrics["ms"] * (1 + i / 100))
+            for i in range(3) for r in (rows[0], rows[3])]
+    conf = confirmed(rows, runs, "min", {("v", "s"): config_id(rows[0].params)})
+    buf = StringIO()
+    render(rows, "ms", "min", Console(file=buf, width=200), confirmations=conf)
+    out = buf.getvalue()
+    tables = [line for line in out.splitlines() if line.startswith("variant v")]
+    assert len(tables) == 2 and "phase tier1" in tables[0] and "phase tier2" in tables[1]
+    first = out[:out.index(tables[1])]
+    assert any(line.split()[:2] == ["0", "1"] for line in first.splitlines())  # the default's row, with tier1's
+    assert out.count("confirmed: 2 configs x 3 rounds") == 1 and out.index("confirmed:") > out.index(tables[1])
+
+
 def test_a_misspelt_option_is_one_line_from_its_command_with_the_option_meant(many_db, capsys):
     """It was 'ksweep: error: ksweep: unrecognized arguments: --max-evls 30 (see ksweep --help)'."""
     with pytest.raises(SystemExit) as exc:

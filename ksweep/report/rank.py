@@ -19,17 +19,27 @@ _FAIL_RANK = {s: i for i, s in enumerate(FAILURE_ORDER)}
 
 def group_results(results: Iterable[Result]) -> dict[tuple[str, str, str | None, str | None], list[Result]]:
     """Results per (variant, shape, GPU model, phase): runs on different GPU models are never
-    ranked together, and a phased search gets a table per phase (tier1, tier2)."""
+    ranked together, and a phased search gets a table per phase (tier1, tier2); its rows of
+    no phase (the reference config, configs another shape's search started from) join the
+    first phase's table."""
+    results = list(results)
     groups: dict[tuple[str, str, str | None, str | None], list[Result]] = defaultdict(list)
     gpu_of: dict[tuple[str, str], set] = defaultdict(set)
     for r in results:
         if r.gpu_name:
             gpu_of[(r.variant, r.shape)].add(r.gpu_name)
+
+    def gpu(r: Result) -> str | None:
+        return r.gpu_name if len(gpu_of[(r.variant, r.shape)]) > 1 else None
+
+    tiers: dict[tuple, list[str]] = defaultdict(list)
     for r in results:
-        models = gpu_of[(r.variant, r.shape)]
-        gpu = r.gpu_name if len(models) > 1 else None
-        phase = r.phase if r.phase and r.phase.startswith("tier") else None
-        groups[(r.variant, r.shape, gpu, phase)].append(r)
+        if r.phase and r.phase.startswith("tier"):
+            tiers[(r.variant, r.shape, gpu(r))].append(r.phase)
+    for r in results:
+        own = tiers.get((r.variant, r.shape, gpu(r)))
+        phase = r.phase if r.phase and r.phase.startswith("tier") else (min(own) if own else None)
+        groups[(r.variant, r.shape, gpu(r), phase)].append(r)
     return dict(groups)
 
 

@@ -161,7 +161,9 @@ def render(results: Iterable[Result], objective: str, direction: str, console: C
         note = _more_note(len(ok) - len(shown_ok), others[len(shown_others):])
         if note:
             console.print(note, soft_wrap=True)
-        if conf is not None and conf.verdicts:
+        ids = {config_id(r.params) for r in rows}
+        if conf is not None and conf.verdicts and (conf.best in ids or conf.best is None and ids & set(conf.verdicts)):
+            # under the table that holds BEST (a phased search has one per phase)
             console.print(escape(confirmation_line(conf)), soft_wrap=True)
         console.print()
 
