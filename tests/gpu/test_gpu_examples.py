@@ -65,4 +65,5 @@ def test_resumed_on_the_same_gpu_and_rerun_only_when_asked(tmp_path):
     with Store(db) as store:
         rows = [x for x in store.results() if x.status is not Status.PRUNED and x.phase != "default"]
         assert len(store.measurements()) == measured  # --rerun all measures the rounds again, in place
-    assert len(rows) == 3 and all(r.status is Status.OK and r.cached for r in rows)
+    assert len(rows) == 3 and all(r.status is Status.OK and r.cached for r in rows), \
+        [(r.phase, r.status.value, r.cached, r.message[-200:]) for r in rows]
