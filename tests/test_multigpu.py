@@ -133,5 +133,8 @@ def test_a_phased_search_gets_a_table_per_phase():
         return Result(variant="v", shape="s", params={"X": x}, status=Status.OK, metrics={"ms": 1.0}, phase=phase)
 
     groups = group_results([result(1, "tier1"), result(2, "tier1"), result(3, "tier2"), result(4, "reference")])
+    # the reference (defaults) config has no phase: it joins the first phase's table
     assert {key: [r.params["X"] for r in rows] for key, rows in groups.items()} == {
-        ("v", "s", None, "tier1"): [1, 2], ("v", "s", None, "tier2"): [3], ("v", "s", None, None): [4]}
+        ("v", "s", None, "tier1"): [1, 2, 4], ("v", "s", None, "tier2"): [3]}
+    # without phases, one table
+    assert list(group_results([result(1, None), result(4, "reference")])) == [("v", "s", None, None)]
