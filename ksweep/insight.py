@@ -23,7 +23,7 @@ from .process import run_process
 from .profile import ncu as ncu_mod
 from .report import explain as ex
 from .report.confirmed import confirmed
-from .report.rank import best as ranked_best, current, rank, finite_value
+from .report.rank import best as ranked_best, rank, finite_value
 from .result import Result
 from .space.space import Space
 from .spec.limits import limit_names
@@ -166,7 +166,7 @@ def _with_result(c: Chosen, store: Store | None) -> Chosen:
 def ranked_valid(store: Store, variant: str, shape: str) -> list[Result]:
     """The results with a value of the objective, best first."""
     objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
-    return [r for r in rank(current(store.results(variant, shape))[0], objective["metric"], objective["direction"])
+    return [r for r in rank(store.results(variant, shape), objective["metric"], objective["direction"])
             if finite_value(r, objective["metric"]) is not None]
 
 
@@ -178,7 +178,7 @@ def worst_result(store: Store, variant: str, shape: str) -> Result | None:
 
 def best_result(store: Store, variant: str, shape: str) -> Result | None:
     """The confirmed best of a shape × variant when the confirmation ran, else the ranked best."""
-    results, _ = current(store.results(variant=variant, shape=shape))
+    results = store.results(variant=variant, shape=shape)
     objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
     conf = confirmed(results, store.measurements(variant, shape), objective["direction"],
                      store.default_configs()).get((variant, shape))

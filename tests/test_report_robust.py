@@ -182,32 +182,6 @@ def test_a_shape_or_variant_the_database_lacks_is_one_line_not_an_empty_report(o
     assert main(["report", old_db, "--shape", "s", "--variant", "v"]) == 0
 
 
-def test_results_of_an_older_source_revision_rank_nothing(tmp_path, capsys):
-    """After the source changed (`check --update`, or a sweep that measured a few configs
-    again), a config not measured since is a measurement of other code: report, export and
-    explain's 'best' took the old fast one as BEST."""
-    from ksweep.insight import best_result
-
-    def row(a, ms, rev):
-        return Result("v", "s", {"A": a, "B": 1}, Status.OK, metrics={"ms": ms}, revision=rev)
-
-    db = make_db(tmp_path / "r.db", [row(1, 3.5, "old"), row(2, 6.0, "old"), row(3, 5.0, "old"),
-                                     Result("v", "s", {"A": 9, "B": 1}, Status.PRUNED, "too big", revision="old"),
-                                     row(2, 5.9, "new"), row(3, 5.2, "new")])
-    out = report(capsys, db)
-    assert "BEST" in out and "3.5" not in out and "5.2" in out and "too big" in out
-    assert "1 result(s) measured on an older source revision left out" in out
-    with Store(db, create=False) as store:
-        assert best_result(store, "v", "s").params == {"A": 3, "B": 1}
-    assert main(["export", db, "--format", "json"]) == 0
-    shipped = capsys.readouterr().out
-    assert '"A": 3' in shipped and '"A": 1' not in shipped
-    from ksweep.cli.report import load_all
-
-    results, *_ = load_all(db)
-    assert sorted(r.params["A"] for r in results) == [2, 3, 9]
-
-
 def test_a_phased_search_has_a_table_per_phase_and_its_default_row_in_the_first(tmp_path):
     """The reference (defaults) config has no phase: it made a third table of its own, and
     the confirmation's line was printed under every table."""

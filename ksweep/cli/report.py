@@ -9,7 +9,6 @@ from ..spec.names import did_you_mean
 from ..spec.objectives import resolve
 from ..report.confirmed import confirmed
 from ..report.profile_view import profiles_block
-from ..report.rank import current
 from ..report.table import render, wide_console
 from ..store.sqlite import Store
 
@@ -55,16 +54,12 @@ def check_names(store: Store, shape=None, variant=None) -> None:
                               + (f" — did you mean {close}?" if close else f" ({what}s: {', '.join(known[:12])})"))
 
 
-def load_all(db: str, shape=None, variant=None, profiles: list | None = None, left_out: list | None = None):
-    """Results of each shape × variant's newest source revision (``report.rank.current``;
-    into ``left_out`` when given, how many older ones were left out), objective, parameter
-    order and what the confirmation runs say (and, into ``profiles`` when given, the stored
-    Nsight Compute profiles)."""
+def load_all(db: str, shape=None, variant=None, profiles: list | None = None):
+    """Results, objective, parameter order and what the confirmation runs say (and, into
+    ``profiles`` when given, the stored Nsight Compute profiles)."""
     with Store(db, create=False) as store:
         check_names(store, shape, variant)
-        results, older = current(store.results(variant=variant, shape=shape))
-        if left_out is not None:
-            left_out.append(older)
+        results = store.results(variant=variant, shape=shape)
         objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
         order = store.param_orders()
         conf = confirmed(results, store.measurements(variant, shape), objective["direction"],
@@ -78,8 +73,7 @@ def run(args) -> int:
     from .run import objectives_option
 
     profiles: list = []
-    left_out: list = []
-    results, objective, order, conf = load_all(args.db, args.shape, args.variant, profiles, left_out)
+    results, objective, order, conf = load_all(args.db, args.shape, args.variant, profiles)
     if args.objectives is not None:  # kernel mode's names (time: ms…) unless the results have such a metric
         try:
             objectives = resolve(objectives_option(args.objectives), True, {m for r in results for m in r.metrics})
@@ -100,7 +94,4 @@ def run(args) -> int:
             render_fronts(results, objectives, console, order)
         if profiles:
             print("\n".join(profiles_block(profiles)))
-        if left_out and left_out[0]:
-            print(f"{left_out[0]} result(s) measured on an older source revision left out: configs not measured "
-                  f"since the source changed (ksweep history shows every revision)")
     return 0

@@ -43,22 +43,6 @@ def group_results(results: Iterable[Result]) -> dict[tuple[str, str, str | None,
     return dict(groups)
 
 
-def current(results: Iterable[Result]) -> tuple[list[Result], int]:
-    """The results measured on each shape × variant's newest source revision (the revision
-    of the last one stored that ran; a pruned config is kept whatever its revision), and
-    how many were left out: after a source change, a config not measured again is a
-    measurement of other code, which ranks nothing (``ksweep history`` keeps them all).
-    Results of no known revision (an older database) are all kept."""
-    results = list(results)
-    newest: dict[tuple[str, str], str | None] = {}
-    for r in results:
-        if r.status is not Status.PRUNED:
-            newest[(r.variant, r.shape)] = r.revision
-    kept = [r for r in results if r.status is Status.PRUNED or r.revision is None
-            or newest.get((r.variant, r.shape)) in (None, r.revision)]
-    return kept, len(results) - len(kept)
-
-
 def finite_value(r: Result, metric: str) -> float | None:
     """The objective's value of a config that passed everything, if it is a finite number."""
     try:
