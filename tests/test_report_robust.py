@@ -209,6 +209,15 @@ def test_a_phased_search_has_a_table_per_phase_and_its_default_row_in_the_first(
     first = out[:out.index(tables[1])]
     assert any(line.split()[:2] == ["0", "1"] for line in first.splitlines())  # the default's row, with tier1's
     assert out.count("confirmed: 2 configs x 3 rounds") == 1 and out.index("confirmed:") > out.index(tables[1])
+    # no BEST (every confirmed config failed a run): the line still comes once
+    flaky = [Measurement(m.variant, m.shape, m.params, m.result_key, m.round, Status.CRASH) for m in runs]
+    buf = StringIO()
+    render(rows, "ms", "min", Console(file=buf, width=200), confirmations=confirmed(rows, flaky, "min"))
+    assert buf.getvalue().count("no BEST") == 1
+    # a title is one line however narrow the page (a table's own title wrapped mid-phrase)
+    buf = StringIO()
+    render(rows, "ms", "min", Console(file=buf, width=40))
+    assert "variant v · shape s · phase tier1 — 3 ok, 0 failed or pruned" in buf.getvalue().splitlines()
 
 
 def test_a_misspelt_option_is_one_line_from_its_command_with_the_option_meant(many_db, capsys):

@@ -70,6 +70,7 @@ def render(results: Iterable[Result], objective: str, direction: str, console: C
     line under the table gives the best's speed-up over the default."""
     limit = top if top and top > 0 else None
     groups = group_results(results)
+    said: set[tuple[str, str]] = set()  # the shape × variants whose confirmation line is printed
     for (variant, shape, gpu, phase), rows in groups.items():
         ranked = rank(rows, objective, direction)
         names = (param_order or {}).get((variant, shape)) or list(ranked[0].params)
@@ -137,8 +138,9 @@ def render(results: Iterable[Result], objective: str, direction: str, console: C
         if notes and not in_column:  # room for the footnote marks: ' [12]'
             widths[-1] += len(f" [{len(set(notes))}]")
             needed += len(f" [{len(set(notes))}]")
-        table = Table(title=escape(title), title_justify="left", show_edge=False, box=None, padding=(0, 1),
-                      header_style="bold")
+        # the title on a line of its own: a table's title wraps at the table's width, mid-phrase
+        console.print(f"[italic]{escape(title)}[/italic]", soft_wrap=True)
+        table = Table(show_edge=False, box=None, padding=(0, 1), header_style="bold")
         for j, h in enumerate(headers):
             justify = "left" if h in ("STATUS", "KERNEL") else "right"
             table.add_column(escape(h), justify=justify, no_wrap=True, min_width=widths[j])
@@ -162,8 +164,10 @@ def render(results: Iterable[Result], objective: str, direction: str, console: C
         if note:
             console.print(note, soft_wrap=True)
         ids = {config_id(r.params) for r in rows}
-        if conf is not None and conf.verdicts and (conf.best in ids or conf.best is None and ids & set(conf.verdicts)):
-            # under the table that holds BEST (a phased search has one per phase)
+        if conf is not None and conf.verdicts and (variant, shape) not in said and (
+                conf.best in ids or conf.best is None and ids & set(conf.verdicts)):
+            # once, under the table that holds BEST (a phased search has one per phase)
+            said.add((variant, shape))
             console.print(escape(confirmation_line(conf)), soft_wrap=True)
         console.print()
 
