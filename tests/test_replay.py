@@ -338,6 +338,20 @@ def test_a_strategy_whose_package_is_missing_is_left_out_or_refused_in_one_line(
     assert len(err_lines) == 1 and "pip install 'ksweep[bayes]'" in err_lines[0]
 
 
+def test_run_with_a_strategy_whose_package_is_missing_creates_no_database(tmp_path, monkeypatch, capsys):
+    """`run --strategy bayes` without optuna: one line, and no database file left behind."""
+    from test_driver import toy
+
+    import ksweep.strategies as strategies
+    from ksweep.cli.main import main
+
+    monkeypatch.setitem(strategies._NEEDS, "bayes", ("ksweep_no_such_package", "bayes"))
+    spec = toy(tmp_path)
+    db = tmp_path / "b.db"
+    assert main(["run", str(spec.path), "--strategy", "bayes", "--db", str(db), "--no-gpu-check"]) == 2
+    assert "pip install 'ksweep[bayes]'" in capsys.readouterr().err and not db.exists()
+
+
 def test_cli_bench_json_and_plot(kt_file, tmp_path, capsys):
     from ksweep.cli.main import main
 

@@ -169,7 +169,7 @@ def _sigterm(signum, frame):
 
 
 def run(args) -> int:
-    from ..strategies import STRATEGIES
+    from ..strategies import STRATEGIES, missing
 
     spec = load_spec(args.spec)
     for warning in getattr(spec, "warnings", ()):
@@ -183,6 +183,8 @@ def run(args) -> int:
         close = difflib.get_close_matches(args.strategy, STRATEGIES, n=1)
         raise KsweepError(f"--strategy {args.strategy}: unknown" + (f" (did you mean '{close[0]}'?)" if close else "")
                           + f"; choose one of {', '.join(STRATEGIES)}")
+    if args.strategy is not None and missing(args.strategy) is not None:
+        raise missing(args.strategy)  # before anything is created (the database)
     warm_start = tuple(args.warm_start or ())
     for source in warm_start:
         if not Path(source).is_file():
