@@ -215,6 +215,16 @@ def _clearly(factor: Interval | None) -> bool:
     return factor is not None and factor.lo > 1.0
 
 
+def speedup_over(values: Mapping[str, Sequence[float]], rounds: Mapping[str, Sequence[int]] | None, best: str,
+                 default: str, direction: str) -> Interval:
+    """How many times better config ``best`` is than ``default`` (``values`` and ``rounds`` as
+    ``verdicts`` takes them): round by round when they share two rounds, else ``speedup``
+    of their own intervals."""
+    rounds = rounds or {}
+    return paired(_by_round(values[best], rounds.get(best)), _by_round(values[default], rounds.get(default)),
+                  direction) or speedup(interval(values[best]), interval(values[default]), direction)
+
+
 def speedup(best: Interval, default: Interval, direction: str) -> Interval:
     """How many times better the best is than the default, with a conservative interval."""
     if direction == "min":  # times: default / best

@@ -7,7 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
-from ..confirm import Interval, Verdict, paired, speedup, verdicts
+from ..confirm import Interval, Verdict, speedup_over, verdicts
 from ..job import config_id
 from ..result import Measurement, Result
 from ..status import Status
@@ -44,7 +44,7 @@ class Confirmed:
 
     verdicts: Mapping[str, Verdict] = field(default_factory=dict)  # config_id -> verdict
     default: str | None = None  # config_id of the default config, when it was confirmed
-    speedup: Interval | None = None  # the best over the default, round by round when it can (confirm.paired)
+    speedup: Interval | None = None  # the best over the default (confirm.speedup_over)
     rounds: int = 0
 
     @property
@@ -91,7 +91,6 @@ def confirmed(results: Iterable[Result], measurements: Iterable[Measurement], di
         best = next((c for c, x in v.items() if x.mark == "BEST"), None)
         up = None
         if best is not None and default is not None and default in v and v[default].interval.n:
-            up = paired(dict(zip(at[best], per_config[best])), dict(zip(at[default], per_config[default])),
-                        direction) or speedup(v[best].interval, v[default].interval, direction)
+            up = speedup_over(per_config, at, best, default, direction)
         out[group] = Confirmed(v, default, up, len(rounds[group]))
     return out
