@@ -13,6 +13,12 @@ def close(value: float, expected: float, rtol: float, atol: float) -> bool:
     return math.isfinite(value) and abs(value - expected) <= atol + rtol * abs(expected)
 
 
+def unprinted(metrics: Mapping[str, float], check: Check) -> list[str]:
+    """The [check] keys a run compared with the defaults config did not print (with
+    ``reference = "defaults"``; none otherwise): a key nobody prints would check nothing."""
+    return [k for k in check.keys if k not in metrics] if check.reference == "defaults" else []
+
+
 def verify(metrics: Mapping[str, float], check: Check,
            reference: Mapping[str, float] | None = None) -> str | None:
     """None when the metrics pass the check, else the reason for CHECKSUM_MISMATCH."""
@@ -23,13 +29,11 @@ def verify(metrics: Mapping[str, float], check: Check,
             return f"{key} = {metrics[key]:g} > {bound:g}"
     targets = dict(check.expected)
     if check.reference == "defaults":
-        # every key compared with the defaults config's must be printed, by that config too:
-        # a key nobody prints (a typo) would otherwise check nothing
-        for key in check.keys:
-            if key not in metrics:
-                printed = ", ".join(metrics) or "no keys"
-                return (f"{key} missing from the result: each config must print the [check] keys "
-                        f"({', '.join(check.keys)}) to be compared with the defaults config; it printed {printed}")
+        # every key compared with the defaults config's must be printed, by that config too
+        for key in unprinted(metrics, check)[:1]:
+            printed = ", ".join(metrics) or "no keys"
+            return (f"{key} missing from the result: each config must print the [check] keys "
+                    f"({', '.join(check.keys)}) to be compared with the defaults config; it printed {printed}")
         if reference is not None:
             for key in check.keys:
                 if key in reference and key not in targets:

@@ -43,7 +43,7 @@ from ..spec.model import Spec
 from ..status import Status, Stopped
 from ..store.sqlite import Store
 from ..strategies.base import Budget, space_size
-from ..verify import judge
+from ..verify import judge, unprinted
 from .systematic import SameErrorGuard
 from .jobs import JobFactory
 
@@ -519,8 +519,7 @@ class Sweep:
                             f"{factory.variant.name}: {why}", path=self.spec.label, key=key)
         job = factory.make(defaults, phase="reference", is_reference=True)
         result = target.evaluate_now(job)
-        check = self.spec.check
-        missing = [k for k in check.keys if k not in result.metrics] if check.reference == "defaults" else []
+        missing = unprinted(result.metrics, self.spec.check)
         if result.status is Status.CHECKSUM_MISMATCH and missing:
             # every config would be compared on a key nobody prints: stop before the sweep spends its budget
             printed = ", ".join(result.metrics) or "nothing"
