@@ -68,16 +68,15 @@ def run(args: argparse.Namespace) -> int:
     if args.warm_only and not args.warm_start_from:
         raise KsweepError("--warm-only needs --warm-start-from PAIRS")
     pairs = parse_pairs(args.warm_start_from, datasets) if args.warm_start_from else []
-    strategies = args.strategies
-    if strategies is None:  # all that can run here
-        strategies = [s for s in STRATEGIES if missing(s) is None]
-        for s in STRATEGIES:
-            if missing(s) is not None:
-                print(f"note: {missing(s)}; left out", file=sys.stderr)
-    else:  # named: each must be able to run, said before any work starts
-        for s in strategies:
-            if missing(s) is not None:
-                raise missing(s)
+    absent = {s: m for s in (args.strategies or STRATEGIES) if (m := missing(s)) is not None}
+    if args.strategies is None:  # all that can run here
+        strategies = [s for s in STRATEGIES if s not in absent]
+        for m in absent.values():
+            print(f"note: {m}; left out", file=sys.stderr)
+    elif absent:  # named: each must be able to run, said before any work starts
+        raise next(iter(absent.values()))
+    else:
+        strategies = args.strategies
     progress = None if args.json or not sys.stderr.isatty() else _progress
     result = run_bench(datasets, strategies, args.budgets, args.repeats,
                        workers=args.jobs or default_workers(), progress=progress, pairs=pairs,

@@ -183,8 +183,9 @@ def run(args) -> int:
         close = difflib.get_close_matches(args.strategy, STRATEGIES, n=1)
         raise KsweepError(f"--strategy {args.strategy}: unknown" + (f" (did you mean '{close[0]}'?)" if close else "")
                           + f"; choose one of {', '.join(STRATEGIES)}")
-    if args.strategy is not None and missing(args.strategy) is not None:
-        raise missing(args.strategy)  # before anything is created (the database)
+    absent = missing(args.strategy) if args.strategy is not None else None
+    if absent is not None:
+        raise absent  # before anything is created (the database)
     warm_start = tuple(args.warm_start or ())
     for source in warm_start:
         if not Path(source).is_file():
