@@ -165,7 +165,68 @@ def test_history_is_append_only_and_an_older_database_is_migrated_with_a_message
     db.commit()
     db.close()
     with Store(path, create=False) as store:
-        assert store.get_meta("schema") == SCHEMA_VERSION == "6"
+        assert store.get_meta("schema") == SCHEMA_VERSION == "7"
         assert [(h.revision, h.metrics["ms"]) for h in store.history()] == [(None, 1.5)]
-        assert "migrated from schema 5 to 6" in store.migrated
+        assert "migrated from schema 5 to 7" in store.migrated
     assert "ksweep: " in capsys.readouterr().err
+
+
+def test_a_schema_6_database_gets_the_superseded_table_and_keeps_every_result(tmp_path):
+    path = tmp_path / "six.db"
+    with Store(path) as store:
+        store.put(Result("v", "s", {"A": 1}, Status.OK, metrics={"ms": 2.0}))
+        store.put(Result("v", "s", {"A": 2}, Status.OK, metrics={"ms": 3.0}))
+    db = sqlite3.connect(str(path))  # as schema 6 wrote it: no superseded table
+    db.execute("DROP TABLE superseded")
+    db.execute("UPDATE meta SET value = '\"6\"' WHERE key = 'schema'")
+    db.commit()
+    db.close()
+    with Store(path, create=False) as store:
+        assert store.get_meta("schema") == "7"
+        assert [r.params["A"] for r in store.results()] == [1, 2] and store.superseded() == set()
+        store.supersede("v", "s", ['{"A":2}'])
+        assert [r.params["A"] for r in store.results()] == [1]
+        assert [r.params["A"] for r in store.results(superseded=True)] == [1, 2]
+        assert store.superseded() == {("v", "s", '{"A":2}')}
+        store.put(Result("v", "s", {"A": 2}, Status.OK, metrics={"ms": 1.0}))  # measured again: current
+        assert [r.params["A"] for r in store.results()] == [1, 2] and store.superseded() == set()
+
+
+def test_after_check_update_a_result_of_the_older_source_is_not_ranked(repo):
+    """v1: X=1 20 ms (best), X=2 30 (default), X=3 40. v2 makes everything slower (X=1 65,
+    X=2 60, X=3 85). ``check --update`` measures X=1 and the default on v2; X=3's 40 ms is v1's
+    and must not be ranked against them (it was BEST: the newcomer's finding)."""
+    assert cli("run", "sweep.toml", "-q", cwd=repo).returncode == 0
+    revise(repo, 25, "v2: slower", slow=30)
+    r = cli("check", "sweep.toml", "--repeats", "2", "--update", cwd=repo)
+    assert r.returncode == 1, r.stdout + r.stderr
+    out = cli("report", ".ksweep/sweep.db", "--format", "json", cwd=repo)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert sorted((x["params"]["X"], x["metrics"]["ms"]) for x in rows) == [(1, 65.0), (2, 60.0)]
+    text = cli("report", ".ksweep/sweep.db", cwd=repo)
+    assert "1 result measured on an older source or spec is not shown" in text.stdout, text.stdout
+    old = cli("report", ".ksweep/sweep.db", "--format", "json", "--superseded", cwd=repo)
+    assert sorted((x["params"]["X"], x["superseded"]) for x in json.loads(old.stdout)) == \
+        [(1, False), (2, False), (3, True)]
+    best = cli("explain", "sweep.toml", "best", cwd=repo)
+    assert best.returncode == 0 and "X=2" in best.stdout, best.stdout + best.stderr
+    # measured again on v2, X=3 is current again and ranked with the others
+    assert cli("run", "sweep.toml", "-q", cwd=repo).returncode == 0
+    rows = json.loads(cli("report", ".ksweep/sweep.db", "--format", "json", cwd=repo).stdout)
+    assert sorted((x["params"]["X"], x["metrics"]["ms"]) for x in rows) == [(1, 65.0), (2, 60.0), (3, 85.0)]
+
+
+def test_a_source_put_back_makes_its_results_current_again_without_rerunning(repo):
+    assert cli("run", "sweep.toml", "-q", cwd=repo).returncode == 0
+    revise(repo, 25, "v2")
+    assert cli("check", "sweep.toml", "--repeats", "1", "--update", cwd=repo).returncode == 1
+    revise(repo, 10, "v3 = v1 again")
+    r = cli("run", "sweep.toml", "-q", cwd=repo)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(cli("report", ".ksweep/sweep.db", "--format", "json", cwd=repo).stdout)
+    assert sorted((x["params"]["X"], x["metrics"]["ms"]) for x in rows) == [(1, 20.0), (2, 30.0), (3, 40.0)]
+    with Store(repo / ".ksweep" / "sweep.db", create=False) as store:
+        assert store.superseded() == set()
+        # X=3's result of v1 stands again: it was not measured again (X=1 and 2: v1, v2, v1 again)
+        assert sorted(h.params["X"] for h in store.history()) == [1, 1, 1, 2, 2, 2, 3]

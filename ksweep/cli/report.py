@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..report.export import to_csv, to_json
 from ..report.pareto import front_ids, render_fronts, stored_objectives
 from ..errors import KsweepError
+from ..job import config_id
 from ..spec.names import did_you_mean
 from ..spec.objectives import resolve
 from ..report.confirmed import confirmed
@@ -27,6 +28,9 @@ def add_parser(sub) -> None:
                    help="the Pareto front over these metrics (default: the sweep's objectives, when it had "
                         "several): time, energy, power, gflops_per_watt or any metric, NAME:max to maximise; "
                         "CSV and JSON get a pareto column")
+    p.add_argument("--superseded", action="store_true",
+                   help="also the results measured on another source or spec, which a later sweep or "
+                        "check --update found out of date (never ranked with the others)")
     p.set_defaults(handler=run)
 
 
@@ -74,6 +78,10 @@ def run(args) -> int:
 
     profiles: list = []
     results, objective, order, conf = load_all(args.db, args.shape, args.variant, profiles)
+    with Store(args.db, create=False) as store:
+        old = store.superseded(args.variant, args.shape)
+        old_rows = [r for r in store.results(args.variant, args.shape, superseded=True)
+                    if (r.variant, r.shape, config_id(r.params)) in old] if args.superseded else []
     if args.objectives is not None:  # kernel mode's names (time: ms…) unless the results have such a metric
         try:
             objectives = resolve(objectives_option(args.objectives), True, {m for r in results for m in r.metrics})
@@ -82,14 +90,25 @@ def run(args) -> int:
     else:
         with Store(args.db, create=False) as store:
             objectives = stored_objectives(store.get_meta("objectives"))
+    marked = old if args.superseded else None
     if args.format == "csv":
-        print(to_csv(results, conf, front_ids(results, objectives)), end="")
+        print(to_csv(results + old_rows, conf, front_ids(results, objectives), marked), end="")
     elif args.format == "json":
-        print(to_json(results, conf, front_ids(results, objectives)))
+        print(to_json(results + old_rows, conf, front_ids(results, objectives), marked))
     else:
         console = wide_console()
         render(results, objective["metric"], objective["direction"], console, param_order=order,
                top=None if args.all else args.top, confirmations=conf)
+        if old_rows:
+            render(old_rows, objective["metric"], objective["direction"], console, param_order=order,
+                   top=None if args.all else args.top, best=False,
+                   title_suffix=" · superseded: measured on another source or spec, not ranked")
+        elif old:
+            n = len(old)
+            print(f"{n} result{'s' if n != 1 else ''} measured on an older source or spec "
+                  f"{'are' if n != 1 else 'is'} not shown: a later sweep or check --update found "
+                  f"{'them' if n != 1 else 'it'} out of date (--superseded shows {'them' if n != 1 else 'it'}; "
+                  f"ksweep run measures {'them' if n != 1 else 'it'} again)")
         if len(objectives) >= 2:
             render_fronts(results, objectives, console, order)
         if profiles:

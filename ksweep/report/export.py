@@ -34,9 +34,12 @@ def _confirmation(r: Result, conf) -> dict | None:
             "default": c.default == config_id(r.params)}
 
 
-def to_records(results: Iterable[Result], conf=None, front: set | None = None) -> list[dict]:
+def to_records(results: Iterable[Result], conf=None, front: set | None = None,
+               superseded: set | None = None) -> list[dict]:
     """One record per result; ``front`` (report/pareto.front_ids), when several objectives were
-    asked for: each record says whether its config is on the Pareto front."""
+    asked for: each record says whether its config is on the Pareto front; ``superseded``
+    ((variant, shape, config id) of results measured on another source or spec, when they are
+    shown): whether it is one of them."""
     return [
         {
             "variant": r.variant, "shape": r.shape, "params": dict(r.params), "derived": dict(r.derived),
@@ -48,6 +51,8 @@ def to_records(results: Iterable[Result], conf=None, front: set | None = None) -
             "confirmation": _confirmation(r, conf), "gpu_state": dict(r.gpu_state) or None,
             "throttled": bool((r.gpu_state or {}).get("throttled")),
             **({"pareto": (r.variant, r.shape, config_id(r.params)) in front} if front is not None else {}),
+            **({"superseded": (r.variant, r.shape, config_id(r.params)) in superseded}
+               if superseded is not None else {}),
         }
         for r in results
     ]
@@ -64,13 +69,15 @@ def finite_or_none(value):
     return value
 
 
-def to_json(results: Iterable[Result], conf=None, front: set | None = None) -> str:
-    return json.dumps(finite_or_none(to_records(results, conf, front)), indent=2, default=str, allow_nan=False)
+def to_json(results: Iterable[Result], conf=None, front: set | None = None, superseded: set | None = None) -> str:
+    return json.dumps(finite_or_none(to_records(results, conf, front, superseded)), indent=2, default=str,
+                      allow_nan=False)
 
 
-def to_csv(results: Sequence[Result], conf=None, front: set | None = None) -> str:
-    """Every column; with ``front`` (several objectives) a last column ``pareto``, 1 for the
-    configs on the Pareto front."""
+def to_csv(results: Sequence[Result], conf=None, front: set | None = None, superseded: set | None = None) -> str:
+    """Every column; with ``front`` (several objectives) a column ``pareto``, 1 for the
+    configs on the Pareto front; with ``superseded`` a last column of that name, 1 for a result
+    measured on another source or spec."""
     params, derived, metrics = [], [], []
     for r in results:
         for k in r.params:
@@ -86,7 +93,8 @@ def to_csv(results: Sequence[Result], conf=None, front: set | None = None) -> st
               "status", "message", "regs", "spills", "smem", *[f"metric.{k}" for k in metrics],
               "cached", "gpu_index", "gpu_name", "gpu_uuid", "driver", "build_seconds", "run_seconds",
               "finished", "cache_key", "build_argv", "confirm_median", "confirm_ci95_lo", "confirm_ci95_hi",
-              "confirm_n", "confirm_mark", "throttled", "sm_clock_mhz", *(["pareto"] if front is not None else [])]
+              "confirm_n", "confirm_mark", "throttled", "sm_clock_mhz", *(["pareto"] if front is not None else []),
+              *(["superseded"] if superseded is not None else [])]
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(header)
@@ -100,6 +108,7 @@ def to_csv(results: Sequence[Result], conf=None, front: set | None = None) -> st
             paste_able(r.build_argv), *_confirm_csv(_confirmation(r, conf)),
             int(bool((r.gpu_state or {}).get("throttled"))), _blank((r.gpu_state or {}).get("sm_clock_mhz")),
             *([int((r.variant, r.shape, config_id(r.params)) in front)] if front is not None else []),
+            *([int((r.variant, r.shape, config_id(r.params)) in superseded)] if superseded is not None else []),
         ])
     return buf.getvalue()
 

@@ -54,7 +54,8 @@ def metric_columns(results: Sequence[Result], objective: str) -> list[str]:
 
 def render(results: Iterable[Result], objective: str, direction: str, console: Console,
            param_order: dict[tuple[str, str], list[str]] | None = None, top: int | None = None,
-           title_suffix: str = "", confirmations: Mapping[tuple[str, str], Confirmed] | None = None) -> None:
+           title_suffix: str = "", confirmations: Mapping[tuple[str, str], Confirmed] | None = None,
+           best: bool = True) -> None:
     """One table per variant × shape (× GPU model × phase). ``top`` N > 0 shows the N best
     valid configs and at most N of the others, with a line counting the rest; None or 0
     shows every row.
@@ -67,7 +68,8 @@ def render(results: Iterable[Result], objective: str, direction: str, console: C
     With ``confirmations`` (report/confirmed.py) the confirmed configs come first, by the
     median of their confirmation runs, with MEDIAN, CI95 and N columns; BEST and TIE are
     theirs alone (a config measured once is never BEST when others were confirmed), and a
-    line under the table gives the best's speed-up over the default."""
+    line under the table gives the best's speed-up over the default. ``best=False``: rows in
+    the same order, none marked BEST (results not ranked against the current ones)."""
     limit = top if top and top > 0 else None
     groups = group_results(results)
     said: set[tuple[str, str]] = set()  # the shape × variants whose confirmation line is printed
@@ -114,7 +116,7 @@ def render(results: Iterable[Result], objective: str, direction: str, console: C
                 if conf.default == config_id(r.params):
                     note = "the default config" + (f"; {note}" if note else "")
             else:
-                status = "[bold green]BEST[/]" if i == 0 else "ok"
+                status = "[bold green]BEST[/]" if i == 0 and best else "ok"
             body.append((cells, status, note))
         for r in shown_others:
             if r.status is Status.OK:

@@ -302,26 +302,31 @@ class Sweep:
 
     def _reusable(self, space, factory: JobFactory, variant: str, shape: str) -> dict[str, Result]:
         """Stored results that stand for this experiment: same result key, same dependencies,
-        a GPU model this run uses, and not asked to be rerun."""
-        if self.options.rerun == "all":
-            return {}
+        a GPU model this run uses, and not asked to be rerun. The others of this experiment's
+        configs, measured on another source or spec, are marked superseded (reports leave them
+        out; a config measured again, or current again, loses the mark)."""
         out: dict[str, Result] = {}
+        stale: list[str] = []
         checked: dict[tuple, bool] = {}
         for old in self.store.evaluated(variant, shape):
-            if self.options.rerun == "failed" and old.status is not Status.OK:
-                continue
             config = dict(old.params)
-            if set(config) != set(space.names) or config not in space:
+            if set(config) != set(space.names):  # another parameter set: not a config of this spec
+                stale.append(config_id(config))
                 continue
-            if old.cache_key != factory.make(config).cache_key:
-                continue
-            if old.gpu_name is not None and self._gpu_models is not None and old.gpu_name not in self._gpu_models:
+            if config not in space:  # outside a narrowed space: still what it measured, not judged
                 continue
             deps = tuple(map(tuple, old.deps))
             if deps not in checked:
                 checked[deps] = depfiles.unchanged(deps)
-            if checked[deps]:
-                out[config_id(config)] = old
+            if old.cache_key != factory.make(config).cache_key or not checked[deps]:
+                stale.append(config_id(config))
+                continue
+            if self.options.rerun == "all" or (self.options.rerun == "failed" and old.status is not Status.OK):
+                continue
+            if old.gpu_name is not None and self._gpu_models is not None and old.gpu_name not in self._gpu_models:
+                continue
+            out[config_id(config)] = old
+        self.store.supersede(variant, shape, stale)
         return out
 
     # -- one result ---------------------------------------------------------------------
