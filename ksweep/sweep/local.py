@@ -11,8 +11,9 @@ from pathlib import Path
 
 from ..build.builder import Builder, BuildRules
 from ..build.cache import BuildCache
-from ..errors import Interrupted, SpecError
+from ..errors import EnvironmentProblem, Interrupted, SpecError
 from ..process import reap_session
+from ..run.environment import missing_programs
 from ..run.modes import Mode
 from ..spec.model import Spec
 from ..store.sqlite import Store
@@ -87,6 +88,9 @@ def run_with(spec: Spec, executor_factory, mode: Mode | None = None, *, db: str 
     variant, when not the one ``options`` names."""
     db_path = Path(db) if db else default_db_path(spec)
     check_sources(spec, options.variants)  # before anything is created beside the spec
+    problem = missing_programs(spec)
+    if problem:
+        raise EnvironmentProblem(f"{spec.label}: {problem}")
     store = Store(db_path)
     own_executor = executor is None
     summary = None
