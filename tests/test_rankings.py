@@ -458,3 +458,25 @@ def test_kill_9_during_the_confirmation_loses_no_measurement(tmp_path):
         count = len(store.measurements())
     assert count == len(final) == 4 * 4  # the 3 best and the default, 4 rounds each, once
     assert all(final[k] == v for k, v in seen.items())  # what a killed run had stored stayed as it was
+
+
+def test_a_default_config_that_failed_is_not_run_again_by_the_confirmation(tmp_path, capsys):
+    """A default that hangs would cost the confirmation a timeout per round: a failed
+    default is left out of it (there is no speed-up over it to measure)."""
+    (tmp_path / "p.c").write_text('#include <stdio.h>\nint main(void) { if (X == 1) return 3; '
+                                  'printf("@@RESULT ms=%d\\n", 10 + X); return 0; }\n')
+    spec = tmp_path / "p.toml"
+    spec.write_text(textwrap.dedent("""
+        [params]
+        X = { values = [1, 2, 3, 4], default = 1 }
+        [build]
+        sources = ["p.c"]
+        command = ["gcc", "-O0", "{defines}", "-o", "{binary}", "p.c"]
+    """))
+    db = tmp_path / "p.db"
+    code, out, err = _cli(capsys, "run", spec, "--db", db, "--strategy", "grid", "--confirm", "2,2")
+    assert code == 0, err
+    with Store(db) as store:
+        assert sorted({m.params["X"] for m in store.measurements()}) == [2, 3]
+    line = next(ln for ln in out.splitlines() if "confirmed:" in ln)
+    assert "2 configs x 2 rounds" in line and "the default" not in line

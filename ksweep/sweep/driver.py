@@ -447,9 +447,11 @@ class Sweep:
                 if stored is None or stored.cache_key != job.cache_key or self.options.rerun == "all":  # it is now, as
                     # part of the confirmation (not counted by --max-evals, nor shown as progress)
                     build, outcome = self._measure(target, replace(job, phase="default"))
-                    self.finish(replace(job, phase="default"), build, outcome, target.reference, observe=False)
+                    stored = self.finish(replace(job, phase="default"), build, outcome, target.reference,
+                                         observe=False)
                     self.summary.confirm_runs += 1
-                jobs[job.config_id] = job
+                if stored.status is Status.OK:  # a failed one (a hang: a timeout a round) is not run again
+                    jobs[job.config_id] = job
         if not jobs:
             return
         keys = {cid: job.cache_key for cid, job in jobs.items()}
