@@ -23,6 +23,7 @@ from .process import run_process
 from .profile import ncu as ncu_mod
 from .report import explain as ex
 from .report.confirmed import confirmed
+from .build.deps import changed
 from .report.rank import best as ranked_best, rank, finite_value
 from .result import Result
 from .space.space import Space
@@ -104,6 +105,7 @@ class Chosen:
     defaulted: tuple[str, ...] = ()
     result: Result | None = None
     result_id: int | None = None
+    superseded: bool = False  # its stored result was measured on another source or spec
 
 
 def resolve_config(words: Sequence[str], spec: Spec, store: Store | None, shape: str | None,
@@ -160,7 +162,10 @@ def _with_result(c: Chosen, store: Store | None) -> Chosen:
         return c
     cid = config_id(c.params)
     r = store.get(c.variant, c.shape, cid)
-    return replace(c, result=r, result_id=store.result_id(c.variant, c.shape, cid)) if r is not None else c
+    if r is None:
+        return c
+    return replace(c, result=r, result_id=store.result_id(c.variant, c.shape, cid),
+                   superseded=(c.variant, c.shape, cid) in store.superseded(c.variant, c.shape))
 
 
 def ranked_valid(store: Store, variant: str, shape: str) -> list[Result]:
@@ -233,6 +238,13 @@ def explain(target: str, words: Sequence[str], *, shape: str | None = None, vari
     used_limits = {n: space.fixed[n] for n in sorted(read) if n in limit_keys and n in space.fixed}
     kernels: tuple[dict, ...] = tuple(c.result.kernels) if c.result is not None and c.result.kernels else ()
     notes = []
+    if c.superseded:
+        notes.append("its stored result was measured on another source or spec (superseded: reports leave it "
+                     "out); ksweep run measures it on this one")
+    edited = changed(c.result.deps) if c.result is not None else []
+    if edited:
+        notes.append(f"{', '.join(Path(p).name for p in edited)} changed since its stored result was measured: "
+                     f"the result is of the other version (ksweep run measures it on this one)")
     if build and verdict.ok:
         _, built, _ = build_config(spec, c.shape, c.variant, c.params, t.db)
         kernels = tuple(built.report.to_json()) or kernels

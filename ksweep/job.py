@@ -44,6 +44,9 @@ class Job:
     build_key: str | None = None  # the build cache's key when it differs from cache_key (a harness it does not link)
     output: str = BINARY_NAME  # the file name of the build's output
     work: Work | None = None  # what one run must do ([physics]): the physics gate's input
+    # (path, digest) of its listed sources (and its harness's) when it was made: stored with its
+    # result, so a report can tell a source edited since (build/deps.changed)
+    inputs: tuple[tuple[str, str], ...] = ()
 
     @property
     def build_cache_key(self) -> str:

@@ -184,7 +184,7 @@ def test_an_older_database_gains_the_verified_column(tmp_path, old):
     with Store(path, create=False) as store:
         (row,) = store.results()
         assert (row.status, row.verified, row.metrics) == (Status.OK, False, {"ms": 1.0})
-        assert store.get_meta("schema") == SCHEMA_VERSION == "7"
+        assert store.get_meta("schema") == SCHEMA_VERSION == "6"
         store.put(Result("v", "s", {"A": 2}, Status.OK, verified=True, metrics={"ms": 2.0},
                          gpu_state={"sm_clock_mhz": 1980}))
         assert [r.verified for r in store.results()] == [False, True]

@@ -575,3 +575,18 @@ def test_a_sweep_races_its_configs_against_its_best_but_never_the_confirmation(t
     assert sorted(measured) == [(256, 7)] * 3 + [(512, 7)] * 3  # the leaders, in full
     results, _ = sweep(tmp_path / "full", 0)
     assert {b: m["reps"] for b, m in results.items()} == {256: 7, 512: 7, 128: 7, 64: 7}
+
+
+@nvcc
+def test_a_sweep_resumes_after_the_generated_wrappers_are_deleted(tmp_path):
+    """A result's build read its generated wrapper (.ksweep/kernel/*.cu): a sweep makes it
+    again before judging the result, so a cleaned workspace resumes and supersedes nothing."""
+    import shutil as _shutil
+
+    first, _ = grid_of_vadd(tmp_path, "BLOCK = [128, 256]\nELEMS = [1]", "fake_vadd.py", "timeout = 2.0")
+    assert first.counts.get("OK") == 2
+    wrappers = tmp_path / ".ksweep" / "kernel"
+    assert any(wrappers.glob("*.cu"))
+    _shutil.rmtree(wrappers)
+    again, stored = grid_of_vadd(tmp_path, "BLOCK = [128, 256]\nELEMS = [1]", "fake_vadd.py", "timeout = 2.0")
+    assert (again.evaluated, again.resumed) == (0, 2) and len(stored) == 2

@@ -131,3 +131,17 @@ def unchanged(deps: Iterable[Sequence[str]]) -> bool:
         except OSError:
             return False
     return True
+
+
+def changed(deps: Iterable[Sequence[str]]) -> list[str]:
+    """The recorded files that now have other contents. A file that is gone is not counted
+    (a database read away from its sources cannot tell)."""
+    out = []
+    for path, digest in deps:
+        try:
+            if file_digest(Path(path)) != digest:
+                out.append(path)
+        except OSError:
+            continue
+    return out
+

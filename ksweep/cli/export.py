@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ExportError
+from ..report.edited import edited_notes
 from ..report.export_formats import FORMATS, export
 from ..store.sqlite import Store
 from .main import version
@@ -58,5 +59,8 @@ def run(args) -> int:
     for line in out.lines:
         print(line, file=said)
     for note in out.notes:
+        print(f"note: {note}", file=said)
+    shipped = [r for r in results if args.shape in (None, r.shape) and args.variant in (None, r.variant)]
+    for note in edited_notes(shipped):  # the source on disk is not the one these were measured on
         print(f"note: {note}", file=said)
     return 0

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+
+from ..report.edited import edited_notes
 from ..report.export import to_csv, to_json
 from ..report.pareto import front_ids, render_fronts, stored_objectives
 from ..errors import KsweepError
@@ -58,18 +61,33 @@ def check_names(store: Store, shape=None, variant=None) -> None:
                               + (f" — did you mean {close}?" if close else f" ({what}s: {', '.join(known[:12])})"))
 
 
-def load_all(db: str, shape=None, variant=None, profiles: list | None = None):
+def load_all(db: str, shape=None, variant=None, profiles: list | None = None, superseded: dict | None = None):
     """Results, objective, parameter order and what the confirmation runs say (and, into
-    ``profiles`` when given, the stored Nsight Compute profiles)."""
+    ``profiles`` when given, the stored Nsight Compute profiles; into ``superseded`` when
+    given, ``ids``: the superseded results' (variant, shape, config id) and ``rows``: them),
+    read in one transaction: a sweep marking results meanwhile cannot show one twice."""
     with Store(db, create=False) as store:
-        check_names(store, shape, variant)
-        results = store.results(variant=variant, shape=shape)
-        objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
-        order = store.param_orders()
-        conf = confirmed(results, store.measurements(variant, shape), objective["direction"],
-                         store.default_configs())
-        if profiles is not None:
-            profiles.extend(store.profiles(variant, shape))
+        store.db.execute("BEGIN")
+        try:
+            return _load(store, shape, variant, profiles, superseded)
+        finally:
+            store.db.execute("COMMIT")
+
+
+def _load(store: Store, shape, variant, profiles: list | None, superseded: dict | None):
+    check_names(store, shape, variant)
+    results = store.results(variant=variant, shape=shape)
+    if superseded is not None:
+        ids = store.superseded(variant, shape)
+        superseded["ids"] = ids
+        superseded["rows"] = [r for r in store.results(variant, shape, superseded=True)
+                              if (r.variant, r.shape, config_id(r.params)) in ids]
+    objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
+    order = store.param_orders()
+    conf = confirmed(results, store.measurements(variant, shape), objective["direction"],
+                     store.default_configs())
+    if profiles is not None:
+        profiles.extend(store.profiles(variant, shape))
     return results, objective, order, conf
 
 
@@ -77,11 +95,9 @@ def run(args) -> int:
     from .run import objectives_option
 
     profiles: list = []
-    results, objective, order, conf = load_all(args.db, args.shape, args.variant, profiles)
-    with Store(args.db, create=False) as store:
-        old = store.superseded(args.variant, args.shape)
-        old_rows = [r for r in store.results(args.variant, args.shape, superseded=True)
-                    if (r.variant, r.shape, config_id(r.params)) in old] if args.superseded else []
+    sup: dict = {}
+    results, objective, order, conf = load_all(args.db, args.shape, args.variant, profiles, sup)
+    old, old_rows = sup["ids"], sup["rows"] if args.superseded else []
     if args.objectives is not None:  # kernel mode's names (time: ms…) unless the results have such a metric
         try:
             objectives = resolve(objectives_option(args.objectives), True, {m for r in results for m in r.metrics})
@@ -91,6 +107,8 @@ def run(args) -> int:
         with Store(args.db, create=False) as store:
             objectives = stored_objectives(store.get_meta("objectives"))
     marked = old if args.superseded else None
+    for line in edited_notes(results):  # the source on disk is not the one they were measured on
+        print(f"note: {line}", file=sys.stderr if args.format != "table" else sys.stdout)
     if args.format == "csv":
         print(to_csv(results + old_rows, conf, front_ids(results, objectives), marked), end="")
     elif args.format == "json":
@@ -105,10 +123,9 @@ def run(args) -> int:
                    title_suffix=" · superseded: measured on another source or spec, not ranked")
         elif old:
             n = len(old)
-            print(f"{n} result{'s' if n != 1 else ''} measured on an older source or spec "
+            print(f"{n} result{'s' if n != 1 else ''} measured on another source or spec "
                   f"{'are' if n != 1 else 'is'} not shown: a later sweep or check --update found "
-                  f"{'them' if n != 1 else 'it'} out of date (--superseded shows {'them' if n != 1 else 'it'}; "
-                  f"ksweep run measures {'them' if n != 1 else 'it'} again)")
+                  f"{'them' if n != 1 else 'it'} out of date (--superseded shows {'them' if n != 1 else 'it'})")
         if len(objectives) >= 2:
             render_fronts(results, objectives, console, order)
         if profiles:

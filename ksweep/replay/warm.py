@@ -74,7 +74,7 @@ def database_prior(path: str | Path, variant: str | None = None, shape: str | No
 
     with Store(path, create=False) as store:
         objective = store.get_meta("objective") or {}
-        results = [r for r in store.results() if r.status is not Status.PRUNED]
+        results = [r for r in store.results(superseded=True) if r.status is not Status.PRUNED]
     metric, direction = objective.get("metric"), objective.get("direction", "min")
     if metric is None or not results:
         raise KsweepError(f"--warm-start {path}: the database holds no results to start from")

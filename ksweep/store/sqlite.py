@@ -29,9 +29,11 @@ from ..errors import StoreError, StoreInUse
 from ..result import Measurement, Result
 from ..status import Status
 
-SCHEMA_VERSION = "7"  # 2: results.deps and the depsets table; 3: results.verified;
+SCHEMA_VERSION = "6"  # 2: results.deps and the depsets table; 3: results.verified;
 # 4: results.gpu_state and the measurements table (confirmation runs); 5: the profiles table;
-# 6: results.revision and the history table (every result kept); 7: the superseded table
+# 6: results.revision and the history table (every result kept). The superseded table is made
+# by the first sweep that marks a result (``supersede``): a reader never writes to add it, and
+# an older ksweep reading the file ranks those rows as it always did
 
 # A result's columns: the current row of each config (results) and every row ever (history).
 _RESULT_COLUMNS = """    variant TEXT NOT NULL,
@@ -61,12 +63,6 @@ CREATE TABLE IF NOT EXISTS history (
 );
 CREATE INDEX IF NOT EXISTS history_by_target ON history (variant, shape, finished);
 CREATE TABLE IF NOT EXISTS depsets (id TEXT PRIMARY KEY, files TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS superseded (
-    variant TEXT NOT NULL,
-    shape TEXT NOT NULL,
-    config TEXT NOT NULL,
-    PRIMARY KEY (variant, shape, config)
-);
 CREATE TABLE IF NOT EXISTS measurements (
     id INTEGER PRIMARY KEY,
     variant TEXT NOT NULL,
@@ -105,6 +101,13 @@ _COLUMNS = (
 # them by ALTER TABLE. Its rows read NULL there: without deps their result keys no longer match,
 # so they rerun; and they are not known to be verified.
 _ADDED_COLUMNS = ("deps TEXT", "verified INTEGER", "gpu_state TEXT", "revision TEXT")
+
+_SUPERSEDED = """CREATE TABLE IF NOT EXISTS superseded (
+    variant TEXT NOT NULL,
+    shape TEXT NOT NULL,
+    config TEXT NOT NULL,
+    PRIMARY KEY (variant, shape, config)
+)"""
 
 
 def _dumps(v: Any) -> str:
@@ -154,9 +157,6 @@ class Store:
             self.set_meta("schema", SCHEMA_VERSION)
             return
         if str(version) == SCHEMA_VERSION:
-            return
-        if str(version) == "6":  # the superseded table is new and empty (CREATE IF NOT EXISTS above)
-            self.set_meta("schema", SCHEMA_VERSION)
             return
         if str(version) in ("1", "2", "3", "4", "5"):
             columns = {row[1] for row in self.db.execute("PRAGMA table_info(results)")}
@@ -236,8 +236,8 @@ class Store:
         self.db.execute("SAVEPOINT put")
         try:
             self.db.execute(f"INSERT OR REPLACE INTO results ({', '.join(_COLUMNS)}) VALUES ({marks})", row)
-            # measured now, it stands for the experiment as it is
-            self.db.execute("DELETE FROM superseded WHERE variant = ? AND shape = ? AND config = ?", row[:3])
+            if self._has_table("superseded"):  # measured now, it stands for the experiment as it is
+                self.db.execute("DELETE FROM superseded WHERE variant = ? AND shape = ? AND config = ?", row[:3])
             if r.status is not Status.PRUNED:
                 self.db.execute(f"INSERT INTO history ({', '.join(_COLUMNS)}) VALUES ({marks})", row)
             self.db.execute("RELEASE put")
@@ -296,7 +296,7 @@ class Store:
         later sweep found measured on another source or spec (``supersede``)."""
         clause, args = _where(variant, shape)
         sql = f"SELECT {', '.join(_COLUMNS)} FROM results" + clause
-        if not superseded:
+        if not superseded and self._has_table("superseded"):
             sql += (" AND" if clause else " WHERE") + (" NOT EXISTS (SELECT 1 FROM superseded s WHERE "
                                                        "s.variant = results.variant AND s.shape = results.shape "
                                                        "AND s.config = results.config)")
@@ -304,16 +304,22 @@ class Store:
         return [self._to_result(row) for row in self.db.execute(sql, args)]
 
     # -- results of another source or spec --------------------------------------------------
-    def supersede(self, variant: str, shape: str, configs: Iterable[str]) -> None:
-        """Mark exactly these configs of one shape × variant as superseded: their stored result
-        was measured on a source or spec that is no longer the experiment's (the sweep judges it,
-        by the result key). Reports leave them out; the history keeps them. A config measured
-        again (``put``), or found current again by a later sweep, loses the mark."""
+    def supersede(self, variant: str, shape: str, stale: Iterable[str], current: Iterable[str]) -> None:
+        """Mark the ``stale`` configs of one shape × variant as superseded (their stored result
+        was measured on a source or spec that is no longer the experiment's: the sweep judges
+        it, by the result key) and unmark the ``current`` ones; any other config keeps what it
+        had. Reports leave superseded results out; the history keeps them. A config measured
+        again (``put``) loses the mark."""
+        stale, current = list(stale), list(current)
+        if not stale and not self._has_table("superseded"):
+            return
         self.db.execute("BEGIN")
         try:
-            self.db.execute("DELETE FROM superseded WHERE variant = ? AND shape = ?", (variant, shape))
+            self.db.execute(_SUPERSEDED)
+            self.db.executemany("DELETE FROM superseded WHERE variant = ? AND shape = ? AND config = ?",
+                                [(variant, shape, c) for c in current])
             self.db.executemany("INSERT OR IGNORE INTO superseded (variant, shape, config) VALUES (?, ?, ?)",
-                                [(variant, shape, c) for c in configs])
+                                [(variant, shape, c) for c in stale])
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
@@ -321,6 +327,8 @@ class Store:
 
     def superseded(self, variant: str | None = None, shape: str | None = None) -> set[tuple[str, str, str]]:
         """(variant, shape, config id) of every superseded result that is still stored."""
+        if not self._has_table("superseded"):
+            return set()
         clause, args = _where(variant, shape)
         sql = ("SELECT s.variant, s.shape, s.config FROM superseded s JOIN results r ON r.variant = s.variant "
                "AND r.shape = s.shape AND r.config = s.config") + clause.replace("variant", "s.variant").replace(

@@ -302,31 +302,38 @@ class Sweep:
 
     def _reusable(self, space, factory: JobFactory, variant: str, shape: str) -> dict[str, Result]:
         """Stored results that stand for this experiment: same result key, same dependencies,
-        a GPU model this run uses, and not asked to be rerun. The others of this experiment's
-        configs, measured on another source or spec, are marked superseded (reports leave them
-        out; a config measured again, or current again, loses the mark)."""
+        a GPU model this run uses, and not asked to be rerun. Of the others, those measured on
+        another source or spec are marked superseded (reports leave them out) and those that
+        stand again lose the mark; another GPU model's are not judged (their compiler may be
+        another host's)."""
         out: dict[str, Result] = {}
         stale: list[str] = []
+        current: list[str] = []
         checked: dict[tuple, bool] = {}
         for old in self.store.evaluated(variant, shape):
             config = dict(old.params)
-            if set(config) != set(space.names):  # another parameter set: not a config of this spec
-                stale.append(config_id(config))
+            cid = config_id(config)
+            if old.gpu_name is not None and self._gpu_models is not None and old.gpu_name not in self._gpu_models:
                 continue
-            if config not in space:  # outside a narrowed space: still what it measured, not judged
+            if set(config) != set(space.names):  # another parameter set: not a config of this spec
+                stale.append(cid)
+                continue
+            try:  # a config outside a narrowed space is judged too: its key does not depend on the space
+                key = factory.make(config).cache_key  # (made first: kernel mode writes the build's wrapper)
+            except KsweepError:
                 continue
             deps = tuple(map(tuple, old.deps))
             if deps not in checked:
                 checked[deps] = depfiles.unchanged(deps)
-            if old.cache_key != factory.make(config).cache_key or not checked[deps]:
-                stale.append(config_id(config))
+            if old.cache_key != key or not checked[deps]:
+                stale.append(cid)
                 continue
-            if self.options.rerun == "all" or (self.options.rerun == "failed" and old.status is not Status.OK):
+            current.append(cid)
+            if config not in space or self.options.rerun == "all" or (
+                    self.options.rerun == "failed" and old.status is not Status.OK):
                 continue
-            if old.gpu_name is not None and self._gpu_models is not None and old.gpu_name not in self._gpu_models:
-                continue
-            out[config_id(config)] = old
-        self.store.supersede(variant, shape, stale)
+            out[cid] = old
+        self.store.supersede(variant, shape, stale, current)
         return out
 
     # -- one result ---------------------------------------------------------------------
@@ -350,7 +357,7 @@ class Sweep:
             gpu_index=gpu.index if gpu else None, gpu_name=gpu.name if gpu else None,
             gpu_uuid=gpu.uuid if gpu else None, driver=gpu.driver if gpu else None,
             build_seconds=build.seconds, run_seconds=outcome.seconds if outcome else None,
-            finished=time.time(), deps=tuple(dict.fromkeys((*build.deps, *harness_deps))),
+            finished=time.time(), deps=tuple(dict.fromkeys((*build.deps, *harness_deps, *job.inputs))),
             gpu_state=dict(outcome.gpu_state) if outcome is not None else {},
         )
         if outcome is not None and outcome.gpu_state:

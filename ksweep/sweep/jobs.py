@@ -8,6 +8,7 @@ import hashlib
 import json
 from typing import Any, Mapping
 
+from ..build import deps as depfiles
 from ..build.argv import define_flags, expand
 from ..build.builder import BuildRules
 from ..build.cache import cache_key
@@ -130,6 +131,7 @@ class JobFactory:
             run_env=dict(self.spec.run.env), output_limit=self.spec.run.output_limit, phase=phase,
             is_reference=is_reference, launch=launch, persistent=self.persistent, harness=self.harness,
             build_key=build_key, work=self._work({**self.fixed, **config, **derived}),
+            inputs=depfiles.digests(dict.fromkeys((*self.sources, *(self.harness.sources if self.harness else ())))),
         )
 
     def _work(self, env: Mapping[str, Any]) -> Work | None:
