@@ -24,7 +24,9 @@ from .confirm import Confirmation, Interval
 from .errors import KsweepError
 from .job import config_id
 from .report.confirmed import confirmed
-from .report.history import timeline
+from .insight import best_result
+from .report.history import BEFORE, Point, timeline
+from .report.rank import finite_value
 from .space.space import Space
 from .spec.model import Spec
 from .status import Status
@@ -38,7 +40,8 @@ from .sweep.local import default_db_path
 class ShapeVerdict:
     variant: str
     shape: str
-    verdict: str  # "ok", "faster", "REGRESSED", "FAILED", "no baseline"
+    verdict: str  # "ok", "faster", "inconclusive" (slower beyond the tolerance, within noise), "REGRESSED",
+    # "FAILED", "no baseline"
     params: dict
     baseline: float | None = None
     baseline_revision: str | None = None
@@ -61,8 +64,21 @@ class ShapeVerdict:
         if self.verdict == "FAILED":
             return head + f"FAILED: the best known config ({_cfg(self.params)}) {self.message}"
         noise = {True: "beyond noise", False: "within noise", None: "noise unknown"}[self.beyond_noise]
-        return (head + f"{self.verdict}: {metric} {self.baseline:.4g} at {self.baseline_revision} -> "
-                f"{self.now:.4g} now ({self.revision}), {self.speedup:.3f}x ({noise}); config {_cfg(self.params)}")
+        line = (head + f"{self.verdict}: {metric} {self.baseline:.4g}{_pm(self.baseline_interval)} at "
+                f"{self.baseline_revision} -> {self.now:.4g}{_pm(self.now_interval)} now ({self.revision}), "
+                f"{self.speedup:.3f}x ({noise}); config {_cfg(self.params)}")
+        if self.verdict == "inconclusive":
+            line += ("\n  slower by more than the tolerance, but the 95% intervals overlap: too noisy to tell "
+                     "(measure again with more --repeats; a wide baseline needs a sweep with more --confirm "
+                     "rounds)")
+        return line
+
+
+def _pm(iv: Interval | None) -> str:
+    """`` (±2.1%)``: the 95% interval's half-width relative to the median, when there is one."""
+    if iv is None or iv.n < 2 or not iv.median:
+        return ""
+    return f" (±{100 * (iv.hi - iv.lo) / 2 / abs(iv.median):.1f}%)"
 
 
 def _cfg(params) -> str:
@@ -90,6 +106,8 @@ def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, 
         objective = store.get_meta("objective", {"metric": spec.objective.metric,
                                                  "direction": spec.objective.direction})
         lines = timeline(history, store.measurements(), objective["metric"], objective["direction"], tolerance)
+        shipped = {(va.name, sh.name): _shipped(store, va.name, sh.name, objective["metric"], objective["direction"])
+                   for sh in spec.shape_list() for va in spec.variant_list()}
     metric, direction = objective["metric"], objective["direction"]
     verdicts: list[ShapeVerdict] = []
     targets = []
@@ -100,10 +118,10 @@ def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, 
             if variants and va.name not in variants:
                 continue
             points = [p for p in lines.get((va.name, sh.name), []) if p.value is not None]
-            if not points:
+            base = shipped.get((va.name, sh.name)) or (points[-1] if points else None)
+            if base is None:
                 verdicts.append(ShapeVerdict(va.name, sh.name, "no baseline", {}))
                 continue
-            base = points[-1]
             space = Space.from_spec(spec, sh.name, va.name)
             default = {p.name: p.default for p in spec.effective_params(sh, va)}
             configs = [dict(base.params)] + ([default] if default != dict(base.params) and default in space else [])
@@ -126,6 +144,22 @@ def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, 
                       cache=db_path.resolve().parent / "cache", strategy_factory=listed)
             verdicts.append(_judge(target, va, sh, base, metric, direction, tolerance))
     return verdicts
+
+
+def _shipped(store: Store, variant: str, shape: str, metric: str, direction: str) -> Point | None:
+    """The best of the stored results that stand (what report and export show, and export
+    ships): the confirmed BEST with its median and interval, else the ranked best; None when
+    there is none. Results resumed from an earlier revision count, as they do there (the
+    history's point of a revision holds only what was measured under it)."""
+    best = best_result(store, variant, shape)
+    if best is None:
+        return None
+    conf = confirmed(store.results(variant, shape), store.measurements(variant, shape), direction,
+                     store.default_configs()).get((variant, shape))
+    v = conf.verdicts.get(config_id(best.params)) if conf is not None else None
+    iv = v.interval if v is not None and v.interval.n else None
+    return Point(best.revision or BEFORE, best.finished, iv.median if iv is not None else finite_value(best, metric),
+                 dict(best.params), iv, confirmed=iv is not None)
 
 
 def _judge(db: Path, variant: str, shape: str, base, metric: str, direction: str, tolerance: float) -> ShapeVerdict:
@@ -153,6 +187,8 @@ def _judge(db: Path, variant: str, shape: str, base, metric: str, direction: str
         verdict = "REGRESSED"
     elif speed > 1 + tolerance and beyond is not False:
         verdict = "faster"
+    elif speed < 1 - tolerance:  # slower than the tolerance, but the intervals cannot tell it from noise
+        verdict = "inconclusive"
     else:
         verdict = "ok"
     return ShapeVerdict(verdict=verdict, now=now, now_interval=now_iv, speedup=speed, beyond_noise=beyond, **common)

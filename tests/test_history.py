@@ -273,3 +273,57 @@ def test_a_source_edited_since_the_results_is_said_by_report_export_and_explain(
     assert "prog.c changed since its stored result was measured" in best, best
     (repo / "prog.c").write_text(PROGRAM.format(cost=10, slow=0))  # put back: no note
     assert "changed since" not in cli("report", ".ksweep/sweep.db", cwd=repo).stdout
+
+
+def test_check_gates_the_config_export_ships_even_when_it_was_resumed_from_an_earlier_revision(repo):
+    """Swept in two runs across a commit (ms = 50 - 10 X): X=2 and X=3 (20 ms, the best)
+    measured in the first, X=1 (40) alone in the second. The history's latest revision holds
+    only X=1; report and export show X=3, and check must measure that one."""
+    (repo / "prog.c").write_text('#include <stdio.h>\nint main(void) { printf("@@RESULT ms=%d\\n", '
+                                 '50 - 10 * X); return 0; }\n')
+    git(repo, "commit", "-qam", "ms = 50 - 10 X")
+    assert cli("run", "sweep.toml", "--max-evals", "2", "--no-confirm", "-q", cwd=repo).returncode == 0
+    (repo / "README").write_text("notes\n")
+    git(repo, "add", "README")
+    git(repo, "commit", "-q", "-m", "a README: a new revision, the same source")
+    assert cli("run", "sweep.toml", "--no-confirm", "-q", cwd=repo).returncode == 0
+    with Store(repo / ".ksweep" / "sweep.db", create=False) as store:
+        assert [h.params["X"] for h in store.history() if h.revision == _head(repo, 3)] == [1]
+    r = cli("check", "sweep.toml", "--repeats", "1", "--json", cwd=repo)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (v,) = json.loads(r.stdout)
+    assert (v["params"], v["baseline"], v["verdict"]) == ({"X": 3}, 20.0, "ok")
+
+
+NOISY = """#include <stdio.h>
+#include <stdlib.h>
+int main(void) {  /* 0, 20, 40 ms above BASE, in turn: a wide interval */
+  const char *path = getenv("COUNTER"); int n = 0; FILE *f = fopen(path, "r");
+  if (f) { if (fscanf(f, "%d", &n) != 1) n = 0; fclose(f); }
+  f = fopen(path, "w"); fprintf(f, "%d\\n", n + 1); fclose(f);
+  printf("@@RESULT ms=%d\\n", BASE + 20 * (n % 3)); return 0;
+}
+"""
+
+
+def test_slower_beyond_the_tolerance_but_within_noise_is_inconclusive_not_ok(tmp_path):
+    (tmp_path / "p.c").write_text(NOISY)
+    (tmp_path / "s.toml").write_text(textwrap.dedent(f"""
+        [sweep]
+        objective = "ms"
+        [params]
+        BASE = [10]
+        [build]
+        sources = ["p.c"]
+        command = ["gcc", "-O0", "{{defines}}", "-o", "{{binary}}", "p.c"]
+        [run]
+        env = {{ COUNTER = "{tmp_path / 'counter'}" }}
+    """))
+    assert cli("run", "s.toml", "--confirm", "1,3", "-q", cwd=tmp_path).returncode == 0  # 10, 30, 50 ms
+    (tmp_path / "p.c").write_text(NOISY.replace("BASE + 20", "BASE + 15 + 20"))  # 15 ms slower
+    r = cli("check", "s.toml", "--repeats", "3", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "inconclusive: ms 30 (±" in r.stdout and "within noise" in r.stdout, r.stdout
+    assert "1 of 1 shapes slower beyond the tolerance but within noise" in r.stdout
+    (v,) = json.loads(cli("check", "s.toml", "--repeats", "3", "--json", cwd=tmp_path).stdout)
+    assert v["verdict"] == "inconclusive" and v["baseline_ci95"][0] < 30 < v["baseline_ci95"][1]

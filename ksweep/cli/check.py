@@ -36,13 +36,22 @@ def run(args) -> int:
         print(json.dumps([{"variant": v.variant, "shape": v.shape, "verdict": v.verdict, "params": v.params,
                            "baseline": v.baseline, "baseline_revision": v.baseline_revision, "now": v.now,
                            "revision": v.revision, "speedup": v.speedup, "beyond_noise": v.beyond_noise,
+                           "baseline_ci95": _ci(v.baseline_interval), "now_ci95": _ci(v.now_interval),
                            "message": v.message} for v in verdicts], indent=2))
     else:
         for v in verdicts:
             print(v.line(metric))
+    unsure = [v for v in verdicts if v.verdict == "inconclusive"]
+    if unsure:
+        print(f"ksweep check: {len(unsure)} of {len(verdicts)} shapes slower beyond the tolerance but within "
+              f"noise (inconclusive: not failed)", file=sys.stderr if args.json else sys.stdout)
     bad = [v for v in verdicts if v.failed]
     if bad:
         print(f"ksweep check: {len(bad)} of {len(verdicts)} shapes regressed or failed",
               file=sys.stderr if args.json else sys.stdout)
         return 1
     return 0
+
+
+def _ci(iv):
+    return None if iv is None or iv.n < 2 else [iv.lo, iv.hi]

@@ -66,12 +66,8 @@ def load_all(db: str, shape=None, variant=None, profiles: list | None = None, su
     ``profiles`` when given, the stored Nsight Compute profiles; into ``superseded`` when
     given, ``ids``: the superseded results' (variant, shape, config id) and ``rows``: them),
     read in one transaction: a sweep marking results meanwhile cannot show one twice."""
-    with Store(db, create=False) as store:
-        store.db.execute("BEGIN")
-        try:
-            return _load(store, shape, variant, profiles, superseded)
-        finally:
-            store.db.execute("COMMIT")
+    with Store(db, create=False) as store, store.snapshot():
+        return _load(store, shape, variant, profiles, superseded)
 
 
 def _load(store: Store, shape, variant, profiles: list | None, superseded: dict | None):

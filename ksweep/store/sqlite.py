@@ -15,6 +15,7 @@ writes the holder's PID into it, so a second sweep is refused with that PID. Rea
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -211,6 +212,15 @@ class Store:
         self.close()
 
     # -- meta -----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def snapshot(self):
+        """Reads inside one transaction: a sweep writing meanwhile is seen before or after, whole."""
+        self.db.execute("BEGIN")
+        try:
+            yield self
+        finally:
+            self.db.execute("COMMIT")
+
     def set_meta(self, key: str, value: Any) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, _dumps(value)))
 

@@ -319,7 +319,7 @@ class Sweep:
                 stale.append(cid)
                 continue
             try:  # a config outside a narrowed space is judged too: its key does not depend on the space
-                key = factory.make(config).cache_key  # (made first: kernel mode writes the build's wrapper)
+                key = factory.make(config).cache_key  # (made first: a mode may write a file the build reads)
             except KsweepError:
                 continue
             deps = tuple(map(tuple, old.deps))
