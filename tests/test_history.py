@@ -327,3 +327,12 @@ def test_slower_beyond_the_tolerance_but_within_noise_is_inconclusive_not_ok(tmp
     assert "1 of 1 shapes slower beyond the tolerance but within noise" in r.stdout
     (v,) = json.loads(cli("check", "s.toml", "--repeats", "3", "--json", cwd=tmp_path).stdout)
     assert v["verdict"] == "inconclusive" and v["baseline_ci95"][0] < 30 < v["baseline_ci95"][1]
+
+
+def test_the_workspace_keeps_out_of_git_status(repo):
+    (repo / ".gitignore").unlink()  # no rule of the user's own
+    git(repo, "rm", "-q", "--cached", ".gitignore")
+    git(repo, "commit", "-qm", "no .gitignore")
+    assert cli("run", "sweep.toml", "--no-confirm", "-q", cwd=repo).returncode == 0
+    status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True)
+    assert status.stdout == "", status.stdout

@@ -17,7 +17,7 @@ from ..run.environment import missing_programs
 from ..run.modes import Mode
 from ..spec.model import Spec
 from ..store.sqlite import Store
-from ..workspace import workspace
+from ..workspace import ensure, workspace
 from .driver import Summary, Sweep, SweepOptions
 
 __all__ = ["build_rules", "check_sources", "default_db_path", "make_builder", "run_with", "scratch_dir", "workspace"]
@@ -91,6 +91,7 @@ def run_with(spec: Spec, executor_factory, mode: Mode | None = None, *, db: str 
     problem = missing_programs(spec)
     if problem:
         raise EnvironmentProblem(f"{spec.label}: {problem}")
+    ensure(spec)
     store = Store(db_path)
     own_executor = executor is None
     summary = None
