@@ -222,6 +222,7 @@ def explain(target: str, words: Sequence[str], *, shape: str | None = None, vari
     try:
         c = resolve_config(words, t.spec, store, shape, variant)
         profiles = store.profiles(c.variant, c.shape) if store is not None else []
+        confirmation = _confirmation_of(store, c) if store is not None and c.result is not None else {}
     finally:
         if store is not None:
             store.close()
@@ -266,7 +267,20 @@ def explain(target: str, words: Sequence[str], *, shape: str | None = None, vari
         derived=derived, constraints=checks, pruned_by=None if verdict.ok else verdict.constraint,
         pruned_reason=None if verdict.ok else verdict.reason, arch=arch, limits=used_limits, result=c.result,
         result_id=c.result_id, kernels=kernels, occupancy=occ, launch=launch,
-        profile=prof or {}, notes=tuple(notes))
+        profile=prof or {}, notes=tuple(notes), confirmation=confirmation)
+
+
+def _confirmation_of(store: Store, c: Chosen) -> dict:
+    """What the confirmation runs say of the chosen config: mark (BEST, TIE or none), median,
+    95% interval, runs; empty when it was not confirmed (report's MEDIAN, CI95, N)."""
+    direction = store.get_meta("objective", {"direction": "min"}).get("direction", "min")
+    conf = confirmed(store.results(c.variant, c.shape), store.measurements(c.variant, c.shape), direction,
+                     store.default_configs()).get((c.variant, c.shape))
+    v = conf.verdicts.get(config_id(c.params)) if conf is not None else None
+    if v is None or not v.interval.n:
+        return {}
+    iv = v.interval
+    return {"mark": v.mark, "median": iv.median, "ci95": [iv.lo, iv.hi], "n": iv.n, "failed_runs": v.failed}
 
 
 # -- profile -------------------------------------------------------------------------------------

@@ -336,3 +336,12 @@ def test_the_workspace_keeps_out_of_git_status(repo):
     assert cli("run", "sweep.toml", "--no-confirm", "-q", cwd=repo).returncode == 0
     status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True)
     assert status.stdout == "", status.stdout
+
+
+def test_explain_gives_the_confirmed_median_report_and_export_use(repo):
+    assert cli("run", "sweep.toml", "--confirm", "2,2", "-q", cwd=repo).returncode == 0
+    out = cli("explain", "sweep.toml", "best", cwd=repo).stdout
+    assert "confirmed (BEST): median 20 over 2 runs, 95% interval 20–20" in out, out
+    j = json.loads(cli("explain", "sweep.toml", "best", "--json", cwd=repo).stdout)
+    assert j["confirmation"] == {"mark": "BEST", "median": 20.0, "ci95": [20.0, 20.0], "n": 2, "failed_runs": 0}
+    assert json.loads(cli("explain", "sweep.toml", "X=3", "--json", cwd=repo).stdout)["confirmation"] is None

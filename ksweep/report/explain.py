@@ -89,6 +89,7 @@ class Explanation:
     launch: Mapping[str, Any] = field(default_factory=dict)  # threads, dynamic smem, where they came from
     profile: Mapping[str, Any] = field(default_factory=dict)  # stored Nsight Compute metrics
     notes: tuple[str, ...] = ()
+    confirmation: Mapping[str, Any] = field(default_factory=dict)  # mark, median, ci95, n, failed_runs
 
     def to_json(self) -> dict:
         r = self.result
@@ -104,6 +105,7 @@ class Explanation:
             "occupancy": [{"kernel": k.kernel, "missing": k.missing,
                            **(k.occupancy.to_json() if k.occupancy else {})} for k in self.occupancy],
             "profile": dict(self.profile), "notes": list(self.notes),
+            "confirmation": dict(self.confirmation) or None,
         }
 
 
@@ -293,6 +295,13 @@ def render(e: Explanation) -> str:
                      + ("" if not r.metrics else "  " + " ".join(f"{k}={_show(v)}" for k, v in r.metrics.items())))
         if r.message:
             lines += [f"  {line}" for line in r.message.splitlines()[-12:]]
+        c = e.confirmation
+        if c:
+            mark = f" ({c['mark']})" if c.get("mark") else ""
+            lines.append(f"confirmed{mark}: median {_show(c['median'])} over {c['n']} runs, 95% interval "
+                         f"{_show(c['ci95'][0])}–{_show(c['ci95'][1])}"
+                         + (f"; {c['failed_runs']} run(s) failed" if c.get("failed_runs") else "")
+                         + " (the value report and export use)")
     names = _readable([k.get("name", "") for k in e.kernels])
     if e.kernels:
         lines.append("")
