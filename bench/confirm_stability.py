@@ -33,7 +33,7 @@ def main() -> int:
     ap.add_argument("--extra", default="", help="more ksweep run options, one string")
     args = ap.parse_args()
     from ksweep.job import config_id
-    from ksweep.report.confirmed import confirmed
+    from ksweep.confirm import confirmed
     from ksweep.store.sqlite import Store
 
     out = Path(args.out)

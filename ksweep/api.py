@@ -20,7 +20,7 @@ import numpy as np
 from .errors import KsweepError, SpecError
 from .kernel.executor import KernelExecutor, shape_sizes
 from .kernel.mode import KernelMode
-from .report.confirmed import confirmed
+from .confirm import confirmed
 from .report.export import to_csv
 from .report.pareto import front_ids, stored_objectives
 from .result import Result

@@ -22,7 +22,7 @@ from .job import Job, config_id
 from .process import run_process
 from .profile import ncu as ncu_mod
 from .report import explain as ex
-from .report.confirmed import confirmed
+from .confirm import confirmed
 from .build.deps import changed
 from .report.rank import best as ranked_best, rank, finite_value
 from .result import Result

@@ -87,7 +87,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     from .api import kernel_tuning_spec, run_sweep
     from .confirm import Confirmation
     from .job import config_id
-    from .report.confirmed import confirmed
+    from .confirm import confirmed
     from .report.export_kt import failure_name
     from .spec.load import DEFAULT_ARCH
     from .store.sqlite import Store

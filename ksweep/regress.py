@@ -23,7 +23,7 @@ from .api import run_sweep
 from .confirm import Confirmation, Interval
 from .errors import KsweepError
 from .job import config_id
-from .report.confirmed import confirmed
+from .confirm import confirmed
 from .insight import best_result
 from .report.history import BEFORE, Point, timeline
 from .report.rank import finite_value

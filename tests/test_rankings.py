@@ -95,10 +95,10 @@ def test_best_is_not_a_median_over_other_rounds_than_the_others():
 
 
 def test_the_stored_confirmation_pairs_its_rounds():
-    """report.confirmed: the BEST's speed-up over the default from the rounds both ran in,
+    """confirm.confirmed: the BEST's speed-up over the default from the rounds both ran in,
     so a clock that falls from round to round does not hide a steady 5% lead."""
     from ksweep.job import config_id
-    from ksweep.report.confirmed import confirmed
+    from ksweep.confirm import confirmed
     from ksweep.report.table import confirmation_line
     from ksweep.result import Measurement
 

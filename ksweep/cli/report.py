@@ -11,7 +11,7 @@ from ..errors import KsweepError
 from ..job import config_id
 from ..spec.names import did_you_mean
 from ..spec.objectives import resolve
-from ..report.confirmed import confirmed
+from ..confirm import confirmed
 from ..report.profile_view import profiles_block
 from ..report.table import render, wide_console
 from ..store.sqlite import Store

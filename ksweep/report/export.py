@@ -23,7 +23,7 @@ FIXED = ("variant", "shape", "phase", "status", "message", "regs", "spills", "sm
 
 
 def _confirmation(r: Result, conf) -> dict | None:
-    """The confirmation of one result (report/confirmed.py), or None when it had none."""
+    """The confirmation of one result (confirm.confirmed), or None when it had none."""
     c = (conf or {}).get((r.variant, r.shape))
     v = c.verdicts.get(config_id(r.params)) if c else None
     if v is None:

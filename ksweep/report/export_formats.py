@@ -16,7 +16,7 @@ from ..errors import ExportError
 from ..result import Result
 from ..spec.model import BASE_VARIANT
 from ..spec.names import did_you_mean
-from .confirmed import Confirmed
+from ..confirm import Confirmed
 from .export import selection_json
 from .export_header import header
 from .export_kt import kt_cache_text

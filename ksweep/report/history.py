@@ -17,7 +17,7 @@ from typing import Iterable, Mapping, Sequence
 from ..confirm import Interval
 from ..job import config_id
 from ..result import Measurement, Result
-from .confirmed import confirmed
+from ..confirm import confirmed
 from .rank import finite_value
 
 BEFORE = "(before history)"  # the revision of results stored before schema 6

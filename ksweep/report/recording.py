@@ -20,7 +20,7 @@ from ..errors import ExportError
 from ..job import config_id
 from ..result import Result, time_unit_ms
 from ..status import Status
-from .confirmed import Confirmed
+from ..confirm import Confirmed
 from .rank import finite_value
 from .selection import Entry, measured, only_gpu, select
 

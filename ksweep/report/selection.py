@@ -2,7 +2,7 @@
 with a cover the fewest configs that keep every shape within a tolerance of its own best.
 
 A config's value on a shape is the median of its confirmation runs where the confirmation
-measured it (report/confirmed.py), else its single measurement; a config that failed a
+measured it (confirm.confirmed), else its single measurement; a config that failed a
 confirmation run is never shipped. A shape's best is the confirmation's BEST where the
 confirmation ran, else the first of the ranking (report/rank.py).
 """
@@ -15,7 +15,7 @@ from typing import Iterable, Mapping, Sequence
 from ..errors import ExportError
 from ..job import config_id
 from ..result import Result
-from .confirmed import Confirmed
+from ..confirm import Confirmed
 from .cover import cover
 from .rank import finite_value, group_results, rank
 

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from ..build.demangle import short_name
 from ..job import config_id
-from .confirmed import Confirmed
+from ..confirm import Confirmed
 
 from ..result import Result
 from ..status import Status
@@ -65,7 +65,7 @@ def render(results: Iterable[Result], objective: str, direction: str, console: C
     messages give way: shortened in the NOTE column when it has room (kernel names
     demangled and shortened), otherwise numbered and listed under the table.
 
-    With ``confirmations`` (report/confirmed.py) the confirmed configs come first, by the
+    With ``confirmations`` (confirm.confirmed) the confirmed configs come first, by the
     median of their confirmation runs, with MEDIAN, CI95 and N columns; BEST and TIE are
     theirs alone (a config measured once is never BEST when others were confirmed), and a
     line under the table gives the best's speed-up over the default. ``best=False``: rows in
