@@ -480,3 +480,38 @@ def test_a_default_config_that_failed_is_not_run_again_by_the_confirmation(tmp_p
         assert sorted({m.params["X"] for m in store.measurements()}) == [2, 3]
     line = next(ln for ln in out.splitlines() if "confirmed:" in ln)
     assert "2 configs x 2 rounds" in line and "the default" not in line
+
+
+def test_the_best_of_an_earlier_confirmation_is_measured_again_with_the_new_leaders(tmp_path, capsys):
+    """First X in [1, 2]: X=2 (40 ms) is BEST. Then X in [1, 2, 3, 4]: X=3 and X=4 (20, 20.5)
+    lead and X=2 is no longer among the k. It and the default are measured again in the
+    new rounds, so BEST's lead and its speed-up come from runs taken together."""
+    (tmp_path / "p.c").write_text('#include <stdio.h>\nint main(void) { const double ms[] = {0, 50, 40, 20, 20.5}; '
+                                  'printf("@@RESULT ms=%g\\n", ms[X]); return 0; }\n')
+    spec = tmp_path / "p.toml"
+    text = textwrap.dedent("""
+        [params]
+        X = { values = VALUES, default = 1 }
+        [build]
+        sources = ["p.c"]
+        command = ["gcc", "-O0", "{defines}", "-o", "{binary}", "p.c"]
+    """)
+    spec.write_text(text.replace("VALUES", "[1, 2]"))
+    db = tmp_path / "p.db"
+    assert _cli(capsys, "run", spec, "--db", db, "--strategy", "grid", "--confirm", "3,2")[0] == 0
+    with Store(db) as store:
+        first = {(m.params["X"], m.round): m.finished for m in store.measurements()}
+    assert sorted(first) == [(1, 0), (1, 1), (2, 0), (2, 1)]
+    spec.write_text(text.replace("VALUES", "[1, 2, 3, 4]"))
+    code, out, err = _cli(capsys, "run", spec, "--db", db, "--strategy", "grid", "--confirm", "3,2")
+    assert code == 0, err
+    with Store(db) as store:
+        now = {(m.params["X"], m.round): m.finished for m in store.measurements()}
+    assert sorted(now) == [(x, r) for x in (1, 2, 3, 4) for r in (0, 1)]
+    assert all(now[k] > first[k] for k in first)  # taken again, with X=3 and X=4
+    line = next(ln for ln in out.splitlines() if "confirmed:" in ln)
+    assert "4 configs x 2 rounds" in line and "BEST is 2.5x the default" in line, line
+    # run again: nothing new to confirm, nothing measured again
+    assert _cli(capsys, "run", spec, "--db", db, "--strategy", "grid", "--confirm", "3,2")[0] == 0
+    with Store(db) as store:
+        assert {(m.params["X"], m.round): m.finished for m in store.measurements()} == now

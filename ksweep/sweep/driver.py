@@ -459,11 +459,20 @@ class Sweep:
                     self.summary.confirm_runs += 1
                 if stored.status is Status.OK:  # a failed one (a hang: a timeout a round) is not run again
                     jobs[job.config_id] = job
+        best = self._incumbent(variant, shape, current)
+        if best is not None and best not in jobs:  # the best of an earlier confirmation, pushed out of the k
+            jobs[best] = factory.make(dict(current[best].params), phase="confirm")
         if not jobs:
             return
         keys = {cid: job.cache_key for cid, job in jobs.items()}
         done = {(config_id(m.params), m.round) for m in self.store.measurements(variant, shape)
                 if keys.get(config_id(m.params)) == m.result_key and self.options.rerun != "all"}
+        if any(not any((cid, r) in done for r in range(plan.rounds)) for cid in jobs):
+            # a config never confirmed: those confirmed in full before (the best so far, the default)
+            # are measured again with it, in the same rounds, so that they compare round by round
+            # and not across sessions (a round cut short keeps its runs: it has no such config)
+            again = {cid for cid in jobs if all((cid, r) in done for r in range(plan.rounds))}
+            done = {(cid, r) for cid, r in done if cid not in again}
         # every build first, side by side (cache hits, usually): then the runs of one round
         # follow each other within seconds, as the round-by-round comparison assumes, and a
         # build missing from the cache does not hold the GPU for its time
@@ -486,6 +495,13 @@ class Sweep:
                 self.store.put_measurement(self._measurement(job, build, outcome, round_, target.reference))
                 self.summary.confirm_runs += 1
         self.summary.confirm_seconds += time.monotonic() - started
+
+    def _incumbent(self, variant: str, shape: str, current: Mapping[str, Result]) -> str | None:
+        """The BEST of the confirmation runs stored for the results that stand, if it is OK."""
+        conf = confirm.confirmed(list(current.values()), self.store.measurements(variant, shape),
+                                 self.spec.objective.direction, self.store.default_configs()).get((variant, shape))
+        best = conf.best if conf is not None else None
+        return best if best in current and current[best].status is Status.OK else None
 
     def _measure(self, target: "_Target", job: Job,
                  build: BuildResult | None = None) -> tuple[BuildResult, RunOutcome | None]:
