@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -24,9 +25,9 @@ from .confirm import Confirmation, Interval
 from .errors import KsweepError
 from .job import config_id
 from .confirm import confirmed
-from .insight import best_result
 from .report.history import BEFORE, Point, timeline
-from .report.rank import finite_value
+from .report.rank import best as ranked_best, finite_value
+from .run.gpus import detect_gpus, select_gpus
 from .space.space import Space
 from .spec.model import Spec
 from .status import Status
@@ -106,8 +107,11 @@ def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, 
         objective = store.get_meta("objective", {"metric": spec.objective.metric,
                                                  "direction": spec.objective.direction})
         lines = timeline(history, store.measurements(), objective["metric"], objective["direction"], tolerance)
-        shipped = {(va.name, sh.name): _shipped(store, va.name, sh.name, objective["metric"], objective["direction"])
-                   for sh in spec.shape_list() for va in spec.variant_list()}
+        models = _local_models(gpus)
+        shipped = {(va.name, sh.name): _shipped(store, va.name, sh.name, objective["metric"], objective["direction"],
+                                                Space.from_spec(spec, sh.name, va.name), models)
+                   for sh in spec.shape_list() for va in spec.variant_list()
+                   if (not shapes or sh.name in shapes) and (not variants or va.name in variants)}
     metric, direction = objective["metric"], objective["direction"]
     verdicts: list[ShapeVerdict] = []
     targets = []
@@ -140,36 +144,53 @@ def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, 
             options = SweepOptions(shapes=(sh,), variants=(va,), rerun="all", record_pruned=False,
                                    max_evals=len(configs), confirm=Confirmation(k=len(configs), rounds=repeats, within=None),
                                    warm_between_shapes=False)
+            started = time.time()
             run_sweep(spec, db=target, options=options, gpus=gpus, jobs=jobs, observer=observer,
                       cache=db_path.resolve().parent / "cache", strategy_factory=listed)
-            verdicts.append(_judge(target, va, sh, base, metric, direction, tolerance))
+            verdicts.append(_judge(target, va, sh, base, metric, direction, tolerance, started))
     return verdicts
 
 
-def _shipped(store: Store, variant: str, shape: str, metric: str, direction: str) -> Point | None:
-    """The best of the stored results that stand (what report and export show, and export
-    ships): the confirmed BEST with its median and interval, else the ranked best; None when
-    there is none. Results resumed from an earlier revision count, as they do there (the
-    history's point of a revision holds only what was measured under it)."""
-    best = best_result(store, variant, shape)
+def _local_models(gpus) -> set[str] | None:
+    """The GPU models this check runs on ({"none"} without a GPU), None when not known."""
+    names = {g.name for g in select_gpus(detect_gpus(), gpus)}
+    return None if "unknown" in names else names
+
+
+def _shipped(store: Store, variant: str, shape: str, metric: str, direction: str, space: Space,
+             models: set[str] | None) -> Point | None:
+    """The best of the stored results that stand, on the GPU model this check runs on and in
+    the spec's space (what it can measure): the confirmed BEST with its median and interval,
+    else the ranked best, as report and export choose; None when there is none. Results
+    resumed from an earlier revision count, as they do there (the history's point of a
+    revision holds only what was measured under it)."""
+    results = [r for r in store.results(variant, shape)
+               if (models is None or r.gpu_name is None or r.gpu_name in models) and dict(r.params) in space]
+    conf = confirmed(results, store.measurements(variant, shape), direction,
+                     store.default_configs()).get((variant, shape))
+    by_id = {config_id(r.params): r for r in results}
+    best = by_id.get(conf.best) if conf is not None and conf.best is not None else None
+    if best is None or best.status is not Status.OK:
+        best = ranked_best(results, metric, direction)
     if best is None:
         return None
-    conf = confirmed(store.results(variant, shape), store.measurements(variant, shape), direction,
-                     store.default_configs()).get((variant, shape))
     v = conf.verdicts.get(config_id(best.params)) if conf is not None else None
     iv = v.interval if v is not None and v.interval.n else None
     return Point(best.revision or BEFORE, best.finished, iv.median if iv is not None else finite_value(best, metric),
                  dict(best.params), iv, confirmed=iv is not None)
 
 
-def _judge(db: Path, variant: str, shape: str, base, metric: str, direction: str, tolerance: float) -> ShapeVerdict:
+def _judge(db: Path, variant: str, shape: str, base, metric: str, direction: str, tolerance: float,
+           started: float) -> ShapeVerdict:
     cid = config_id(base.params)
     with Store(db, create=False) as store:
         rows = store.history(variant, shape)
         revision = rows[-1].revision if rows else None
         now_rows = [r for r in rows if r.revision == revision]
         latest = {config_id(r.params): r for r in now_rows}
-        conf = confirmed(list(latest.values()), store.measurements(variant, shape), direction).get((variant, shape))
+        # the runs of this check only: rounds a sweep took under the same key are not "now"
+        ms = [m for m in store.measurements(variant, shape) if m.finished is not None and m.finished >= started]
+        conf = confirmed(list(latest.values()), ms, direction).get((variant, shape))
     mine = latest.get(cid)
     common = dict(variant=variant, shape=shape, params=dict(base.params), baseline=base.value,
                   baseline_revision=base.revision, baseline_interval=base.interval, revision=revision)

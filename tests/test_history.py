@@ -345,3 +345,48 @@ def test_explain_gives_the_confirmed_median_report_and_export_use(repo):
     j = json.loads(cli("explain", "sweep.toml", "best", "--json", cwd=repo).stdout)
     assert j["confirmation"] == {"mark": "BEST", "median": 20.0, "ci95": [20.0, 20.0], "n": 2, "failed_runs": 0}
     assert json.loads(cli("explain", "sweep.toml", "X=3", "--json", cwd=repo).stdout)["confirmation"] is None
+
+
+def test_check_takes_its_baseline_on_its_own_gpu_model_and_in_the_space(repo):
+    """The review's cases: another host's results (another GPU model, 4x faster) are not this
+    machine's baseline; a best config outside a narrowed space is not one check can measure."""
+    assert cli("run", "sweep.toml", "--no-confirm", "-q", cwd=repo).returncode == 0
+    db = repo / ".ksweep" / "sweep.db"
+    with sqlite3.connect(str(db)) as c:  # every result as if measured on an H100 elsewhere, 4x faster
+        c.execute("UPDATE results SET gpu_name = 'NVIDIA H100 80GB HBM3', cache_key = 'elsewhere', "
+                  "metrics = json_set(metrics, '$.ms', json_extract(metrics, '$.ms') / 4.0)")
+    (repo / "README").write_text("notes\n")
+    git(repo, "add", "README")
+    git(repo, "commit", "-q", "-m", "readme")
+    assert cli("run", "sweep.toml", "--no-confirm", "-q", "--max-evals", "2", cwd=repo).returncode == 0
+    r = cli("check", "sweep.toml", "--repeats", "1", "--json", cwd=repo)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (v,) = json.loads(r.stdout)
+    assert (v["verdict"], v["params"], v["baseline"]) == ("ok", {"X": 2}, 30.0)  # this machine's best of 2
+    spec = repo / "sweep.toml"
+    spec.write_text(spec.read_text().replace("X = [2, 1, 3]", "X = [1, 3]"))  # X=2 stands, but out of the space
+    (v,) = json.loads(cli("check", "sweep.toml", "--repeats", "1", "--json", cwd=repo).stdout)
+    assert (v["verdict"], v["params"], v["baseline"]) == ("ok", {"X": 3}, 40.0)  # X=1: the H100's only
+
+
+def test_check_judges_its_own_runs_not_the_sweeps_rounds_under_the_same_key(tmp_path):
+    """The program reads its extra time from a file the build does not see: the key is the
+    same after the change, and the sweep's five rounds must not count as "now"."""
+    (tmp_path / "p.c").write_text('#include <stdio.h>\nint main(void) { int extra = 0; FILE *f = fopen("'
+                                  + str(tmp_path / "slow.txt") + '", "r"); if (f) { if (fscanf(f, "%d", &extra) '
+                                  '!= 1) extra = 0; fclose(f); } printf("@@RESULT ms=%d\\n", 20 + extra); return 0; }\n')
+    (tmp_path / "s.toml").write_text(textwrap.dedent("""
+        [sweep]
+        objective = "ms"
+        [params]
+        X = [1]
+        [build]
+        sources = ["p.c"]
+        command = ["gcc", "-O0", "{defines}", "-o", "{binary}", "p.c"]
+    """))
+    assert cli("run", "s.toml", "--confirm", "1,5", "-q", cwd=tmp_path).returncode == 0
+    (tmp_path / "slow.txt").write_text("30\n")
+    r = cli("check", "s.toml", "--repeats", "2", "--json", cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    (v,) = json.loads(r.stdout)
+    assert (v["verdict"], v["now"]) == ("REGRESSED", 50.0)

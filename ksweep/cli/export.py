@@ -60,7 +60,8 @@ def run(args) -> int:
         print(line, file=said)
     for note in out.notes:
         print(f"note: {note}", file=said)
-    shipped = [r for r in results if args.shape in (None, r.shape) and args.variant in (None, r.variant)]
+    shipped = [r for r in results if args.shape in (None, r.shape) and args.variant in (None, r.variant)
+               and (args.gpu is None or args.gpu.lower() in (r.gpu_name or "").lower())]
     for note in edited_notes(shipped):  # the source on disk is not the one these were measured on
         print(f"note: {note}", file=said)
     return 0

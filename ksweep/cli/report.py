@@ -73,11 +73,12 @@ def load_all(db: str, shape=None, variant=None, profiles: list | None = None, su
 def _load(store: Store, shape, variant, profiles: list | None, superseded: dict | None):
     check_names(store, shape, variant)
     results = store.results(variant=variant, shape=shape)
-    if superseded is not None:
+    if superseded is not None:  # ids always (a count); rows when asked for ("rows": True)
         ids = store.superseded(variant, shape)
         superseded["ids"] = ids
         superseded["rows"] = [r for r in store.results(variant, shape, superseded=True)
-                              if (r.variant, r.shape, config_id(r.params)) in ids]
+                              if (r.variant, r.shape, config_id(r.params)) in ids] if ids and superseded.get(
+            "rows") else []
     objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
     order = store.param_orders()
     conf = confirmed(results, store.measurements(variant, shape), objective["direction"],
@@ -91,9 +92,9 @@ def run(args) -> int:
     from .run import objectives_option
 
     profiles: list = []
-    sup: dict = {}
+    sup: dict = {"rows": args.superseded}
     results, objective, order, conf = load_all(args.db, args.shape, args.variant, profiles, sup)
-    old, old_rows = sup["ids"], sup["rows"] if args.superseded else []
+    old, old_rows = sup["ids"], sup["rows"]
     if args.objectives is not None:  # kernel mode's names (time: ms…) unless the results have such a metric
         try:
             objectives = resolve(objectives_option(args.objectives), True, {m for r in results for m in r.metrics})

@@ -18,18 +18,19 @@ def edited_since(results: Iterable[Result]) -> dict[tuple[str, str], tuple[int, 
     """(variant, shape) -> (results measured before a file they depend on changed, results,
     the names of those files), for the shape × variants that have any."""
     counts: dict[tuple[str, str], list] = defaultdict(lambda: [0, 0, {}])
-    seen: dict[tuple, list[str]] = {}
+    differs: dict[tuple[str, str], bool] = {}  # (path, digest): each file is read once per call
     for r in results:
         if not r.deps:
             continue
-        key = tuple(map(tuple, r.deps))
-        if key not in seen:
-            seen[key] = changed(r.deps)
+        for path, digest in r.deps:
+            if (path, digest) not in differs:
+                differs[(path, digest)] = bool(changed([(path, digest)]))
+        edited = [path for path, digest in r.deps if differs[(path, digest)]]
         c = counts[(r.variant, r.shape)]
         c[1] += 1
-        if seen[key]:
+        if edited:
             c[0] += 1
-            c[2].update(dict.fromkeys(Path(p).name for p in seen[key]))
+            c[2].update(dict.fromkeys(Path(p).name for p in edited))
     return {g: (n, total, tuple(files)) for g, (n, total, files) in counts.items() if n}
 
 
