@@ -390,3 +390,27 @@ def test_check_judges_its_own_runs_not_the_sweeps_rounds_under_the_same_key(tmp_
     assert r.returncode == 1, r.stdout + r.stderr
     (v,) = json.loads(r.stdout)
     assert (v["verdict"], v["now"]) == ("REGRESSED", 50.0)
+
+
+def test_a_dask_run_does_not_judge_another_gpu_models_results(repo):
+    pytest.importorskip("distributed")
+    assert cli("run", "sweep.toml", "--no-confirm", "-q", cwd=repo).returncode == 0
+    db = repo / ".ksweep" / "sweep.db"
+    with sqlite3.connect(str(db)) as c:  # as if measured on another host's GPU, with its own compiler
+        c.execute("UPDATE results SET gpu_name = 'NVIDIA H100 80GB HBM3', cache_key = 'elsewhere'")
+    r = cli("run", "sweep.toml", "--no-confirm", "-q", "--max-evals", "1", "--cluster", "local", "--fake-gpus", "1",
+            "-j", "1", cwd=repo)
+    assert r.returncode == 0, r.stdout + r.stderr
+    with Store(db, create=False) as store:
+        assert store.superseded() == set()
+        assert sum(r.gpu_name == "NVIDIA H100 80GB HBM3" for r in store.results()) == 2
+
+
+def test_a_dask_run_supersedes_its_own_gpu_models_old_source_results(repo):
+    pytest.importorskip("distributed")
+    dask = ["--no-confirm", "-q", "--cluster", "local", "--fake-gpus", "1", "-j", "1"]
+    assert cli("run", "sweep.toml", *dask, cwd=repo).returncode == 0
+    revise(repo, 25, "v2")
+    assert cli("run", "sweep.toml", *dask, "--max-evals", "1", cwd=repo).returncode == 0
+    with Store(repo / ".ksweep" / "sweep.db", create=False) as store:
+        assert len(store.superseded()) == 2 and len(store.results()) == 1

@@ -147,6 +147,7 @@ class Sweep:
         models = executor_gpu_models(executor)
         self.summary = Summary(gpu_slots=executor.run_slots, has_gpu=models is None or models != {"none"})
         self._gpu_models = models
+        self._pending: dict[tuple[str, str], list] = {}  # results whose GPU model is not known yet
         self._make_strategy = strategy_factory or self._default_strategy
         # a caller's factory gets the prior only when it takes one (a ``prior`` keyword)
         self._custom_strategy = strategy_factory is not None and not _takes_prior(strategy_factory)
@@ -276,6 +277,7 @@ class Sweep:
         for result in stored.values():  # they count, and show, whether or not the search asks for them again
             self.resumed(result)
         if size == 0:
+            self._pending.pop((variant.name, shape.name), None)
             return
         window = self._window(variant.name, shape.name)
         # the harness builds alongside the first configs; runs start once it is there
@@ -285,6 +287,7 @@ class Sweep:
         target.loop()
         if self.options.confirm is not None and not budget.exhausted_by_time_or_patience():
             self._confirm(target, shape.name, variant.name)
+        self._judge_later(variant.name, shape.name, target)
 
     def _window(self, variant: str, shape: str) -> int:
         """Configs asked ahead of the results: fixed per shape × variant (kept in the store), so
@@ -309,12 +312,14 @@ class Sweep:
         out: dict[str, Result] = {}
         stale: list[str] = []
         current: list[str] = []
+        later: list[tuple[str, str, bool]] = []  # (config, GPU model, stale): the models not known yet
         checked: dict[tuple, bool] = {}
         for old in self.store.evaluated(variant, shape):
             config = dict(old.params)
             cid = config_id(config)
             if old.gpu_name is not None and self._gpu_models is not None and old.gpu_name not in self._gpu_models:
                 continue
+            unknown = self._gpu_models is None and old.gpu_name not in (None, "none")
             if set(config) != set(space.names):  # another parameter set: not a config of this spec
                 stale.append(cid)
                 continue
@@ -325,16 +330,32 @@ class Sweep:
             deps = tuple(map(tuple, old.deps))
             if deps not in checked:
                 checked[deps] = depfiles.unchanged(deps)
-            if old.cache_key != key or not checked[deps]:
+            outdated = old.cache_key != key or not checked[deps]
+            if unknown:  # a Dask cluster's models are known once it has run: judged then
+                later.append((cid, old.gpu_name, outdated))
+            elif outdated:
                 stale.append(cid)
+            else:
+                current.append(cid)
+            if outdated:
                 continue
-            current.append(cid)
             if config not in space or self.options.rerun == "all" or (
                     self.options.rerun == "failed" and old.status is not Status.OK):
                 continue
             out[cid] = old
         self.store.supersede(variant, shape, stale, current)
+        self._pending[(variant, shape)] = later
         return out
+
+    def _judge_later(self, variant: str, shape: str, target: "_Target") -> None:
+        """The results of GPU models an executor did not name before the sweep (a Dask
+        cluster's): judged now, for the models this target's runs went to."""
+        later = self._pending.pop((variant, shape), [])
+        ran = [e.result for e in target.order if e.result is not None]
+        seen, again = {r.gpu_name for r in ran}, {config_id(r.params) for r in ran}
+        mine = [(cid, stale) for cid, gpu, stale in later if gpu in seen and cid not in again]
+        if mine:
+            self.store.supersede(variant, shape, [c for c, s in mine if s], [c for c, s in mine if not s])
 
     # -- one result ---------------------------------------------------------------------
     def finish(self, job: Job, build: BuildResult, outcome: RunOutcome | None,
