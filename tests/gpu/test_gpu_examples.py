@@ -4,12 +4,14 @@ with a process per run and on a persistent host."""
 
 import shutil
 import subprocess
+import time
 import sys
 from pathlib import Path
 
 import pytest
 
 from ksweep.status import Status
+from ksweep.job import config_id
 from ksweep.store.sqlite import Store
 
 EXAMPLES = Path(__file__).parent.parent.parent / "examples"
@@ -58,12 +60,17 @@ def test_resumed_on_the_same_gpu_and_rerun_only_when_asked(tmp_path):
     second = subprocess.run(args, capture_output=True, text=True, timeout=900)
     with Store(db) as store:  # the 3 searched and the default (evaluated for the confirmation)
         stored = len([x for x in store.results() if x.status is not Status.PRUNED])
-        measured = len(store.measurements())
     assert second.returncode == 0 and f"0 evaluated, {stored} resumed" in second.stdout, second.stdout[-2000:]
+    started = time.time()
     third = subprocess.run([*args, "--rerun", "all"], capture_output=True, text=True, timeout=900)
     assert third.returncode == 0 and "3 evaluated, 0 resumed" in third.stdout, third.stdout[-2000:]
     with Store(db) as store:
         rows = [x for x in store.results() if x.status is not Status.PRUNED and x.phase != "default"]
-        assert len(store.measurements()) == measured  # --rerun all measures the rounds again, in place
+        ms = store.measurements()
+    # --rerun all measures the rounds again, in place: every confirmed config's rounds are this
+    # run's, once each (which configs are confirmed depends on the run's own, noisy, first values)
+    again = {config_id(m.params) for m in ms if m.finished >= started}
+    mine = [(config_id(m.params), m.round, m.finished >= started) for m in ms if config_id(m.params) in again]
+    assert again and all(now for _, _, now in mine) and len({(c, r) for c, r, _ in mine}) == len(mine), mine
     assert len(rows) == 3 and all(r.status is Status.OK and r.cached for r in rows), \
         [(r.phase, r.status.value, r.cached, r.message[-200:]) for r in rows]
