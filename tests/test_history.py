@@ -295,6 +295,13 @@ def test_check_gates_the_config_export_ships_even_when_it_was_resumed_from_an_ea
     assert (v["params"], v["baseline"], v["verdict"]) == ({"X": 3}, 20.0, "ok")
 
 
+def one_value_spec(folder, param: str, extra: str = "") -> None:
+    """s.toml: one config of p.c, built by gcc."""
+    (folder / "s.toml").write_text("\n".join([
+        "[sweep]", 'objective = "ms"', "[params]", param, "[build]", 'sources = ["p.c"]',
+        'command = ["gcc", "-O0", "{defines}", "-o", "{binary}", "p.c"]', extra, ""]))
+
+
 NOISY = """#include <stdio.h>
 #include <stdlib.h>
 int main(void) {  /* 0, 20, 40 ms above BASE, in turn: a wide interval */
@@ -308,17 +315,7 @@ int main(void) {  /* 0, 20, 40 ms above BASE, in turn: a wide interval */
 
 def test_slower_beyond_the_tolerance_but_within_noise_is_inconclusive_not_ok(tmp_path):
     (tmp_path / "p.c").write_text(NOISY)
-    (tmp_path / "s.toml").write_text(textwrap.dedent(f"""
-        [sweep]
-        objective = "ms"
-        [params]
-        BASE = [10]
-        [build]
-        sources = ["p.c"]
-        command = ["gcc", "-O0", "{{defines}}", "-o", "{{binary}}", "p.c"]
-        [run]
-        env = {{ COUNTER = "{tmp_path / 'counter'}" }}
-    """))
+    one_value_spec(tmp_path, "BASE = [10]", f'[run]\nenv = {{ COUNTER = "{tmp_path / "counter"}" }}')
     assert cli("run", "s.toml", "--confirm", "1,3", "-q", cwd=tmp_path).returncode == 0  # 10, 30, 50 ms
     (tmp_path / "p.c").write_text(NOISY.replace("BASE + 20", "BASE + 15 + 20"))  # 15 ms slower
     r = cli("check", "s.toml", "--repeats", "3", cwd=tmp_path)
@@ -375,15 +372,7 @@ def test_check_judges_its_own_runs_not_the_sweeps_rounds_under_the_same_key(tmp_
     (tmp_path / "p.c").write_text('#include <stdio.h>\nint main(void) { int extra = 0; FILE *f = fopen("'
                                   + str(tmp_path / "slow.txt") + '", "r"); if (f) { if (fscanf(f, "%d", &extra) '
                                   '!= 1) extra = 0; fclose(f); } printf("@@RESULT ms=%d\\n", 20 + extra); return 0; }\n')
-    (tmp_path / "s.toml").write_text(textwrap.dedent("""
-        [sweep]
-        objective = "ms"
-        [params]
-        X = [1]
-        [build]
-        sources = ["p.c"]
-        command = ["gcc", "-O0", "{defines}", "-o", "{binary}", "p.c"]
-    """))
+    one_value_spec(tmp_path, "X = [1]")
     assert cli("run", "s.toml", "--confirm", "1,5", "-q", cwd=tmp_path).returncode == 0
     (tmp_path / "slow.txt").write_text("30\n")
     r = cli("check", "s.toml", "--repeats", "2", "--json", cwd=tmp_path)
