@@ -48,8 +48,6 @@ from .job import config_id
 from .result import Measurement, Result
 from .status import Status
 
-from .job import config_id
-
 # two-sided 95% quantiles of Student's t for 1..30 degrees of freedom; 1.96 beyond
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
          2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,

@@ -24,7 +24,7 @@ from .profile import ncu as ncu_mod
 from .report import explain as ex
 from .confirm import confirmed
 from .build.deps import changed
-from .report.rank import best as ranked_best, rank, finite_value
+from .report.rank import confirmed_best, rank, finite_value
 from .result import Result
 from .space.space import Space
 from .spec.limits import limit_names
@@ -187,11 +187,8 @@ def best_result(store: Store, variant: str, shape: str) -> Result | None:
     objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
     conf = confirmed(results, store.measurements(variant, shape), objective["direction"],
                      store.default_configs()).get((variant, shape))
-    if conf is not None and conf.best is not None:
-        for r in results:
-            if config_id(r.params) == conf.best:
-                return r
-    return ranked_best(results, objective["metric"], objective["direction"])
+    return confirmed_best(results, conf.best if conf is not None else None, objective["metric"],
+                          objective["direction"])
 
 
 # -- building one config -------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from .errors import KsweepError
 from .job import config_id
 from .confirm import confirmed
 from .report.history import BEFORE, Point, timeline
-from .report.rank import best as ranked_best, finite_value
+from .report.rank import confirmed_best, finite_value
 from .run.gpus import detect_gpus, select_gpus
 from .space.space import Space
 from .spec.model import Spec
@@ -108,10 +108,11 @@ def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, 
                                                  "direction": spec.objective.direction})
         lines = timeline(history, store.measurements(), objective["metric"], objective["direction"], tolerance)
         models = _local_models(gpus)
-        shipped = {(va.name, sh.name): _shipped(store, va.name, sh.name, objective["metric"], objective["direction"],
-                                                Space.from_spec(spec, sh.name, va.name), models)
-                   for sh in spec.shape_list() for va in spec.variant_list()
-                   if (not shapes or sh.name in shapes) and (not variants or va.name in variants)}
+        spaces = {(va.name, sh.name): Space.from_spec(spec, sh.name, va.name)
+                  for sh in spec.shape_list() for va in spec.variant_list()
+                  if (not shapes or sh.name in shapes) and (not variants or va.name in variants)}
+        shipped = {key: _shipped(store, *key, objective["metric"], objective["direction"], space, models)
+                   for key, space in spaces.items()}
     metric, direction = objective["metric"], objective["direction"]
     verdicts: list[ShapeVerdict] = []
     targets = []
@@ -126,7 +127,7 @@ def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, 
             if base is None:
                 verdicts.append(ShapeVerdict(va.name, sh.name, "no baseline", {}))
                 continue
-            space = Space.from_spec(spec, sh.name, va.name)
+            space = spaces[(va.name, sh.name)]
             default = {p.name: p.default for p in spec.effective_params(sh, va)}
             configs = [dict(base.params)] + ([default] if default != dict(base.params) and default in space else [])
             targets.append((va.name, sh.name, base, configs))
@@ -168,10 +169,7 @@ def _shipped(store: Store, variant: str, shape: str, metric: str, direction: str
                if (models is None or r.gpu_name is None or r.gpu_name in models) and dict(r.params) in space]
     conf = confirmed(results, store.measurements(variant, shape), direction,
                      store.default_configs()).get((variant, shape))
-    by_id = {config_id(r.params): r for r in results}
-    best = by_id.get(conf.best) if conf is not None and conf.best is not None else None
-    if best is None or best.status is not Status.OK:
-        best = ranked_best(results, metric, direction)
+    best = confirmed_best(results, conf.best if conf is not None else None, metric, direction)
     if best is None:
         return None
     v = conf.verdicts.get(config_id(best.params)) if conf is not None else None

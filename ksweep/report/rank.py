@@ -11,6 +11,7 @@ import math
 from collections import defaultdict
 from typing import Iterable
 
+from ..job import config_id
 from ..result import Result
 from ..status import FAILURE_ORDER, Status
 
@@ -79,3 +80,16 @@ def rank(results: Iterable[Result], metric: str, direction: str = "min") -> list
 def best(results: Iterable[Result], metric: str, direction: str = "min") -> Result | None:
     ranked = rank(results, metric, direction)
     return ranked[0] if ranked and finite_value(ranked[0], metric) is not None else None
+
+
+def confirmed_best(results: Iterable[Result], best_id: str | None, metric: str, direction: str = "min"
+                   ) -> Result | None:
+    """The result of the confirmation's BEST (``best_id``, a config id) when it is among
+    ``results`` and OK, else the ranked best: the config report and export show as best."""
+    results = list(results)
+    if best_id is not None:
+        found = next((r for r in results if config_id(r.params) == best_id), None)
+        if found is not None and found.status is Status.OK:
+            return found
+    return best(results, metric, direction)
+
