@@ -61,24 +61,20 @@ def check_names(store: Store, shape=None, variant=None) -> None:
                               + (f" — did you mean {close}?" if close else f" ({what}s: {', '.join(known[:12])})"))
 
 
-def load_all(db: str, shape=None, variant=None, profiles: list | None = None, superseded: dict | None = None):
+def load_all(db: str, shape=None, variant=None, profiles: list | None = None, superseded: list | None = None):
     """Results, objective, parameter order and what the confirmation runs say (and, into
-    ``profiles`` when given, the stored Nsight Compute profiles; into ``superseded`` when
-    given, ``ids``: the superseded results' (variant, shape, config id) and ``rows``: them),
-    read in one transaction: a sweep marking results meanwhile cannot show one twice."""
+    ``profiles`` when given, the stored Nsight Compute profiles; into ``superseded``, the
+    superseded results), read in one transaction: a sweep marking results meanwhile cannot
+    show one twice."""
     with Store(db, create=False) as store, store.snapshot():
         return _load(store, shape, variant, profiles, superseded)
 
 
-def _load(store: Store, shape, variant, profiles: list | None, superseded: dict | None):
+def _load(store: Store, shape, variant, profiles: list | None, superseded: list | None):
     check_names(store, shape, variant)
     results = store.results(variant=variant, shape=shape)
-    if superseded is not None:  # ids always (a count); rows when asked for ("rows": True)
-        ids = store.superseded(variant, shape)
-        superseded["ids"] = ids
-        superseded["rows"] = [r for r in store.results(variant, shape, superseded=True)
-                              if (r.variant, r.shape, config_id(r.params)) in ids] if ids and superseded.get(
-            "rows") else []
+    if superseded is not None:
+        superseded.extend(store.superseded_results(variant, shape))
     objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
     order = store.param_orders()
     conf = confirmed(results, store.measurements(variant, shape), objective["direction"],
@@ -92,9 +88,8 @@ def run(args) -> int:
     from .run import objectives_option
 
     profiles: list = []
-    sup: dict = {"rows": args.superseded}
-    results, objective, order, conf = load_all(args.db, args.shape, args.variant, profiles, sup)
-    old, old_rows = sup["ids"], sup["rows"]
+    old: list = []
+    results, objective, order, conf = load_all(args.db, args.shape, args.variant, profiles, old)
     if args.objectives is not None:  # kernel mode's names (time: ms…) unless the results have such a metric
         try:
             objectives = resolve(objectives_option(args.objectives), True, {m for r in results for m in r.metrics})
@@ -103,7 +98,8 @@ def run(args) -> int:
     else:
         with Store(args.db, create=False) as store:
             objectives = stored_objectives(store.get_meta("objectives"))
-    marked = old if args.superseded else None
+    old_rows = old if args.superseded else []
+    marked = {(r.variant, r.shape, config_id(r.params)) for r in old} if args.superseded else None
     for line in edited_notes(results):  # the source on disk is not the one they were measured on
         print(f"note: {line}", file=sys.stderr if args.format != "table" else sys.stdout)
     if args.format == "csv":

@@ -103,6 +103,10 @@ _COLUMNS = (
 # so they rerun; and they are not known to be verified.
 _ADDED_COLUMNS = ("deps TEXT", "verified INTEGER", "gpu_state TEXT", "revision TEXT")
 
+# a row of results that is marked superseded
+_MARKED = ("EXISTS (SELECT 1 FROM superseded s WHERE s.variant = results.variant AND s.shape = results.shape "
+           "AND s.config = results.config)")
+
 _SUPERSEDED = """CREATE TABLE IF NOT EXISTS superseded (
     variant TEXT NOT NULL,
     shape TEXT NOT NULL,
@@ -304,13 +308,15 @@ class Store:
                 superseded: bool = False) -> list[Result]:
         """The current row of each config, oldest first; without ``superseded``, not those a
         later sweep found measured on another source or spec (``supersede``)."""
-        clause, args = _where(variant, shape)
-        sql = f"SELECT {', '.join(_COLUMNS)} FROM results" + clause
         if not superseded and self._has_table("superseded"):
-            sql += (" AND" if clause else " WHERE") + (" NOT EXISTS (SELECT 1 FROM superseded s WHERE "
-                                                       "s.variant = results.variant AND s.shape = results.shape "
-                                                       "AND s.config = results.config)")
-        sql += " ORDER BY id"
+            return self._results(variant, shape, "NOT " + _MARKED)
+        return self._results(variant, shape)
+
+    def _results(self, variant: str | None, shape: str | None, condition: str | None = None) -> list[Result]:
+        clause, args = _where(variant, shape)
+        if condition:
+            clause += (" AND " if clause else " WHERE ") + condition
+        sql = f"SELECT {', '.join(_COLUMNS)} FROM results" + clause + " ORDER BY id"
         return [self._to_result(row) for row in self.db.execute(sql, args)]
 
     # -- results of another source or spec --------------------------------------------------
@@ -335,15 +341,15 @@ class Store:
             self.db.execute("ROLLBACK")
             raise
 
+    def superseded_results(self, variant: str | None = None, shape: str | None = None) -> list[Result]:
+        """The stored results marked superseded, oldest first."""
+        return self._results(variant, shape, _MARKED) if self._has_table("superseded") else []
+
     def superseded(self, variant: str | None = None, shape: str | None = None) -> set[tuple[str, str, str]]:
         """(variant, shape, config id) of every superseded result that is still stored."""
-        if not self._has_table("superseded"):
-            return set()
-        clause, args = _where(variant, shape)
-        sql = ("SELECT s.variant, s.shape, s.config FROM superseded s JOIN results r ON r.variant = s.variant "
-               "AND r.shape = s.shape AND r.config = s.config") + clause.replace("variant", "s.variant").replace(
-            "shape", "s.shape")
-        return {tuple(row) for row in self.db.execute(sql, args)}
+        from ..job import config_id
+
+        return {(r.variant, r.shape, config_id(r.params)) for r in self.superseded_results(variant, shape)}
 
     def names(self, what: str) -> list[str]:
         """The shapes (``what="shape"``) or variants (``"variant"``) the database has results of."""
