@@ -590,3 +590,31 @@ def test_a_sweep_resumes_after_the_generated_wrappers_are_deleted(tmp_path):
     _shutil.rmtree(wrappers)
     again, stored = grid_of_vadd(tmp_path, "BLOCK = [128, 256]\nELEMS = [1]", "fake_vadd.py", "timeout = 2.0")
     assert (again.evaluated, again.resumed) == (0, 2) and len(stored) == 2
+
+
+@nvcc
+def test_an_edited_argument_file_is_said_by_report_and_supersedes_at_the_next_sweep(tmp_path):
+    """The argument and reference file (file.py:function) is an input of every result, like
+    the kernel's source: a report says when it changed since, and the next sweep measures
+    the configs again."""
+    from ksweep.report.edited import edited_notes
+
+    path = vadd_kernel_spec(tmp_path, "BLOCK = [128, 256]\nELEMS = [1]", 4096, "timeout = 2.0")
+
+    def sweep():
+        return run_sweep(load_spec(path), options=SweepOptions(strategy="grid"), jobs=2,
+                         kernel_backend=f"fake:{HERE / 'fake_vadd.py'}")
+
+    first, db = sweep()
+    assert first.counts.get("OK") == 2
+    with Store(db) as store:
+        assert edited_notes(store.results()) == []
+    args = tmp_path / "vadd_args.py"
+    args.write_text(args.read_text() + "\n# edited\n")
+    with Store(db) as store:
+        notes = edited_notes(store.results())
+    assert len(notes) == 1 and "vadd_args.py changed since all results shown were measured" in notes[0], notes
+    again, _ = sweep()
+    assert (again.evaluated, again.resumed) == (2, 0)
+    with Store(db) as store:
+        assert len(store.results()) == 2 and edited_notes(store.results()) == []

@@ -47,16 +47,22 @@ class KernelMode(Mode):
                             launch=launch_dims(spec.kernel, names, spec.label))
 
     def key_parts(self, spec) -> dict[str, Any]:
+        files = [(str(path), file_digest(path)) for path in self.input_files(spec)]
+        return {"kernel": _key_fields(spec.kernel), "kernel_files": files}
+
+    def input_files(self, spec) -> tuple[Path, ...]:
+        """The argument, constant-memory and reference files ("file.py:function", or
+        "npz:PATH" for arrays given to tune_kernel), one per reference: repeated as the
+        result key has always listed them."""
         k = spec.kernel
         files = []
         for ref in (k.args, k.cmem, k.reference):
             if isinstance(ref, str) and ":" in ref:
-                # "file.py:function", or "npz:PATH" (arrays given to tune_kernel): the file's digest
                 where = ref[4:] if ref.startswith("npz:") else ref.rsplit(":", 1)[0]
                 path = (spec.root / where).resolve()
                 if path.is_file():
-                    files.append((str(path), file_digest(path)))
-        return {"kernel": _key_fields(k), "kernel_files": files}
+                    files.append(path)
+        return tuple(files)
 
     reference_key = "kernel.reference"
 

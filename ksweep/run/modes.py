@@ -59,6 +59,11 @@ class Mode:
         """What else a result depends on (kept in its key)."""
         return {}
 
+    def input_files(self, spec) -> tuple[Path, ...]:
+        """Files besides the sources that a result depends on (their digests are kept with
+        it, so a report can say they changed since)."""
+        return ()
+
     def reference_config(self, spec, defaults: dict) -> dict | None:
         """The config every other is checked against, if any; ``reference_key`` names it."""
         return defaults if spec.check.reference == "defaults" else None

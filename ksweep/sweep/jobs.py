@@ -55,6 +55,7 @@ class JobFactory:
         self.rel_sources = rel_sources
         self.harness = self._harness_job() if self.harness_template is not None else None
         self._experiment = self._experiment_key()
+        self._input_files = self.mode.input_files(spec)
 
     def _experiment_key(self) -> str:
         """What, beyond the build and the run command, can change a result: the run's
@@ -131,7 +132,8 @@ class JobFactory:
             run_env=dict(self.spec.run.env), output_limit=self.spec.run.output_limit, phase=phase,
             is_reference=is_reference, launch=launch, persistent=self.persistent, harness=self.harness,
             build_key=build_key, work=self._work({**self.fixed, **config, **derived}),
-            inputs=depfiles.digests(dict.fromkeys((*self.sources, *(self.harness.sources if self.harness else ())))),
+            inputs=depfiles.digests(dict.fromkeys((*self.sources, *(self.harness.sources if self.harness else ()),
+                                                   *self._input_files))),
         )
 
     def _work(self, env: Mapping[str, Any]) -> Work | None:
