@@ -104,7 +104,7 @@ def render(lines_of: Mapping[tuple[str, str], list[Point]], metric: str) -> str:
     for (variant, shape), points in lines_of.items():
         lines.append(f"{shape} / {variant}")
         lines.append(f"  {'revision':<22} {'first measured':<16} {'best ' + metric:>12} {'ci95':>9} {'change':>8}  "
-                     f"{'n':>3}  config")
+                     f"{'configs':>7}  config")
         for p in points:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(p.first_seen)) if p.first_seen else "-"
             value = f"{p.value:.4g}" if p.value is not None else "-"
@@ -117,7 +117,7 @@ def render(lines_of: Mapping[tuple[str, str], list[Point]], metric: str) -> str:
             elif p.speedup is not None and p.beyond_noise is False:
                 note = "  within noise"
             cfg = " ".join(f"{k}={v}" for k, v in p.params.items())
-            lines.append(f"  {p.revision:<22} {when:<16} {value:>12} {ci:>9} {change:>8}  {p.evaluated:>3}  {cfg}{note}")
+            lines.append(f"  {p.revision:<22} {when:<16} {value:>12} {ci:>9} {change:>8}  {p.evaluated:>7}  {cfg}{note}")
     return "\n".join(lines)
 
 
