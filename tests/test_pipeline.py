@@ -277,3 +277,22 @@ def test_ctrl_c_stops_fast_kills_children_keeps_results(program_dir):
     # one build at a time, in grid order: the four MODE=0 configs finish before the first hang;
     # they are kept, and the interrupted hang is not recorded as anything
     assert len(kept) == 4 and all(r.status is Status.OK and r.params["MODE"] == 0 for r in kept)
+
+
+def test_a_compilers_temporary_files_are_removed_with_its_build(program_dir, tmp_path, monkeypatch):
+    """A compiler killed at a timeout or a Ctrl-C leaves its temporary files (gcc's cc*.s and
+    .o, nvcc's tmpxft files) where TMPDIR points: each build gets a folder of its own for
+    them, removed when the build ends however it ends. The wrapper here leaves one file
+    behind on every build, as a killed compiler does."""
+    outside = tmp_path / "tmp"
+    outside.mkdir()
+    monkeypatch.setenv("TMPDIR", str(outside))
+    (program_dir.dir / "cc.sh").write_text('touch "$TMPDIR/left-behind.$$"\necho "TMPDIR=$TMPDIR"\nexec gcc "$@"\n')
+    spec = program_dir(ALL_MODES.replace("MODE = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]", "MODE = [0, 9]")
+                       .replace('command = ["gcc", ', 'command = ["sh", "{spec_dir}/cc.sh", '))
+    _, results, _ = sweep(spec)
+    assert results[0].status is Status.OK and results[9].status is Status.COMPILE_ERROR
+    assert not list(outside.iterdir())
+    assert not list(program_dir.dir.rglob("left-behind.*"))
+    logs = "\n".join(p.read_text() for p in (program_dir.dir / ".ksweep" / "cache").rglob("*.json"))
+    assert "TMPDIR=" in logs and str(outside) not in logs  # the wrapper ran, with a TMPDIR of ksweep's

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -15,6 +16,7 @@ from .demangle import aliases, short_name
 from .ptxas import PtxasReport, parse_ptxas
 
 BUILD_NICE = 10  # builds yield the CPU to the host side of timed runs
+TMP_FOLDER = ".tmp"  # a build's TMPDIR, inside its scratch folder
 
 
 @dataclass(frozen=True)
@@ -153,8 +155,17 @@ class Builder:
         if dep_flags:
             n = depfiles.command_length(argv)
             argv = [*argv[:n], *dep_flags, *argv[n:]]
-        out = run_process(argv, cwd=scratch, timeout=job.build_timeout, env=job.build_env, nice=BUILD_NICE,
-                          registry=registry)
+        # the compiler's temporary files go to a folder of the build's own, removed after it: a
+        # compiler killed at a timeout or a Ctrl-C cannot clean up after itself (gcc's cc*.s,
+        # nvcc's tmpxft files), and a long sweep would leave thousands of them in /tmp
+        tmp = scratch / TMP_FOLDER
+        tmp.mkdir(exist_ok=True)
+        env = {"TMPDIR": str(tmp), **job.build_env}
+        try:
+            out = run_process(argv, cwd=scratch, timeout=job.build_timeout, env=env, nice=BUILD_NICE,
+                              registry=registry)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         log = (out.stdout + "\n" + out.stderr).strip()
         if out.stopped:
             self.cache.discard(scratch)
