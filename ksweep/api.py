@@ -304,7 +304,8 @@ def kernel_tuning_spec(
 
 @dataclass(frozen=True)
 class Estimate:
-    """Expected wall time of a spec's sweep on this machine: exhaustive, and per effort preset."""
+    """Expected wall time of a spec's sweep on this machine: exhaustive, and per effort preset
+    (the configs still to evaluate, and the confirmation's runs)."""
 
     cores: int
     gpus: int  # GPUs seen (0: none, the runs counted one at a time)
@@ -313,6 +314,7 @@ class Estimate:
     warm: bool
     exhaustive_seconds: float | None
     presets: tuple[tuple[Any, float | None], ...]  # (strategies.effort.Effort, seconds)
+    stored: tuple[int, ...] = ()  # results the database holds of each shape × variant (a sweep resumes them)
 
     @property
     def machine(self) -> str:
@@ -320,19 +322,43 @@ class Estimate:
         gpus = f"{self.gpus} GPU{'s' if self.gpus > 1 else ''}" if self.gpus else "no GPU seen: one run at a time"
         return f"{self.cores} cores, {gpus}"
 
+    @property
+    def lower_bound(self) -> bool:
+        """The figures count the builds alone (no run measured yet)."""
+        return self.cost is not None and self.cost.lower_bound
+
 
 def measured_cost(db: str | Path | None, warm_start: Sequence[str] = ()):
-    """Build and run times in ``db`` (else in the --warm-start databases), or None."""
+    """Build and run times in ``db`` (else in the --warm-start databases: the cost says so), or None."""
     from .replay.warm import is_database
     from .report.estimate import cost_of
 
     for path in [db, *warm_start]:
         if path is not None and Path(path).exists() and is_database(path):
             with Store(path, create=False) as store:
-                cost = cost_of(store.results(superseded=True))  # build times stand whatever the source
+                # build times stand whatever the source
+                cost = cost_of(store.results(superseded=True),
+                               source="database" if path == db else f"--warm-start {Path(path).name}")
             if cost is not None:
                 return cost
     return None
+
+
+def _stored(db: str | Path | None, groups: Sequence[tuple[str, str]]) -> tuple[int, ...]:
+    """Current results (not PRUNED) of each (variant, shape) in ``db``: what a sweep resumes
+    when its keys still match."""
+    if db is None or not Path(db).exists():
+        return tuple(0 for _ in groups)
+    from .replay.warm import is_database
+
+    if not is_database(db):
+        return tuple(0 for _ in groups)
+    counts: dict[tuple[str, str], int] = {}
+    with Store(db, create=False) as store:
+        for r in store.results():
+            if r.status is not Status.PRUNED:
+                counts[(r.variant, r.shape)] = counts.get((r.variant, r.shape), 0) + 1
+    return tuple(counts.get(g, 0) for g in groups)
 
 
 def sample_builds(spec: Spec, count: int, seed: int = 0, cache: str | Path | None = None) -> list[float]:
@@ -348,7 +374,10 @@ def sample_builds(spec: Spec, count: int, seed: int = 0, cache: str | Path | Non
     builder = make_builder(spec, cache and Path(cache))
     rng = np.random.default_rng(seed)
     size = space.size
-    picks = sorted({int(i) for i in rng.integers(size, size=min(count, size))}) if size else []
+    picks: set[int] = set()
+    while len(picks) < min(count, size):  # distinct configs (a space may be too large for numpy's choice)
+        picks.add(int(rng.integers(size)) if size < 2**63 else int(rng.random() * size))
+    picks = sorted(picks)
     seconds = []
     for i in picks:
         result = builder.build(factory.make(space[i]))
@@ -359,29 +388,46 @@ def sample_builds(spec: Spec, count: int, seed: int = 0, cache: str | Path | Non
 
 
 def estimate(spec: Spec, *, db: str | Path | None = None, warm_start: Sequence[str] = (), cost=None,
-             jobs: int | None = None, gpus: list[int] | None = None, shapes=None, variants=None) -> Estimate:
+             jobs: int | None = None, gpus: list[int] | None = None, shapes=None, variants=None,
+             max_evals: int | None = None, confirm_runs: int | None = None) -> Estimate:
     """The expected wall time of an exhaustive sweep and of each effort preset, on this
     machine (``jobs`` build jobs, the GPUs ``gpus`` selects), from ``cost`` or the times
-    measured in ``db`` (or the --warm-start databases)."""
-    from .report.estimate import wall_seconds, with_runs
+    measured in ``db`` (or the --warm-start databases). The configs ``db`` already holds are
+    not counted (a sweep resumes them); each shape × variant adds its confirmation's
+    ``confirm_runs`` runs (at most the default --confirm's 5 leaders and the default, 3
+    rounds). ``max_evals``: the user's budget, in place of the presets'. With no run time
+    measured the figures are the builds' alone (``Estimate.lower_bound``), and a preset does
+    not choose a whole-space sweep on them."""
+    from .confirm import Confirmation
+    from .report.estimate import confirmation_seconds, wall_seconds, with_runs
     from .space.plan import make_plan
     from .strategies.effort import EFFORTS, choose
 
     cores = jobs or spec.build.jobs or os.cpu_count() or 1
     n_gpus = len([g for g in select_gpus(detect_gpus(), gpus) if g.index is not None])  # 0: none seen
     plan = make_plan(spec)
-    sizes = tuple(e.valid for e in plan.entries
-                  if (not shapes or e.shape in shapes) and (not variants or e.variant in variants))
+    entries = [e for e in plan.entries
+               if (not shapes or e.shape in shapes) and (not variants or e.variant in variants)]
+    sizes = tuple(e.valid for e in entries)
+    stored = _stored(db, [(e.variant, e.shape) for e in entries])
     measured = measured_cost(db, warm_start)
     cost = measured if cost is None else with_runs(cost, measured)
     warm = bool(warm_start)
-    exhaustive = sum(wall_seconds(n, cost, cores, n_gpus) for n in sizes) if cost else None
+    if confirm_runs is None:
+        c = Confirmation()
+        confirm_runs = (c.k + 1) * c.rounds
+
+    def seconds(evals: list[int]) -> float:
+        return sum(wall_seconds(max(0, n - done), cost, cores, n_gpus) + confirmation_seconds(confirm_runs, cost, n_gpus)
+                   for n, done in zip(evals, stored))
+
+    exhaustive = seconds(list(sizes)) if cost else None
     presets = []
     for name in EFFORTS:
-        effort = choose(name, max(sizes, default=0), warm=warm, exhaustive_seconds=exhaustive)
+        effort = choose(name, max(sizes, default=0), warm=warm, budget=max_evals,
+                        exhaustive_seconds=None if cost is None or cost.lower_bound else exhaustive)
         if cost is None:
             presets.append((effort, None))
             continue
-        n = [s if effort.max_evals is None else min(s, effort.max_evals) for s in sizes]
-        presets.append((effort, sum(wall_seconds(k, cost, cores, n_gpus) for k in n)))
-    return Estimate(cores, n_gpus, sizes, cost, warm, exhaustive, tuple(presets))
+        presets.append((effort, seconds([s if effort.max_evals is None else min(s, effort.max_evals) for s in sizes])))
+    return Estimate(cores, n_gpus, sizes, cost, warm, exhaustive, tuple(presets), stored)

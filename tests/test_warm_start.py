@@ -380,12 +380,14 @@ def test_plan_prints_the_estimate_from_the_database(tmp_path, capsys):
                                           run_seconds=2.0, metrics={"ms": 1.0}) for a in range(1, 5)])
     assert main(["plan", str(spec.path), "--db", str(tmp_path / "toy.db"), "--jobs", "2", "--json"]) == 0
     est = json.loads(capsys.readouterr().out)["estimate"]
-    assert est["exhaustive_seconds"] == pytest.approx(80 * 15 + 32)
+    # the 76 configs not in the database, 30 s builds on 2 cores, and the confirmation's 18 runs of 2 s
+    assert est["stored"] == [4] and est["exhaustive_seconds"] == pytest.approx(76 * 15 + 32 + 18 * 2)
     assert [p["effort"] for p in est["presets"]] == ["quick", "default", "full"]
-    assert est["presets"][0]["max_evals"] == 25 and est["presets"][0]["seconds"] == pytest.approx(25 * 15 + 32)
+    assert est["presets"][0]["max_evals"] == 25 and est["presets"][0]["seconds"] == pytest.approx(21 * 15 + 32 + 36)
     assert main(["plan", str(spec.path), "--db", str(tmp_path / "toy.db"), "--jobs", "2"]) == 0
     out = capsys.readouterr().out
-    assert "exhaustive: 80 configs" in out and "--effort quick: auto, 25 per shape × variant" in out
+    assert "exhaustive: 80 configs (4 of them in the database, resumed)" in out
+    assert "--effort quick: auto, 25 per shape × variant" in out and "confirmation runs included" in out
 
 
 def test_run_refuses_a_missing_warm_start_source_in_one_line(tmp_path, capsys):
@@ -507,3 +509,43 @@ def test_plan_estimate_builds_sample_configs_that_the_sweep_then_reuses(tmp_path
     assert main(["plan", spec_path, "--estimate", "2", "--jobs", "2", "--json"]) == 0
     again = json.loads(capsys.readouterr().out)["estimate"]["cost"]
     assert again["source"] == "sample builds, runs from the database" and again["runs"] == 10 and again["run_seconds"] > 0
+
+
+def test_sample_builds_alone_are_a_lower_bound_and_choose_no_whole_space_sweep(tmp_path, capsys):
+    """``plan --estimate N`` measures builds, not runs: the figures are the builds' time alone
+    ("at least"), and a preset does not take a whole-space sweep for cheap on them (it did: a
+    180-config sweep of 109 s was "expected 8 s", every preset a grid, while ``run --effort``
+    searched 25 configs)."""
+    import shutil
+    import textwrap
+
+    for name in ("toy.c", "toy.h"):
+        shutil.copy(Path(__file__).parent / "programs" / name, tmp_path)
+    (tmp_path / "toy.toml").write_text(textwrap.dedent("""
+        [sweep]
+        name = "toy"
+        [params]
+        A = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+        B = [1, 2, 3, 4]
+        [build]
+        sources = ["toy.c"]
+        command = ["gcc", "-O0", "{defines}", "-o", "{binary}", "toy.c"]
+    """))
+    spec_path = str(tmp_path / "toy.toml")
+    assert main(["plan", spec_path, "--estimate", "2", "--jobs", "2", "--json"]) == 0
+    est = json.loads(capsys.readouterr().out)["estimate"]
+    assert est["lower_bound"] and est["cost"]["runs"] == 0
+    assert [(p["strategy"], p["max_evals"]) for p in est["presets"]] == [("auto", 25), ("grid", None), ("grid", None)]
+    assert main(["plan", spec_path, "--estimate", "2", "--jobs", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "exhaustive: 40 configs, expected at least" in out and "a preset chooses by the space's size" in out
+
+
+def test_a_budget_given_with_a_preset_is_searched_not_a_grid_cut_short():
+    """``--effort quick --max-evals 10`` on a space the preset would sweep whole: a grid stopped
+    at 10 evaluates the space's first 10 configs in order; the budget is searched instead."""
+    assert (choose("quick", 20).strategy, choose("quick", 20).max_evals) == ("grid", None)
+    effort = choose("quick", 20, budget=10)
+    assert (effort.strategy, effort.max_evals) == ("auto", 10) and "your --max-evals" in effort.reason
+    assert choose("quick", 8, budget=10).strategy == "grid"
+    assert choose("full", 5000, exhaustive_seconds=60.0, budget=50).max_evals == 50

@@ -23,6 +23,8 @@ def add_parser(sub) -> None:
                    help="the sweep will be warm-started from SOURCE (smaller presets; its times are used "
                         "when the database has none)")
     p.add_argument("--jobs", "-j", type=int, help="parallel builds to plan for (default: all cores)")
+    p.add_argument("--cache", metavar="DIR", help="build cache for --estimate's builds (default: as ksweep run's, "
+                                                   "cache/ beside --db when it is given, else .ksweep/cache)")
     p.set_defaults(handler=run)
 
 
@@ -69,7 +71,11 @@ def _estimate(spec, args):
 
     if args.estimate is not None and args.estimate < 1:
         raise KsweepError(f"--estimate {args.estimate}: give a whole number of at least 1")
-    cost = sample_cost(sample_builds(spec, args.estimate)) if args.estimate else None
+    from ..api import _cache_folder
+
+    # the build cache `ksweep run` with the same --db and --cache will use, so that it reuses the samples
+    cache = _cache_folder(args.db, args.cache)
+    cost = sample_cost(sample_builds(spec, args.estimate, cache=cache)) if args.estimate else None
     db = Path(args.db) if args.db else default_db_path(spec)
     return estimate(spec, db=db, warm_start=tuple(args.warm_start or ()), cost=cost, jobs=args.jobs)
 
@@ -78,10 +84,17 @@ def _estimate_json(est) -> dict:
     return {
         "cores": est.cores, "gpus": est.gpus, "warm": est.warm,
         "cost": None if est.cost is None else est.cost.__dict__,
-        "exhaustive_seconds": est.exhaustive_seconds,
+        "exhaustive_seconds": est.exhaustive_seconds, "lower_bound": est.lower_bound, "stored": list(est.stored),
         "presets": [{"effort": e.name, "strategy": e.strategy, "max_evals": e.max_evals, "reason": e.reason,
                      "seconds": t} for e, t in est.presets],
     }
+
+
+def expected(est, seconds: float) -> str:
+    """'12 min', or 'at least 12 min' when no run was measured (the builds' time alone)."""
+    from ..report.estimate import duration
+
+    return ("at least " if est.lower_bound else "") + duration(seconds)
 
 
 def _print_estimate(est) -> None:
@@ -94,8 +107,13 @@ def _print_estimate(est) -> None:
               f"or --db a database of an earlier sweep)")
     else:
         print(f"cost on this machine ({where}): {est.cost.describe()}")
-        print(f"  exhaustive: {sum(est.sizes):,} configs, expected {duration(est.exhaustive_seconds)}")
+        stored = sum(est.stored)
+        held = f" ({stored:,} of them in the database, resumed)" if stored else ""
+        print(f"  exhaustive: {sum(est.sizes):,} configs{held}, expected {expected(est, est.exhaustive_seconds)}")
     for effort, seconds in est.presets:
         budget = "every config" if effort.max_evals is None else f"{effort.max_evals} per shape × variant"
-        time = f", expected {duration(seconds)}" if seconds is not None else ""
+        time = f", expected {expected(est, seconds)}" if seconds is not None else ""
         print(f"  --effort {effort.name}: {effort.strategy}, {budget}{time}")
+    if est.cost is not None:
+        print("  (confirmation runs included" + ("; with no run measured, a preset chooses by the space's size: "
+                                                 "ksweep run measures the runs)" if est.lower_bound else ")"))

@@ -197,11 +197,13 @@ def run(args) -> int:
         from ..api import estimate
 
         db0 = Path(args.db) if args.db else default_db_path(spec)
+        conf = _confirmation(args.confirm)
         est = estimate(spec, db=db0, warm_start=warm_start, jobs=args.jobs, gpus=parse_gpus(args.gpus),
-                       shapes=shapes, variants=variants)
+                       shapes=shapes, variants=variants, max_evals=args.max_evals,
+                       confirm_runs=0 if conf is None else (conf.k + conf.default) * conf.rounds)
         effort, seconds = dict((e.name, (e, t)) for e, t in est.presets)[args.effort]
         strategy = args.strategy or effort.strategy
-        max_evals = args.max_evals if args.max_evals is not None else effort.max_evals
+        max_evals = effort.max_evals
         print(effort_line(effort, seconds, est, strategy, max_evals), file=sys.stderr)
     options = SweepOptions(
         strategy=strategy, seed=args.seed, max_evals=max_evals, time_limit=args.time_limit,
@@ -236,10 +238,14 @@ def effort_line(effort, seconds, est, strategy: str, max_evals: int | None) -> s
     4,201 configs); expected 25 min on 16 cores, 1 GPU (from 40 results in the database)'"""
     from ..report.estimate import duration
 
+    from .plan import expected as at_least
+
     budget = "every config" if max_evals is None else f"--max-evals {max_evals} per shape × variant"
     where = est.machine
-    expected = (f"expected {duration(seconds)} on {where} ({est.cost.describe()})" if seconds is not None
-                else f"no build or run time measured yet (ksweep plan --estimate N measures some)")
+    stored = sum(est.stored)
+    held = f", {stored:,} results in the database resumed" if stored else ""
+    expected = (f"expected {at_least(est, seconds)} on {where} ({est.cost.describe()}{held})" if seconds is not None
+                else "no build or run time measured yet: the preset goes by the space's size")
     return f"ksweep: effort {effort.name}: {strategy}, {budget} ({effort.reason}); {expected}"
 
 

@@ -5,7 +5,8 @@ Pure: a ``Cost`` is made from stored results (``cost_of``) or from sample builds
 jobs and ``gpus`` run slots. Builds and runs overlap (the driver builds ahead), so the
 sweep goes at the pace of the slower of the two pipelines, plus one build and one run to
 fill and drain them. Results served from the build cache say nothing about a fresh build's
-cost and are left out of the build figure.
+cost and are left out of the build figure. With no run measured (sample builds alone) the
+figures are lower bounds: the builds' time only.
 """
 
 from __future__ import annotations
@@ -25,12 +26,20 @@ class Cost:
     builds: int  # how many builds the figure is the mean of
     runs: int
     failed_builds: float = 0.0  # share of configs whose build failed (they take no GPU time)
-    source: str = "database"  # "database", "sample builds" or "sample builds, runs from the database"
+    source: str = "database"  # "database", "sample builds", "sample builds, runs from the database", or
+    # "--warm-start NAME" (the times of a source database: another shape, GPU or revision)
+
+    @property
+    def lower_bound(self) -> bool:
+        """No run was measured: the figures count the builds alone."""
+        return not self.runs
 
     def describe(self) -> str:
-        run = f"{self.run_seconds:.2f} s per run ({self.runs} runs)" if self.runs else "no run measured yet"
+        run = (f"{self.run_seconds:.2f} s per run ({self.runs} runs)" if self.runs
+               else "no run measured yet: the builds' time alone")
         where = "sample builds" if self.source.startswith("sample builds") else "builds measured"
-        return f"{self.build_seconds:.1f} s per build ({self.builds} {where}), {run}"
+        borrowed = f", from {self.source}" if self.source.startswith("--warm-start") else ""
+        return f"{self.build_seconds:.1f} s per build ({self.builds} {where}{borrowed}), {run}"
 
 
 def cost_of(results: Iterable[Result], source: str = "database") -> Cost | None:
@@ -76,6 +85,11 @@ def wall_seconds(configs: int, cost: Cost, cores: int, gpus: int) -> float:
     per_build = cost.build_seconds / cores
     per_run = cost.run_seconds * (1.0 - cost.failed_builds) / gpus
     return configs * max(per_build, per_run) + cost.build_seconds + cost.run_seconds
+
+
+def confirmation_seconds(runs: int, cost: Cost, gpus: int) -> float:
+    """The confirmation's ``runs`` more runs of a shape × variant's leaders (nothing to build)."""
+    return runs * cost.run_seconds / max(1, gpus)
 
 
 def duration(seconds: float) -> str:

@@ -38,13 +38,20 @@ class Effort:
     reason: str
 
 
-def choose(name: str, space_size: int, warm: bool = False, exhaustive_seconds: float | None = None) -> Effort:
+def choose(name: str, space_size: int, warm: bool = False, exhaustive_seconds: float | None = None,
+           budget: int | None = None) -> Effort:
     """The strategy and budget of preset ``name`` for a space of ``space_size`` valid configs
     (the largest of the sweep's shapes and variants); ``exhaustive_seconds``: the expected
-    wall time of evaluating all of them, when known."""
+    wall time of evaluating all of them, when known; ``budget``: the user's --max-evals, in
+    place of the preset's (a grid cut short at it would sweep the space's first configs)."""
     if name not in PRESETS:
         raise ValueError(f"unknown effort '{name}': choose one of {', '.join(EFFORTS)}")
     preset = PRESETS[name]
+    if budget is not None:
+        if space_size <= budget:
+            return Effort(name, "grid", None, f"the space ({space_size:,} configs) is within --max-evals {budget}")
+        start = "warm-started" if warm else "cold"
+        return Effort(name, "auto", budget, f"your --max-evals, {start}, of {space_size:,} configs")
     budget = preset.warm if warm else preset.cold
     if space_size <= budget:
         return Effort(name, "grid", None, f"the space ({space_size:,} configs) is within the budget of {budget}")
