@@ -43,10 +43,13 @@ class BenchRecord:
     median_evals_to_5pct: float | None
     reached_5pct: float  # repeats that got within 5%; for random-exact, the probability
     repeats: int
+    warm_from: str = ""  # the source dataset of a warm-started entry ("": cold)
 
     def as_json(self) -> dict:
         out = asdict(self)
         del out["repeats"]
+        if not self.warm_from:
+            del out["warm_from"]
         return out
 
 
@@ -168,7 +171,8 @@ def _summarise(datasets, strategies, budgets, repeats, longest, traces, entries)
                 values = [traces[_Job(d, k, longest[(d, src, k)], r, src)][:b] for r in range(repeats)]
                 ratios = [float(ratio_curve(v, opt)[-1]) if len(v) else 0.0 for v in values]
                 evals = [evals_to_within(v, opt) for v in values]
-                records.append(BenchRecord(name, s, b, **asdict(summarise(ratios, evals, b))))
+                records.append(BenchRecord(name, s, b, **asdict(summarise(ratios, evals, b)),
+                                           warm_from="" if src < 0 else datasets[src].name))
         if src < 0:
             for b in budgets:
                 e = random_expectation(ds.values, b)
@@ -184,9 +188,13 @@ def _padded(curve: np.ndarray, n: int) -> np.ndarray:
     return np.concatenate([curve, np.full(n - len(curve), last)])
 
 
-def mean_over_datasets(records: Sequence[BenchRecord]) -> list[BenchRecord]:
-    """Per strategy and budget, the mean of each dataset's mean and median ratio."""
+def mean_over_datasets(records: Sequence[BenchRecord], warm: bool = False) -> list[BenchRecord]:
+    """Per strategy and budget, the mean of each dataset's mean and median ratio: over the
+    cold entries, or (``warm``) over the warm-started pairs — never the two together (the
+    exact random expectation has cold entries only, so a mean of both would set a strategy's
+    warm pairs against random's cold datasets)."""
     out = []
+    records = [r for r in records if bool(r.warm_from) == warm]
     keys = list(dict.fromkeys((r.strategy, r.budget) for r in records))
     for s, b in keys:
         rs = [r for r in records if r.strategy == s and r.budget == b]
@@ -223,6 +231,11 @@ def parse_pairs(text: str, datasets: Sequence[Dataset]) -> list[tuple[int, int]]
                                   f"({', '.join(names)})")
         if target == source:
             raise KsweepError(f"--warm-start-from {part}: a dataset cannot warm-start itself")
+        t, src = datasets[names[target]], datasets[names[source]]
+        if not set(t.names) & set(src.names):  # as replay and run refuse it (replay.warm.load_prior)
+            raise KsweepError(f"--warm-start-from {part}: {source} shares no parameter with {target} (its: "
+                              f"{', '.join(src.names[:8])}; the target's: {', '.join(t.names[:8])}): "
+                              f"another kernel's results inform nothing")
         out.append((names[target], names[source]))
     if not out:
         raise KsweepError(f"--warm-start-from {text}: no pair given")

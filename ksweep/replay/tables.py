@@ -1,4 +1,5 @@
-"""The benchmark's tables as rows of text: one per dataset, and the mean over datasets.
+"""The benchmark's tables as rows of text: one per dataset (or warm-started pair), and the
+means over the datasets and over the pairs.
 
 Pure formatting, shared by the terminal report (rich) and the Markdown of docs/benchmarks.md.
 A cell reads ``mean / median  evals-to-5% (reached/repeats)``; for the exact random-search
@@ -34,13 +35,15 @@ def table(records: Sequence[BenchRecord], dataset: str) -> tuple[list[str], list
 
 
 def tables(records: Sequence[BenchRecord]) -> list[tuple[str, list[str], list[list[str]]]]:
-    """Every dataset's table, then the mean over datasets (when there are several)."""
+    """Every dataset's table, then the mean over the datasets searched cold and the mean over
+    the warm-started pairs (each when there are several)."""
     out = []
     names = list(dict.fromkeys(r.dataset for r in records))
     for name in names:
         out.append((name, *table(records, name)))
-    if len(names) > 1:
-        out.append(("mean over datasets", *table(mean_over_datasets(records), "mean")))
+    for warm, title in ((False, "mean over datasets"), (True, "mean over warm-started pairs")):
+        if len({r.dataset for r in records if bool(r.warm_from) == warm}) > 1:
+            out.append((title, *table(mean_over_datasets(records, warm), "mean")))
     return out
 
 
