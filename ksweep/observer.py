@@ -1,7 +1,8 @@
 """What a running sweep tells whoever watches it (a progress display, a test, a notebook).
 
 The driver calls these methods from its main thread, in this order: for each shape ×
-variant ``target_started``, then ``result`` once per stored result that counts (resumed
+variant ``target_started`` (and, when its search is warm-started, the optional
+``warm_started`` with the sources' labels), then ``result`` once per stored result that counts (resumed
 ones first, flagged ``resumed``) with ``build_started`` as builds are submitted; at the
 end ``finished`` with the run's summary (``summary.failed`` when an error stopped it,
 ``summary.interrupted`` on Ctrl-C). A neutral module: the sweep loop (sweep/) calls it and
@@ -18,6 +19,14 @@ class Observer(Protocol):
     def build_started(self, job: Any) -> None: ...
     def result(self, result: Any, best: Any | None, resumed: bool = False) -> None: ...
     def finished(self, summary: Any) -> None: ...
+
+
+def warm_started(observer, variant: str, shape: str, sources: tuple[str, ...]) -> None:
+    """Tell ``observer`` what the search of (variant, shape) starts from, when it has a
+    ``warm_started`` method (optional: an observer written before it needs none)."""
+    told = getattr(observer, "warm_started", None)
+    if told is not None:
+        told(variant, shape, sources)
 
 
 class NullObserver:

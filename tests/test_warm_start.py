@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import types
 import os
 from pathlib import Path
 
@@ -294,6 +295,14 @@ def test_each_shape_after_the_first_starts_from_the_shapes_before_it(tmp_path):
         small = min(asked[0].told, key=lambda cv: cv[1])[0]
         if warm:
             assert sweep.priors == {("base", "large"): ("this run: base/small on fake",)}
+            told = []
+            observer = types.SimpleNamespace(target_started=lambda *a, **k: None, result=lambda *a, **k: None,
+                                             build_started=lambda *a: None, finished=lambda *a: None,
+                                             warm_started=lambda *a: told.append(a))
+            with Store(tmp_path / "told.db") as store:
+                Sweep(spec, store, fake, SweepOptions(strategy="surrogate", max_evals=5), observer=observer).run()
+            # the user is told what each search starts from (ksweep run printed nothing of it)
+            assert told == [("base", "large", ("this run: base/small on fake",))]
             assert asked[1].asked[0] == small  # the large shape starts at the small one's best
         else:
             assert sweep.priors == {}
@@ -549,3 +558,34 @@ def test_a_budget_given_with_a_preset_is_searched_not_a_grid_cut_short():
     assert (effort.strategy, effort.max_evals) == ("auto", 10) and "your --max-evals" in effort.reason
     assert choose("quick", 8, budget=10).strategy == "grid"
     assert choose("full", 5000, exhaustive_seconds=60.0, budget=50).max_evals == 50
+
+
+def test_a_source_with_nothing_that_succeeded_is_refused_before_anything_is_made(tmp_path, capsys):
+    """An empty database stopped the run, a dataset whose configs all failed stopped it with
+    "nothing to replay", and a database whose results all failed was taken silently (the
+    search then ran cold); each is now refused in one line by run and plan, and no database
+    is left behind."""
+    spec = toy(tmp_path)
+    failed_db = _db_with(tmp_path / "failed.db", [Result("base", "default", {"A": a, "B": 1}, Status.HANG)
+                                                 for a in (1, 2, 3)])
+    empty_db = _db_with(tmp_path / "empty.db", [])
+    doc = _kt_doc(0.0)
+    doc["cache"] = {k: {**v, "time": "RuntimeFailedConfig"} for k, v in doc["cache"].items()}
+    failed_ds = _save(doc, tmp_path / "failed.json")
+    db = tmp_path / "target.db"
+    for source in (failed_db, empty_db, failed_ds):
+        assert main(["run", str(spec.path), "--db", str(db), "--warm-start", str(source), "--no-gpu-check"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"ksweep: error: --warm-start {source}") and "replay" not in err[0], err
+        assert not db.exists()
+        assert main(["plan", str(spec.path), "--warm-start", str(source)]) == 2
+        assert f"--warm-start {source}" in capsys.readouterr().err
+    assert main(["plan", str(spec.path), "--warm-start", str(failed_db)]) == 2
+    assert "none of its 3 results succeeded" in capsys.readouterr().err
+
+
+def test_sweep_options_take_one_source_or_shape_given_alone():
+    """SweepOptions(warm_start="old.db") read the path one character at a time."""
+    o = SweepOptions(warm_start="old.db", shapes="fc1", variants=["base"])
+    assert (o.warm_start, o.shapes, o.variants) == (("old.db",), ("fc1",), ("base",))
+    assert SweepOptions(warm_start=(Path("a.db"), "b.json")).warm_start == ("a.db", "b.json")

@@ -187,9 +187,10 @@ def run(args) -> int:
     if absent is not None:
         raise absent  # before anything is created (the database)
     warm_start = tuple(args.warm_start or ())
-    for source in warm_start:
-        if not Path(source).is_file():
-            raise KsweepError(f"--warm-start {source}: no such file (give a ksweep database or a recorded dataset)")
+    if warm_start:
+        from ..replay.warm import check_sources
+
+        check_sources(warm_start, spec.param_names())  # before the database is made
     strategy, max_evals = args.strategy or "auto", args.max_evals
     shapes = _known("--shape", args.shape, [s.name for s in spec.shape_list()], "shape")
     variants = _known("--variant", args.variant, [v.name for v in spec.variant_list()], "variant")

@@ -157,7 +157,7 @@ def _assemble(name, fmt, keys, declared, entries, where, device="", kernel="") -
         keep = np.sort(first)
         rows, values, statuses = rows[keep], values[keep], tuple(statuses[i] for i in keep)
     if np.isnan(values).all():
-        raise DatasetError(f"{where}: every recorded config failed; nothing to replay")
+        raise DatasetError(f"{where}: every recorded config failed: no value to search by")
     return Dataset(name=name, format=fmt, params=params, rows=rows, values=values,
                    statuses=statuses, device=device, kernel=kernel)
 

@@ -15,7 +15,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..errors import KsweepError
+from ..errors import DatasetError, KsweepError
 from ..job import config_id
 from ..result import Result
 from ..status import Status
@@ -78,6 +78,10 @@ def database_prior(path: str | Path, variant: str | None = None, shape: str | No
     metric, direction = objective.get("metric"), objective.get("direction", "min")
     if metric is None or not results:
         raise KsweepError(f"--warm-start {path}: the database holds no results to start from")
+    if not any(r.value(metric) is not None for r in results):
+        # refused, as an empty database is: the user asked for a warm start and would get a cold one
+        raise KsweepError(f"--warm-start {path}: none of its {len(results)} results succeeded: "
+                          f"it holds nothing to start from")
     chosen = [r for r in results if r.variant == variant and r.shape == shape]
     if not chosen:
         chosen = [r for r in results if r.variant == variant] or results
@@ -93,7 +97,10 @@ def load_prior(path: str | Path, variant: str | None = None, shape: str | None =
 
     if not Path(path).exists():
         raise KsweepError(f"--warm-start {path}: no such file (give a ksweep database or a recorded dataset)")
-    prior = database_prior(path, variant, shape) if is_database(path) else dataset_prior(load_dataset(path))
+    try:
+        prior = database_prior(path, variant, shape) if is_database(path) else dataset_prior(load_dataset(path))
+    except DatasetError as exc:
+        raise KsweepError(f"--warm-start {exc}") from None
     if names is not None:
         theirs = list(dict.fromkeys(n for source in prior.sources for n in source.names))
         if theirs and not set(theirs) & set(names):
@@ -101,3 +108,12 @@ def load_prior(path: str | Path, variant: str | None = None, shape: str | None =
                               f"{', '.join(theirs[:8])}; the target's: {', '.join(list(names)[:8])}): "
                               "give results of the same kernel")
     return prior
+
+
+def check_sources(paths: Sequence[str | Path], names: Iterable[str]) -> None:
+    """Refuse, in one line and before anything is made, a --warm-start source that
+    ``load_prior`` would refuse at the first shape (no such file, nothing that succeeded, no
+    parameter shared with any of the target's ``names``)."""
+    names = tuple(dict.fromkeys(names))
+    for path in paths:
+        load_prior(path, names=names)

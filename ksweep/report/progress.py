@@ -59,6 +59,9 @@ class PlainLog:
         budget = f", {planned} to evaluate" if planned != valid else ""
         self._print(f"[ksweep] variant {variant} · shape {shape}: {valid} valid of {total} configs{budget}")
 
+    def warm_started(self, variant, shape, sources):
+        self._print(f"[ksweep] warm start from {warm_text(sources)}")
+
     def build_started(self, job):
         pass
 
@@ -114,6 +117,10 @@ class RichProgress:
     def target_started(self, variant, shape, valid, total, planned=None):
         self.total += valid if planned is None else planned
         self.target = f"variant {variant} · shape {shape}"
+        self.live.update(self._render())
+
+    def warm_started(self, variant, shape, sources):
+        self.target = f"variant {variant} · shape {shape} · warm start from {warm_text(sources)}"
         self.live.update(self._render())
 
     def build_started(self, job):
@@ -176,3 +183,9 @@ def make_observer(metric: str, quiet: bool = False):
     if sys.stderr.isatty():
         return RichProgress(metric)
     return PlainLog(metric)
+
+
+def warm_text(sources) -> str:
+    """'old.db:base/fc1@H100, this run: base/patch_embed@H100' (at most 4, then a count)."""
+    shown = ", ".join(sources[:4])
+    return shown + (f" and {len(sources) - 4} more" if len(sources) > 4 else "")

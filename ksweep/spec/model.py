@@ -381,6 +381,11 @@ class Spec:
             merged[p.name] = p
         return tuple(merged.values())
 
+    def param_names(self) -> tuple[str, ...]:
+        """Every parameter name of any shape × variant, in first-seen order."""
+        return tuple(dict.fromkeys(p.name for s in self.shape_list() for v in self.variant_list()
+                                   for p in self.effective_params(s, v)))
+
     def fixed_names(self, shape: Shape, variant: Variant) -> dict[str, Any]:
         """Every non-parameter name expressions see: limits, constants, shape defines."""
         names = limit_names(self.limits)

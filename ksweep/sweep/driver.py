@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field, replace
@@ -31,7 +32,7 @@ from ..build.builder import BuildResult
 from ..build.revision import source_revision
 from ..errors import EnvironmentProblem, Interrupted, KsweepError, SpecError, StoreError, SystematicFailure
 from ..job import Job, config_id
-from ..observer import NullObserver, Observer
+from ..observer import NullObserver, Observer, warm_started
 from ..result import Measurement, Result
 from ..run.base import Executor
 from ..run.gpus import Gpu
@@ -122,6 +123,13 @@ class SweepOptions:
     def __post_init__(self):
         if self.rerun is not None and self.rerun not in RERUN:
             raise KsweepError(f"--rerun {self.rerun}: choose failed or all")
+        # one name or path given alone, not in a tuple: not read one character at a time
+        for name in ("warm_start", "shapes", "variants"):
+            value = getattr(self, name)
+            if isinstance(value, (str, os.PathLike)):
+                object.__setattr__(self, name, (os.fspath(value),))
+            elif value is not None:
+                object.__setattr__(self, name, tuple(os.fspath(v) for v in value))
 
 
 @dataclass
@@ -168,8 +176,7 @@ class Sweep:
         sources = []
         # a source must share a parameter with some variant (a database's results of another
         # variant stand in for this one's when it has none): said at the first target, before any work
-        names = {p.name for s in self.spec.shape_list() for v in self.spec.variant_list()
-                 for p in self.spec.effective_params(s, v)}
+        names = self.spec.param_names()
         for path in self.options.warm_start:
             sources.extend(load_prior(path, variant, shape, names).sources)
         if self.options.warm_between_shapes:
@@ -274,6 +281,8 @@ class Sweep:
             self.summary.searched_by[searching] = self.spec.objective.metric  # the front is over what it found
         planned = size if budget.max_evals is None else min(size, budget.max_evals)
         self.observer.target_started(variant.name, shape.name, size, space.raw_size, planned)
+        if prior is not None:
+            warm_started(self.observer, variant.name, shape.name, prior.labels)
         for result in stored.values():  # they count, and show, whether or not the search asks for them again
             self.resumed(result)
         if size == 0:
