@@ -64,7 +64,7 @@ class ProcessOutcome:
     seconds: float
     error: str | None = None  # the command could not be started at all
     cpu_seconds: float = 0.0  # user + system time of the command and the children it waited for
-    stopped: bool = False  # not started: kill_all() (Ctrl-C) came first
+    stopped: bool = False  # not started, or killed by a signal while it ran: kill_all() (Ctrl-C) came
 
     @property
     def signal(self) -> int | None:
@@ -304,6 +304,7 @@ def run_process(
     if registry.stopping():
         return ProcessOutcome(None, False, "", "", False, 0.0, error="stopped", stopped=True)
     start = time.monotonic()
+    kills = registry.kills  # a kill_all() while it runs makes its end no outcome of its own
     token = new_token()
     full_env = dict(os.environ)
     full_env.update(env or {})
@@ -345,9 +346,14 @@ def run_process(
             os.close(wake_w)
             os.close(wake_r)
     out, err = captures
+    # killed by kill_all (Ctrl-C, a cancelled sweep): not a result of the command (a compiler's
+    # "failure" would be cached, a program's "crash" stored); Ctrl-C may reach the group
+    # itself first, as SIGINT, so any signal counts
+    stopped = registry.kills != kills and proc.returncode is not None and proc.returncode < 0
     return ProcessOutcome(
         returncode=proc.returncode, timed_out=timed_out, stdout=out.text(), stderr=err.text(),
         truncated=out.truncated or err.truncated, seconds=time.monotonic() - start, cpu_seconds=cpu,
+        stopped=stopped,
     )
 
 
@@ -416,6 +422,7 @@ class ProcessRegistry:
         self._live: set[int] = set()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self.kills = 0  # kill_all() calls so far: a command killed by one is stopped, not failed
 
     def track(self, pgid: int) -> None:
         """Have kill_all() kill this process group (a command, or a long-lived worker while it runs a config)."""
@@ -440,6 +447,7 @@ class ProcessRegistry:
         groups were killed."""
         self._stopping.set()
         with self._lock:
+            self.kills += 1
             groups = list(self._live)
         for pgid in groups:
             _kill_group(pgid)

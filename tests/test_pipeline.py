@@ -296,3 +296,42 @@ def test_a_compilers_temporary_files_are_removed_with_its_build(program_dir, tmp
     assert not list(program_dir.dir.rglob("left-behind.*"))
     logs = "\n".join(p.read_text() for p in (program_dir.dir / ".ksweep" / "cache").rglob("*.json"))
     assert "TMPDIR=" in logs and str(outside) not in logs  # the wrapper ran, with a TMPDIR of ksweep's
+
+
+def test_a_build_killed_by_ctrl_c_is_not_cached_as_a_failure(program_dir, tmp_path):
+    """kill_all (Ctrl-C, SIGTERM) killed the compilers in flight, and each came back as an
+    ordinary failed build: cached, so the next run judged those configs COMPILE_ERROR (or,
+    with several, stopped: "the first 4 configs all failed to compile with the same error")
+    even with --rerun all, until the cache was deleted by hand."""
+    import threading
+
+    from ksweep.build.builder import Builder
+    from ksweep.build.cache import BuildCache
+    from ksweep.process import ProcessRegistry
+    from ksweep.status import Stopped
+    from ksweep.sweep.local import build_rules
+    from ksweep.sweep.jobs import JobFactory
+    from ksweep.run.modes import program_mode
+    from ksweep.space.space import Space
+
+    started = tmp_path / "started"
+    (program_dir.dir / "cc.sh").write_text(f'touch "{started}"\nexec sleep 300\n')
+    spec = load_spec(program_dir(ALL_MODES.replace("MODE = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]", "MODE = [0]")
+                                 .replace('command = ["gcc", ', 'command = ["sh", "{spec_dir}/cc.sh", ')))
+    shape, variant = spec.shape_list()[0], spec.variant_list()[0]
+    space = Space.from_spec(spec, shape.name, variant.name)
+    job = JobFactory(spec, shape, variant, space, program_mode(spec)).make(space[0])
+    cache = BuildCache(tmp_path / "cache")
+    builder, registry = Builder(cache, build_rules(spec)), ProcessRegistry()
+
+    def ctrl_c():
+        while not started.exists():  # the compiler runs: no timing, it waits for the file
+            time.sleep(0.01)
+        registry.kill_all()
+
+    killer = threading.Thread(target=ctrl_c)
+    killer.start()
+    result = builder.build(job, registry)
+    killer.join()
+    assert isinstance(result, Stopped), result
+    assert cache.lookup(job.build_cache_key) is None
