@@ -277,10 +277,22 @@ class Confirmed:
         return next((c for c, v in self.verdicts.items() if v.mark == "BEST"), None)
 
 
+def counts_for(m: Measurement, result: Result | None, key: str | None = None) -> bool:
+    """Whether confirmation run ``m`` counts for the stored ``result``: taken under its key
+    (``key``: the one it has now, when given), and not before the result was measured. A
+    config measured again under the same key (a header it includes was edited: the key
+    covers the listed sources only) starts its confirmation anew; its earlier runs were of
+    the other version."""
+    if result is None or m.result_key != (key if key is not None else result.cache_key):
+        return False
+    return result.finished is None or m.finished is None or m.finished >= result.finished
+
+
 def confirmed(results: Iterable[Result], measurements: Iterable[Measurement], direction: str,
               defaults: Mapping[tuple[str, str], str] | None = None) -> dict[tuple[str, str], Confirmed]:
     """(variant, shape) -> Confirmed, from the measurements taken under each result's own
-    key (those of an older experiment are not counted). ``measurements``: in the order they
+    key since it was measured (``counts_for``: those of an older experiment or an older
+    version of the config are not counted). ``measurements``: in the order they
     were taken (the store's). ``defaults``: (variant, shape) -> the default config's id (the
     store's meta ``default:<variant>:<shape>``).
 
@@ -288,7 +300,7 @@ def confirmed(results: Iterable[Result], measurements: Iterable[Measurement], di
     together (``rounds_together``): the rounds of a later confirmation (a sweep extended, its
     new leaders measured in rounds 0, 1, 2 again; a round cut short and finished by a
     resumed sweep) never pair with an earlier one's, taken minutes or days apart."""
-    key_of = {(r.variant, r.shape, config_id(r.params)): r.cache_key for r in results}
+    result_of = {(r.variant, r.shape, config_id(r.params)): r for r in results}
     defaults = defaults or {}
     values: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     value_rounds: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
@@ -296,7 +308,7 @@ def confirmed(results: Iterable[Result], measurements: Iterable[Measurement], di
     rounds: dict[tuple, set] = defaultdict(set)
     counted: dict[tuple, list[Measurement]] = defaultdict(list)
     for m in measurements:
-        if key_of.get((m.variant, m.shape, config_id(m.params))) == m.result_key:
+        if counts_for(m, result_of.get((m.variant, m.shape, config_id(m.params)))):
             counted[(m.variant, m.shape)].append(m)
     for group, ms in counted.items():
         for m, together in zip(ms, rounds_together(ms)):

@@ -405,3 +405,30 @@ def test_a_dask_run_supersedes_its_own_gpu_models_old_source_results(repo):
     assert cli("run", "sweep.toml", *dask, "--max-evals", "1", cwd=repo).returncode == 0
     with Store(repo / ".ksweep" / "sweep.db", create=False) as store:
         assert len(store.superseded()) == 2 and len(store.results()) == 1
+
+
+def test_a_header_edit_confirms_again_and_the_best_follows_the_new_runs(tmp_path):
+    """The result key covers the listed sources, not the headers a build read: after a header
+    edit every config was measured again, but the confirmation runs of the old header still
+    counted under the same key, so none ran, BEST stayed on the old header's figures and
+    export shipped it."""
+    (tmp_path / "prog.c").write_text('#include <stdio.h>\n#include "cost.h"\n#ifndef X\n#define X 1\n#endif\n'
+                                     'int main(void) { printf("@@RESULT ms=%d\\n", MS_OF(X)); return 0; }\n')
+    (tmp_path / "cost.h").write_text("#define MS_OF(x) (10 * (x))\n")  # X = 1 fastest
+    (tmp_path / "sweep.toml").write_text(textwrap.dedent(SPEC).replace("X = [2, 1, 3]", "X = [1, 2, 3, 4]"))
+    first = cli("run", "sweep.toml", "--confirm", "3,2,all", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    (tmp_path / "cost.h").write_text("#define MS_OF(x) ((x) == 2 ? 5 : 10 * (x))\n")  # now X = 2
+    again = cli("run", "sweep.toml", "--confirm", "3,2,all", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "confirmation runs" in again.stdout + again.stderr
+    with Store(tmp_path / ".ksweep" / "sweep.db") as store:
+        from ksweep.confirm import confirmed
+
+        results = store.results()
+        conf = confirmed(results, store.measurements(), "min", store.default_configs())[("base", "default")]
+        assert conf.best == '{"X":2}'
+        best = conf.verdicts[conf.best]
+        assert best.interval.median == 5.0 and best.interval.n == 2  # this version's runs only
+    header = cli("export", ".ksweep/sweep.db", "--format", "header", cwd=tmp_path)
+    assert "#define X 2" in header.stdout, header.stdout

@@ -494,9 +494,9 @@ class Sweep:
             jobs[best] = factory.make(dict(current[best].params), phase="confirm")
         if not jobs:
             return
-        keys = {cid: job.cache_key for cid, job in jobs.items()}
-        done = {(config_id(m.params), m.round) for m in self.store.measurements(variant, shape)
-                if keys.get(config_id(m.params)) == m.result_key and self.options.rerun != "all"}
+        done = {(cid, m.round) for m in self.store.measurements(variant, shape)
+                if (cid := config_id(m.params)) in jobs and self.options.rerun != "all"
+                and confirm.counts_for(m, current.get(cid) or self.store.get(variant, shape, cid), jobs[cid].cache_key)}
         if any(not any((cid, r) in done for r in range(plan.rounds)) for cid in jobs):
             # a config never confirmed: those confirmed in full before (the best so far, the default)
             # are measured again with it, in the same rounds, so that they compare round by round
