@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ksweep.errors import EnvironmentProblem, Interrupted, KsweepError
+from ksweep.job import config_id
 from ksweep.spec.load import load_spec
 from ksweep.status import STOPPED, Status
 from ksweep.store.sqlite import Store
@@ -445,3 +446,34 @@ def fake_index(data, params) -> int:
     from ksweep.replay import ReplaySpace
 
     return ReplaySpace(data).index(params)
+
+
+@pytest.mark.parametrize("raw_limit", [20_000, 0])  # pruned configs recorded, or the space too large for it
+def test_a_config_a_new_constraint_prunes_is_never_ranked_again(tmp_path, monkeypatch, raw_limit):
+    """A constraint added after a sweep prunes its best config: the stored result stayed
+    current, so report ranked it BEST, export shipped it and explain said it was pruned; and
+    a constraint taken out again left the PRUNED rows with its reason."""
+    from ksweep.report.rank import rank
+    from ksweep.sweep import driver
+
+    monkeypatch.setattr(driver, "PRUNED_RECORD_LIMIT", raw_limit)
+    db = tmp_path / "t.db"
+
+    def sweep(extra: str = ""):
+        spec = toy(tmp_path, extra=extra)
+        with Store(db) as store:
+            Sweep(spec, store, FakeExecutor(timed), SweepOptions()).run()
+            return {cid: r for cid, r in ((config_id(r.params), r) for r in store.results())}
+
+    first = sweep()
+    assert rank(list(first.values()), "ms", "min")[0].params == {"A": 2, "B": 1}
+    pruned = sweep('[[constraints]]\nname = "no21"\nexpr = "not (A == 2 and B == 1)"\nreason = "wrong"\n')
+    best = rank([r for r in pruned.values() if r.status is Status.OK], "ms", "min")[0]
+    assert best.params != {"A": 2, "B": 1}
+    if raw_limit:
+        assert pruned['{"A":2,"B":1}'].status is Status.PRUNED and "no21" in pruned['{"A":2,"B":1}'].message
+    else:
+        assert '{"A":2,"B":1}' not in pruned  # superseded: left out of the results reports read
+    again = sweep()  # the constraint taken out: the config is valid and evaluated again
+    assert again['{"A":2,"B":1}'].status is Status.OK
+    assert all(r.status is Status.OK for r in again.values())

@@ -332,6 +332,11 @@ class Sweep:
             if set(config) != set(space.names):  # another parameter set: not a config of this spec
                 stale.append(cid)
                 continue
+            if config not in space and _within_lists(space, config):
+                # a constraint prunes it now (added, or changed): the spec says it is invalid, and
+                # a report must not rank it (_record_pruned stores it as PRUNED when it can)
+                stale.append(cid)
+                continue
             try:  # a config outside a narrowed space is judged too: its key does not depend on the space
                 key = factory.make(config).cache_key  # (made first: a mode may write a file the build reads)
             except KsweepError:
@@ -589,13 +594,21 @@ class Sweep:
         return dict(result.metrics) if result.status is Status.OK else None
 
     def _record_pruned(self, space, variant: str, shape: str) -> None:
+        """Store every pruned config with its reason (a result measured before a constraint
+        pruned it is replaced: the history keeps it), and supersede the PRUNED rows of configs
+        that are valid now (a constraint removed or changed)."""
         names = space.names
         rows = []
+        valid_again = [config_id(r.params) for r in self.store.results(variant, shape)
+                       if r.status is Status.PRUNED and set(r.params) == set(names) and dict(r.params) in space]
+        if valid_again:
+            self.store.supersede(variant, shape, valid_again, ())
         for values in itertools.product(*(p.values for p in space.params)):
             config = dict(zip(names, values))
             if config in space:
                 continue
-            if self.store.get(variant, shape, config_id(config)) is not None:
+            stored = self.store.get(variant, shape, config_id(config))
+            if stored is not None and stored.status is Status.PRUNED:
                 continue
             try:
                 verdict = space.explain(config)
@@ -891,3 +904,9 @@ def _strategy(name: str, space, seed: int, max_evals: int | None, unbounded: boo
     # covers any space) means grid; docs/strategies.md
     hint = max_evals if max_evals is not None else (space_size(space) if unbounded else None)
     return make_strategy(name, space, seed=seed, budget_hint=hint, prior=prior)
+
+
+def _within_lists(space, config: Mapping) -> bool:
+    """Whether each of ``config``'s values is among its parameter's values (else the space
+    was narrowed, and the config is judged by its key, not by the constraints)."""
+    return all(config.get(p.name) in p.values for p in space.params)
