@@ -495,3 +495,80 @@ def test_ctrl_c_says_how_many_were_evaluated_and_how_to_resume(tmp_path):
     assert line and "evaluated — run the same command to resume" in line[0]
     n = int(line[0].split("interrupted:")[1].split()[0])
     assert n == _evaluated(db) >= 2
+
+
+# -- 4. a wrong result never wins unseen ------------------------------------------------------
+
+CHECKED = """#include <stdio.h>
+#include <unistd.h>
+#ifndef X
+#define X 1
+#endif
+int main(void) {
+    if (X == 1 && access("HANG_DEFAULT", F_OK) == 0) return 3;   /* the reference fails while the file is there */
+    printf("@@RESULT ms=%d checksum=%s\\n", 10 - X, X == 3 ? "666.0" : "42.0");   /* X = 3: fastest, wrong */
+    return 0;
+}
+"""
+
+CHECKED_SPEC = """
+[sweep]
+objective = "ms"
+[params]
+X = {{ values = [1, 2, 3], default = {default} }}
+[build]
+sources = ["checked.c"]
+command = ["gcc", "-O0", "{{defines}}", "-o", "{{binary}}", "checked.c"]
+[run]
+command = ["sh", "-c", "cd {{spec_dir}} && {{binary}}"]
+timeout = 20
+[check]
+keys = ["checksum"]
+reference = "defaults"
+"""
+
+
+def test_a_failed_reference_is_said_and_rerun_failed_checks_what_it_could_not(tmp_path):
+    """The default (the reference) failed once: every other config was OK but unchecked, the
+    wrong-checksum one ranked BEST with nothing said, and after the default was mended
+    ``--rerun failed`` left it OK."""
+    (tmp_path / "checked.c").write_text(CHECKED)
+    spec = tmp_path / "s.toml"
+    spec.write_text(textwrap.dedent(CHECKED_SPEC.format(default=1)))
+    (tmp_path / "HANG_DEFAULT").write_text("")
+    first = cli("run", str(spec), "-q", "--no-confirm")
+    assert first.returncode == 0, first.stderr
+    assert "2 OK results unverified: the reference (defaults) config failed" in first.stdout
+    report = cli("report", str(tmp_path / ".ksweep" / "s.db"))
+    assert "unverified" in report.stdout
+    (tmp_path / "HANG_DEFAULT").unlink()
+    again = cli("run", str(spec), "-q", "--no-confirm", "--rerun", "failed")
+    assert again.returncode == 0, again.stderr
+    rows = {r.params["X"]: r for r in Store(tmp_path / ".ksweep" / "s.db").results()}
+    assert rows[3].status is Status.CHECKSUM_MISMATCH and rows[2].status is Status.OK and rows[2].verified
+    assert "unverified" not in again.stdout
+
+
+def test_a_new_default_makes_new_verdicts(tmp_path):
+    """The reference is the default config: with another default, the configs are judged
+    against it, not reused with the verdicts the old one gave (the resumed database and a
+    fresh one gave opposite verdicts)."""
+    (tmp_path / "checked.c").write_text(CHECKED)
+    spec = tmp_path / "s.toml"
+    spec.write_text(textwrap.dedent(CHECKED_SPEC.format(default=1)))
+    assert cli("run", str(spec), "-q", "--no-confirm").returncode == 0
+    with Store(tmp_path / ".ksweep" / "s.db") as store:
+        assert {r.params["X"]: r.status for r in store.results()}[3] is Status.CHECKSUM_MISMATCH
+    spec.write_text(textwrap.dedent(CHECKED_SPEC.format(default=3)))  # the wrong one is the reference now
+    second = cli("run", str(spec), "-q", "--no-confirm")
+    assert second.returncode == 0, second.stderr
+    with Store(tmp_path / ".ksweep" / "s.db") as store:
+        statuses = {r.params["X"]: r.status for r in store.results()}
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "checked.c").write_text(CHECKED)
+    (fresh / "s.toml").write_text(spec.read_text())
+    assert cli("run", str(fresh / "s.toml"), "-q", "--no-confirm").returncode == 0
+    with Store(fresh / ".ksweep" / "s.db") as store:
+        assert statuses == {r.params["X"]: r.status for r in store.results()}
+    assert statuses[3] is Status.OK and statuses[1] is Status.CHECKSUM_MISMATCH

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..errors import ExportError
 from ..report.edited import edited_notes
+from ..report.rank import unverified_notes
 from ..report.export_formats import FORMATS, export
 from ..store.sqlite import Store
 from .main import version
@@ -62,6 +63,6 @@ def run(args) -> int:
         print(f"note: {note}", file=said)
     shipped = [r for r in results if args.shape in (None, r.shape) and args.variant in (None, r.variant)
                and (args.gpu is None or args.gpu.lower() in (r.gpu_name or "").lower())]
-    for note in edited_notes(shipped):  # the source on disk is not the one these were measured on
+    for note in [*edited_notes(shipped), *unverified_notes(shipped)]:  # the source on disk changed; unchecked
         print(f"note: {note}", file=said)
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from ..report.edited import edited_notes
+from ..report.rank import unverified_notes
 from ..report.export import to_csv, to_json
 from ..report.pareto import front_ids, render_fronts, stored_objectives
 from ..errors import KsweepError
@@ -100,7 +101,7 @@ def run(args) -> int:
             objectives = stored_objectives(store.get_meta("objectives"))
     old_rows = old if args.superseded else []
     marked = {(r.variant, r.shape, config_id(r.params)) for r in old} if args.superseded else None
-    for line in edited_notes(results):  # the source on disk is not the one they were measured on
+    for line in [*edited_notes(results), *unverified_notes(results)]:  # what the user must know of them
         print(f"note: {line}", file=sys.stderr if args.format != "table" else sys.stdout)
     if args.format == "csv":
         print(to_csv(results + old_rows, conf, front_ids(results, objectives), marked), end="")

@@ -15,6 +15,7 @@ from ..errors import KsweepError
 from ..strategies.effort import EFFORTS
 from ..api import tune
 from ..report.pareto import render_fronts
+from ..report.rank import unverified_notes
 from ..report.progress import make_observer, summary_line
 from ..report.table import render, wide_console
 from ..spec.checks import check_modes
@@ -274,6 +275,8 @@ def _show(spec, args, options: SweepOptions, db: Path, summary) -> None:
         render_fronts(selected, spec.objective_list(), console, order)
     if summary is not None:
         console.print(summary_line(summary), soft_wrap=True)
+    for note in unverified_notes(selected):
+        console.print(f"note: {note}", soft_wrap=True, markup=False)
     console.print(f"results: {db}  csv: {db.with_suffix('.csv')}", soft_wrap=True)
 
 

@@ -14,6 +14,7 @@ from typing import Iterable
 from ..job import config_id
 from ..result import Result
 from ..status import FAILURE_ORDER, Status
+from ..verify import unverified
 
 _FAIL_RANK = {s: i for i, s in enumerate(FAILURE_ORDER)}
 
@@ -61,6 +62,18 @@ def unranked_reason(r: Result, metric: str) -> str:
     if isinstance(v, float) and not math.isfinite(v):
         return f"{metric}={v:g} is not a finite number"
     return f"{metric}={v!r} is not a number"
+
+
+def unverified_notes(results: Iterable[Result]) -> list[str]:
+    """One line per shape × variant with OK results whose check could not run because the
+    reference config failed: among them a wrong result ranks as a right one."""
+    counts: dict[tuple[str, str], int] = {}
+    for r in results:
+        if unverified(r.status, r.message):
+            counts[(r.variant, r.shape)] = counts.get((r.variant, r.shape), 0) + 1
+    return [f"{shape}/{variant}: {n} OK result{'s' * (n != 1)} unverified: the reference (defaults) config failed, "
+            f"so no result was checked against it and a wrong one can rank best (make the default config run, "
+            f"then ksweep run --rerun failed)" for (variant, shape), n in counts.items()]
 
 
 def rank(results: Iterable[Result], metric: str, direction: str = "min") -> list[Result]:

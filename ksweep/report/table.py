@@ -106,7 +106,7 @@ def render(results: Iterable[Result], objective: str, direction: str, console: C
         body: list[tuple[list[str], str, str]] = []  # (plain cells, status markup, note)
         for i, r in enumerate(shown_ok):
             cells = _row(r, names, metrics, has_checksum, has_kernel)
-            note = _throttled(r)
+            note = "; ".join(n for n in (r.message, _throttled(r)) if n)  # e.g. unverified
             if marks:
                 v = marks.get(config_id(r.params))
                 cells += _confirm_cells(v)

@@ -44,7 +44,7 @@ from ..spec.model import Spec
 from ..status import Status, Stopped
 from ..store.sqlite import Store
 from ..strategies.base import Budget, space_size
-from ..verify import judge, unprinted
+from ..verify import judge, unprinted, unverified
 from .systematic import SameErrorGuard
 from .jobs import JobFactory
 
@@ -354,7 +354,8 @@ class Sweep:
             if outdated:
                 continue
             if config not in space or self.options.rerun == "all" or (
-                    self.options.rerun == "failed" and old.status is not Status.OK):
+                    self.options.rerun == "failed" and (old.status is not Status.OK
+                                                        or unverified(old.status, old.message))):
                 continue
             out[cid] = old
         self.store.supersede(variant, shape, stale, current)
