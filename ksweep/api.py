@@ -138,8 +138,11 @@ def tune(spec: Spec, *, db: str | Path | None = None, options: SweepOptions = Sw
     summary = None
     try:
         if cluster is not None:
+            # the cache beside the database is shared only by a local cluster's workers: a remote
+            # one's cannot see this host's folders, and the binaries travel in its tasks
+            local = shared_cache or (cache if cluster == "local" else None)
             executor = make_dask_executor(spec, cluster, gpus=gpus, fake_gpus=fake_gpus, jobs=jobs,
-                                          shared_cache=shared_cache or cache, start_gap=start_gap)
+                                          shared_cache=local, start_gap=start_gap)
         summary, db_path = run_sweep(spec, db=db_path, options=options, gpus=gpus, jobs=jobs, observer=observer,
                                      executor=executor, start_gap=start_gap, cache=cache)
     except KeyboardInterrupt:

@@ -462,3 +462,27 @@ def test_cli_ctrl_c_on_a_local_cluster_stops_everything(program_dir):
     time.sleep(0.5)
     assert programs_of(program_dir.dir) == []
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("cluster, shared", [("tcp://10.0.0.1:8786", None), ("local", "beside the db")])
+def test_a_remote_cluster_gets_the_binaries_in_its_tasks(tmp_path, monkeypatch, cluster, shared):
+    """`ksweep run --cluster tcp://…` named the cache beside the database as a cache every
+    worker sees: a worker on another host could not find any binary, and every run failed
+    with "the run command cannot be started"."""
+    import ksweep.api as api
+
+    seen = {}
+
+    class Seen(Exception):
+        pass
+
+    def fake(spec, cluster, **kw):
+        seen.update(kw)
+        raise Seen
+
+    monkeypatch.setattr(api, "make_dask_executor", fake)
+    spec = load_spec(devices_spec(tmp_path))
+    with pytest.raises(Seen):
+        api.tune(spec, db=tmp_path / "x.db", cluster=cluster)
+    expected = None if shared is None else (tmp_path / "cache").resolve()
+    assert seen["shared_cache"] == expected
