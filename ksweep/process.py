@@ -358,12 +358,17 @@ def run_process(
 
 
 def _finish_captures(captures: Sequence[_Capture], token: str, wake_w: int, scan: bool) -> None:
-    """Wait for the end of a run's output. Its pipes normally reach EOF as soon as its
-    group is dead; one still open after SETTLE_SECONDS (or any timeout) is held by a
-    process that left the group: the processes of the run's token are killed; one still
+    """Wait for the end of a run's output, and kill what the run left behind. Its pipes
+    normally reach EOF as soon as its group is dead (the processes of the run's token that
+    left the group, daemons that closed their output, are killed then); one still open after
+    SETTLE_SECONDS (or any timeout) is held by a process that left the group: the processes
+    of the run's token are killed; one still
     open after that is held by a process that escaped even that (it replaced its
     environment), and is no longer read."""
     if not scan and _joined(captures, SETTLE_SECONDS):
+        # a daemon that closed its output is not waited for, but it must not outlive its run:
+        # it would load the machine under the next configs' timings (one scan of /proc)
+        kill_tree_by_token(RUN_VAR, token)
         return
     kill_tree_by_token(RUN_VAR, token)
     if _joined(captures, ESCAPED_SECONDS):
