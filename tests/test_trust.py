@@ -372,6 +372,19 @@ def test_a_second_run_on_a_database_in_use_is_refused_with_the_pid(tmp_path):
     assert sweep(spec)[0].evaluated == 2  # free again once the holder is gone
 
 
+def test_a_database_reached_through_a_symlink_is_the_same_lock(tmp_path):
+    """Two sweeps wrote one database, one of them through a symlink (22 history rows for 12
+    configs): the lock was named after the path given."""
+    db = tmp_path / "real.db"
+    (tmp_path / "link.db").symlink_to(db)
+    with Store(db) as first:
+        first.lock()
+        with pytest.raises(StoreInUse, match=f"pid {os.getpid()}"):
+            with Store(tmp_path / "link.db") as second:
+                second.lock()
+        first.unlock()
+
+
 def test_another_specs_database_is_refused(tmp_path):
     spec = toy(tmp_path, a=[1, 2], b=[1])
     _, db = sweep(spec)

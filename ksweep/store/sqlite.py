@@ -182,7 +182,8 @@ class Store:
 
     def lock(self) -> None:
         """Become the only sweep writing this database; raises StoreInUse naming the holder."""
-        lock_path = self.path.with_name(self.path.name + ".lock")
+        real = self.path.resolve()  # the database's own name: a symlink to it takes the same lock
+        lock_path = real.with_name(real.name + ".lock")
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
