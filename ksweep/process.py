@@ -446,17 +446,18 @@ class ProcessRegistry:
         """Allow processes to start again (after kill_all, for the owner's next sweep)."""
         self._stopping.clear()
 
-    def kill_all(self) -> int:
-        """Stop starting new processes, kill every registered group, then every other process
-        of this session but the long-lived workers (``reap_session``); returns how many
-        groups were killed."""
+    def kill_all(self, reap: bool = True) -> int:
+        """Stop starting new processes, kill every registered group, then (``reap``) every
+        other process of this session but the long-lived workers (``reap_session``; not on a
+        Dask worker that other sweeps share); returns how many groups were killed."""
         self._stopping.set()
         with self._lock:
             self.kills += 1
             groups = list(self._live)
         for pgid in groups:
             _kill_group(pgid)
-        reap_session()
+        if reap:
+            reap_session()
         return len(groups)
 
 

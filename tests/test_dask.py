@@ -486,3 +486,35 @@ def test_a_remote_cluster_gets_the_binaries_in_its_tasks(tmp_path, monkeypatch, 
         api.tune(spec, db=tmp_path / "x.db", cluster=cluster)
     expected = None if shared is None else (tmp_path / "cache").resolve()
     assert seen["shared_cache"] == expected
+
+
+def test_stopping_one_sweep_leaves_another_sweeps_runs_on_a_shared_cluster(program_dir, cluster):
+    """On a cluster that outlives a sweep, the stop of one sweep killed every process the
+    workers had started, another client's runs too (stored there as CRASH, killed by SIGKILL)."""
+    _, client = cluster
+    spec = load_spec(program_dir(HANGS.replace("X = [1, 2]", "X = [1]")))
+    shape, variant = spec.shape_list()[0], spec.variant_list()[0]
+    space = Space.from_spec(spec, shape.name, variant.name)
+    job = JobFactory(spec, shape, variant, space).make(space[0])
+    # a shared cache, so that `ps` shows where the binaries are
+    mine = DaskExecutor(client, build_rules(spec), gpu_wait=60, shared_cache=program_dir.dir / "cache")
+    other = DaskExecutor(client, build_rules(spec), gpu_wait=60)
+    try:
+        build = mine.submit_build(job).result(timeout=120)
+        assert build.status is Status.OK
+        run = mine.submit_run(job, build)
+        deadline = time.monotonic() + 120
+        while not programs_of(program_dir.dir) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert programs_of(program_dir.dir)
+        other.shutdown(cancel=True)  # another sweep on the same cluster is stopped
+        deadline = time.monotonic() + 5  # a killed program is gone in well under this
+        while programs_of(program_dir.dir) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert programs_of(program_dir.dir) and not run.done()
+    finally:
+        mine.shutdown(cancel=True)
+    deadline = time.monotonic() + 20
+    while programs_of(program_dir.dir) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert programs_of(program_dir.dir) == []  # its own stop still kills them

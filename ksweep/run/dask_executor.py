@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import shutil
 import signal
 import stat
@@ -51,7 +52,7 @@ from ..build.builder import Builder, BuildResult, BuildRules, lost_build
 from ..build.cache import BuildCache
 from ..errors import KsweepError, require
 from ..job import Job
-from ..process import DEFAULT_REGISTRY
+from ..process import DEFAULT_REGISTRY, ProcessRegistry
 from ..status import Status, Stopped
 from .base import Executor
 from .classify import lost
@@ -139,10 +140,23 @@ def _builder(cache_dir: str, rules: BuildRules) -> Builder:
         return _builders[key]
 
 
-def build_task(job: Job, rules: BuildRules, shared_cache: str | None) -> Built:
+_registries: dict[str, ProcessRegistry] = {}
+_registries_lock = threading.Lock()
+
+
+def _registry(owner: str | None) -> ProcessRegistry:
+    """The processes this worker started for one sweep (``owner``: its executor's token), so
+    that stopping that sweep kills them and no other sweep's on a shared cluster."""
+    if owner is None:
+        return DEFAULT_REGISTRY
+    with _registries_lock:
+        return _registries.setdefault(owner, ProcessRegistry())
+
+
+def build_task(job: Job, rules: BuildRules, shared_cache: str | None, owner: str | None = None) -> Built:
     """Build one job on this worker; ship the binary's bytes unless the cache is shared."""
     cache_dir = shared_cache or str(_worker_dir() / "ksweep-cache")
-    result = _builder(cache_dir, rules).build(job)
+    result = _builder(cache_dir, rules).build(job, _registry(owner))
     if shared_cache is None and isinstance(result, BuildResult) and result.status is Status.OK \
             and result.binary is not None:
         return Built(result, result.binary.read_bytes())
@@ -201,7 +215,8 @@ def _harness_path(harness: Built, job: Job, root: Path) -> Path | None:
     return path
 
 
-def run_task(job: Job, built: Built, start_gap: float = 0.0, harness: Built | None = None) -> RunOutcome:
+def run_task(job: Job, built: Built, start_gap: float = 0.0, harness: Built | None = None,
+             owner: str | None = None) -> RunOutcome:
     """Run one built job on this worker's GPU; the binary is written out first if it came in the task.
     ``start_gap``: seconds between process starts on this host (0: no gate). ``harness``: the
     built harness of the job's shape × variant, if it has one."""
@@ -226,7 +241,7 @@ def run_task(job: Job, built: Built, start_gap: float = 0.0, harness: Built | No
         host = _worker_host(pin) if job.persistent else None
         outcome = run_built(job, build, replace(gpu, index=None), root / "ksweep-runs", gate=gate,
                             harness=harness_built, host=host, monitor=_worker_monitor(gpu),
-                            monitor_index=gpu.index)
+                            monitor_index=gpu.index, registry=_registry(owner))
         return outcome if isinstance(outcome, Stopped) else replace(outcome, gpu=gpu)
     finally:
         if workdir is not None:
@@ -240,12 +255,16 @@ def dask_setup(worker) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _stop_runs(resume: bool) -> int:
-    """On a worker: kill the programs of cancelled runs (whole process groups), and start
-    new ones again if ``resume`` (a cluster that outlives this sweep)."""
-    killed = DEFAULT_REGISTRY.kill_all()  # a worker's tasks start their processes in the default registry
-    if resume:
-        DEFAULT_REGISTRY.reset_stop()
+def _stop_runs(owner: str, resume: bool) -> int:
+    """On a worker: kill the programs of one sweep's cancelled builds and runs (whole process
+    groups). ``resume``: the cluster outlives this sweep and may serve others, whose
+    processes it leaves alone; else (this sweep's own cluster) every process this worker
+    started goes too."""
+    with _registries_lock:
+        registry = _registries.pop(owner, None)
+    killed = registry.kill_all(reap=not resume) if registry is not None else 0
+    if not resume:
+        killed += DEFAULT_REGISTRY.kill_all()
     return killed
 
 
@@ -281,6 +300,7 @@ class DaskExecutor(Executor):
         self._workers: dict[str, dict] = {}
         self._workers_at = float("-inf")
         self._closed = False
+        self._owner = secrets.token_hex(8)  # its tasks' processes, apart from other sweeps' on the workers
         self._wait_for_gpus(gpu_wait)
 
     # -- cluster view ----------------------------------------------------------------------
@@ -349,7 +369,7 @@ class DaskExecutor(Executor):
         return self._bridge(meta, keep, killed)
 
     def _submit_build_task(self, job: Job):
-        return self.client.submit(build_task, job, self.rules, self.shared_cache, pure=False,
+        return self.client.submit(build_task, job, self.rules, self.shared_cache, self._owner, pure=False,
                                   retries=self.retries, **self._build_placement())
 
     def _harness_build(self, harness: Job):
@@ -373,7 +393,7 @@ class DaskExecutor(Executor):
         with self._lock:
             entry = self._binaries.pop(id(build), None)
         built = entry[1] if entry is not None else Built(build)  # shared cache, or nothing built
-        run = self.client.submit(run_task, job, built, self._start_gap(), self._harness(job), pure=False,
+        run = self.client.submit(run_task, job, built, self._start_gap(), self._harness(job), self._owner, pure=False,
                                  resources={GPU_RESOURCE: 1}, retries=self.retries, priority=RUN_PRIORITY)
 
         def killed(exc: BaseException) -> RunOutcome:
@@ -420,7 +440,7 @@ class DaskExecutor(Executor):
                 self.client.cancel(pending, force=True)
                 # a closing worker would leave its programs' children behind, and wait for its runs
                 try:
-                    self.client.run(_stop_runs, self._cluster is None)
+                    self.client.run(_stop_runs, self._owner, self._cluster is None)
                 except Exception:  # noqa: BLE001 - a worker already gone has no programs left to stop
                     pass
         finally:
