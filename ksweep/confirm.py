@@ -207,7 +207,9 @@ def verdicts(values: Mapping[str, Sequence[float]], failures: Mapping[str, int],
             mark = "BEST"
         elif c in sound and best is not None:
             factor = paired(at[best], at[c], direction)
-            tie = not _clearly(factor) if factor is not None else sound[c].overlaps(sound[best])
+            # one run each has no interval (zero width): it cannot be told apart from BEST
+            tie = not _clearly(factor) if factor is not None else (
+                min(sound[c].n, sound[best].n) < 2 or sound[c].overlaps(sound[best]))
             mark = "TIE" if tie else ""
         out[c] = Verdict(c, iv, mark, failures.get(c, 0))
     return out

@@ -515,3 +515,26 @@ def test_the_best_of_an_earlier_confirmation_is_measured_again_with_the_new_lead
     assert _cli(capsys, "run", spec, "--db", db, "--strategy", "grid", "--confirm", "3,2")[0] == 0
     with Store(db) as store:
         assert {(m.params["X"], m.round): m.finished for m in store.measurements()} == now
+
+
+def test_one_confirmation_round_claims_no_interval_and_no_lead():
+    """``--confirm K,1`` (or a confirmation stopped after its first round): one run per config
+    showed ±0.00% and "95% interval 1.06-1.06", and a config 1% behind BEST was never a TIE,
+    whatever the noise."""
+    from ksweep.confirm import confirmed
+    from ksweep.job import config_id
+    from ksweep.report.history import _spread, Point
+    from ksweep.report.table import _confirm_cells, confirmation_line
+    from ksweep.result import Measurement
+
+    default, tuned = {"X": 1}, {"X": 2}
+    results = [Result("v", "s", p, Status.OK, cache_key=k, metrics={"ms": 1.0}) for p, k in ((default, "kd"), (tuned, "kt"))]
+    runs = [Measurement("v", "s", tuned, "kt", 0, Status.OK, value=1.0),
+            Measurement("v", "s", default, "kd", 0, Status.OK, value=1.06)]
+    conf = confirmed(results, runs, "min", {("v", "s"): config_id(default)})[("v", "s")]
+    assert conf.best == config_id(tuned) and conf.verdicts[config_id(default)].mark == "TIE"
+    line = confirmation_line(conf)
+    assert "one round: no interval" in line and "1.06-1.06" not in line
+    assert _confirm_cells(conf.verdicts[config_id(tuned)])[1] == "-"
+    best = conf.verdicts[conf.best]
+    assert _spread(Point("r", None, 1.0, tuned, best.interval, 2, confirmed=True)) == "n=1"

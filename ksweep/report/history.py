@@ -99,6 +99,17 @@ def _changes(points: list[Point], direction: str, tolerance: float) -> list[Poin
     return out
 
 
+def _spread(p: Point) -> str:
+    """'±0.42%' of a confirmed best's interval; 'n=1' with one run (no spread to show);
+    'unconf.' when it was not confirmed."""
+    iv = p.interval
+    if iv is None:
+        return "" if p.value is None else "unconf."
+    if iv.n < 2:
+        return f"n={iv.n}"
+    return f"±{100 * iv.half_width / iv.median:.2f}%" if iv.median else "-"
+
+
 def render(lines_of: Mapping[tuple[str, str], list[Point]], metric: str) -> str:
     lines = []
     for (variant, shape), points in lines_of.items():
@@ -108,8 +119,7 @@ def render(lines_of: Mapping[tuple[str, str], list[Point]], metric: str) -> str:
         for p in points:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(p.first_seen)) if p.first_seen else "-"
             value = f"{p.value:.4g}" if p.value is not None else "-"
-            ci = f"±{100 * p.interval.half_width / p.interval.median:.2f}%" if p.interval and p.interval.median \
-                else ("" if p.value is None else "unconf.")
+            ci = _spread(p)
             change = "" if p.speedup is None else f"{p.speedup:.2f}x"
             note = ""
             if p.regression:

@@ -210,7 +210,9 @@ def confirmation_line(conf: Confirmed) -> str:
         return text + "; no config passed every confirmation run: no BEST"
     if conf.speedup is not None and conf.best != conf.default:
         s = conf.speedup
-        text += f"; BEST is {s.median:.3g}x the default (95% interval {s.lo:.3g}-{s.hi:.3g})"
+        spread = (f"95% interval {s.lo:.3g}-{s.hi:.3g}" if s.n >= 2
+                  else "one round: no interval, --confirm K,R with R of 2 or more gives one")
+        text += f"; BEST is {s.median:.3g}x the default ({spread})"
     elif conf.best == conf.default:
         text += "; BEST is the default config"
     return text + (f"; {ties} TIE (not told apart from BEST by the measurements)" if ties else "")
@@ -224,6 +226,8 @@ def _confirm_cells(v) -> list[str]:
     if v is None or not v.interval.n:
         return ["-", "-", "0" if v is not None else "-"]
     iv = v.interval
+    if iv.n < 2:  # one run has no spread to show (±0.00% would say it has none)
+        return [fmt_cell(iv.median), "-", str(iv.n)]
     rel = 100 * iv.half_width / iv.median if iv.median else math.inf
     return [fmt_cell(iv.median), f"±{rel:.2f}%", str(iv.n)]
 
