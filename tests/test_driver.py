@@ -477,3 +477,16 @@ def test_a_config_a_new_constraint_prunes_is_never_ranked_again(tmp_path, monkey
     again = sweep()  # the constraint taken out: the config is valid and evaluated again
     assert again['{"A":2,"B":1}'].status is Status.OK
     assert all(r.status is Status.OK for r in again.values())
+
+
+@pytest.mark.parametrize("runs_on, has_gpu", [("none", False), ("A100", True)])
+def test_a_cluster_whose_runs_went_to_no_gpu_reports_no_gpu_figures(tmp_path, runs_on, has_gpu):
+    """A CPU sweep on a Dask cluster (GPU models unknown before it runs) reported "GPU 16.9 s,
+    GPU idle 4%": the summary learns from the runs where they went."""
+    from ksweep.report.progress import summary_line
+
+    spec = toy(tmp_path)
+    with Store(tmp_path / "t.db") as store:
+        summary = Sweep(spec, store, FakeExecutor(timed, gpu_models=None, runs_on=runs_on), SweepOptions()).run()
+    assert summary.has_gpu is has_gpu
+    assert ("GPU idle" in summary_line(summary)) is has_gpu

@@ -66,6 +66,7 @@ class Summary:
     gpu_seconds: float = 0.0
     gpu_slots: int = 1
     has_gpu: bool = True  # False: runs went to no GPU (a CPU sweep): no GPU figures to report
+    ran_on: set = field(default_factory=set)  # GPU models the runs went to, when not known before (Dask)
     interrupted: bool = False
     failed: bool = False  # stopped by an error (a bad database, a host problem): nothing to report
     best: dict[tuple[str, str, str | None], Result] = field(default_factory=dict)
@@ -221,6 +222,8 @@ class Sweep:
             raise
         finally:
             self.summary.wall_seconds = time.monotonic() - start
+            if self.summary.ran_on:  # the runs went to no GPU (a CPU sweep on a cluster): no GPU figures
+                self.summary.has_gpu = bool(self.summary.ran_on - {"none"})
             self.store.unlock()
             self.observer.finished(self.summary)
         return self.summary
@@ -385,6 +388,8 @@ class Sweep:
         if outcome is not None:
             self.summary.gpu_seconds += outcome.seconds
             metrics, gpu = physics.with_efficiency(outcome.metrics, job.work), outcome.gpu
+            if self._gpu_models is None and gpu is not None:  # a Dask cluster's: known as its runs end
+                self.summary.ran_on.add(gpu.name)
             status, message, verified = self._judged(job, outcome, metrics, reference)
         result = Result(
             variant=job.variant, shape=job.shape, params=dict(job.params), derived=dict(job.derived),

@@ -95,7 +95,7 @@ class FakeExecutor(Executor):
     for a config it does not know).
 
     ``gpu_models``: one model per GPU slot (``("none",)``: a slot without a GPU; None:
-    unknown, as a remote cluster's, with ``run_slots`` slots). ``harness``: the status of
+    unknown, as a remote cluster's, with ``run_slots`` slots, whose runs report ``runs_on``). ``harness``: the status of
     every harness build, or a function of the harness's ``Job``. ``completion``: see the
     module. What the driver asked is recorded: ``builds`` (every job submitted to build, in
     order), ``runs`` ((job, the harness path handed to it as ``{harness}``) in order) and
@@ -103,7 +103,8 @@ class FakeExecutor(Executor):
 
     def __init__(self, answers: Mapping[Any, Answer] | Callable[[Job], Answer | None], *,
                  gpu_models: Sequence[str] | None = ("fake",), run_slots: int | None = None, build_jobs: int = 1,
-                 harness: HarnessAnswer = Status.OK, completion: str = "immediate", seed: int = 0):
+                 harness: HarnessAnswer = Status.OK, completion: str = "immediate", seed: int = 0,
+                 runs_on: str = "unknown"):
         if completion not in COMPLETIONS:
             raise ValueError(f"completion={completion!r}: choose one of {', '.join(COMPLETIONS)}")
         if gpu_models is not None and not gpu_models:
@@ -113,6 +114,7 @@ class FakeExecutor(Executor):
             raise ValueError(f"run_slots={slots}, build_jobs={build_jobs}: each must be at least 1")
         self._answers = answers
         self._models = tuple(gpu_models) if gpu_models is not None else None
+        self._runs_on = runs_on  # the model the runs report when ``gpu_models`` is None (unknown before)
         self._slots = slots
         self._build_jobs = build_jobs
         self._harness = harness
@@ -263,7 +265,7 @@ class FakeExecutor(Executor):
     def _run(self, job: Job) -> tuple[RunOutcome | Stopped, Path | None]:
         with self._cond:
             slot = len(self.runs) % self._slots
-        model = self._models[slot % len(self._models)] if self._models is not None else "unknown"
+        model = self._models[slot % len(self._models)] if self._models is not None else self._runs_on
         gpu = Gpu(index=None if model == "none" else slot, name=model)
         harness_path = None
         if job.harness is not None and _names_harness(job.run_argv):
