@@ -18,6 +18,8 @@ continues where it stopped.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import itertools
 import os
 import time
@@ -296,6 +298,11 @@ class Sweep:
         harness = _Harness(factory.harness, self) if factory.harness else None
         target = _Target(self, space, factory, strategy, budget, stored, window, harness)
         target.reference = self._reference(target)
+        if stored and self._prior_changed(variant.name, shape.name, prior):
+            # the search is not the one that asked for the stored configs (another --warm-start,
+            # or the shapes before it have more results): it would ask for few of them again, and
+            # those it does not ask for would count against its budget unseen, so it is told them all
+            target.tell_stored()
         target.loop()
         if self.options.confirm is not None and not budget.exhausted_by_time_or_patience():
             self._confirm(target, shape.name, variant.name)
@@ -575,6 +582,17 @@ class Sweep:
                            gpu_name=gpu.name if gpu else None, gpu_uuid=gpu.uuid if gpu else None,
                            gpu_state=dict(outcome.gpu_state))
 
+    def _prior_changed(self, variant: str, shape: str, prior) -> bool:
+        """Whether this search starts from another prior than the one the stored results of
+        (variant, shape) were found with; records this one. Unknown (a database of an older
+        ksweep): changed when there is a prior now. The same prior means the same search for
+        the same seed, and a resume that ends as an uninterrupted run does."""
+        key = f"prior:{variant}:{shape}"
+        digest = _prior_digest(prior)
+        before = self.store.get_meta(key)
+        self.store.set_meta(key, digest)
+        return digest != before if before is not None else prior is not None
+
     # -- reference and pruned configs -------------------------------------------------
     def _reference(self, target: "_Target"):
         """Evaluate (or resume) the reference config before any other, and tell it first."""
@@ -681,6 +699,14 @@ class _Target:
         self.sweep.observer.build_started(job)
         self.builds[self.executor.submit_build(job)] = entry
         return entry
+
+    def tell_stored(self) -> None:
+        """Tell the strategy every stored result it has not been told (in the store's order),
+        before it asks for anything: it never proposes them, and they count as they did."""
+        told = {e.job.config_id for e in self.order}
+        for cid, result in self.stored.items():
+            if cid not in told:
+                self.sweep.tell(result, self.strategy, self.budget, counted=False)
 
     def _advance(self) -> None:
         """Tell every result whose turn has come, asking for more after each one (asked configs
@@ -916,3 +942,12 @@ def _within_lists(space, config: Mapping) -> bool:
     """Whether each of ``config``'s values is among its parameter's values (else the space
     was narrowed, and the config is judged by its key, not by the constraints)."""
     return all(config.get(p.name) in p.values for p in space.params)
+
+
+def _prior_digest(prior) -> str:
+    """A digest of what a search starts from: its sources' configs and values ("none": cold)."""
+    if prior is None:
+        return "none"
+    doc = [[s.label, [sorted((k, str(v)) for k, v in c.items()) for c in s.configs], list(s.values)]
+           for s in prior.sources]
+    return hashlib.sha256(json.dumps(doc, default=str).encode()).hexdigest()[:24]
