@@ -378,6 +378,9 @@ def test_cost_from_stored_results_and_wall_time():
     cost = cost_of(rows)
     assert cost.build_seconds == 40.0 and cost.builds == 4 and cost.runs == 5
     assert cost_of([Result("v", "s", {"A": 1}, Status.PRUNED)]) is None
+    # every build from the cache: the runs still say something ("no build or run time measured" before)
+    cached = cost_of(rows[-1:])
+    assert (cached.builds, cached.runs, cached.lower_bound) == (0, 1, True) and "from the cache" in cached.describe()
     # builds are the bottleneck on 4 cores: 100 configs x 40 s / 4 + filling the pipeline
     assert wall_seconds(100, Cost(40.0, 1.0, 4, 4), cores=4, gpus=1) == pytest.approx(1000 + 41)
     # the GPU is: 100 x 20 s runs on 2 GPUs

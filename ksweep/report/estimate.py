@@ -31,19 +31,22 @@ class Cost:
 
     @property
     def lower_bound(self) -> bool:
-        """No run was measured: the figures count the builds alone."""
-        return not self.runs
+        """No run, or no fresh build, was measured: the figures count the other alone."""
+        return not self.runs or not self.builds
 
     def describe(self) -> str:
         run = (f"{self.run_seconds:.2f} s per run ({self.runs} runs)" if self.runs
                else "no run measured yet: the builds' time alone")
-        where = "sample builds" if self.source.startswith("sample builds") else "builds measured"
         borrowed = f", from {self.source}" if self.source.startswith("--warm-start") else ""
+        if not self.builds:
+            return f"no fresh build measured (every build came from the cache{borrowed}): the runs' time alone, {run}"
+        where = "sample builds" if self.source.startswith("sample builds") else "builds measured"
         return f"{self.build_seconds:.1f} s per build ({self.builds} {where}{borrowed}), {run}"
 
 
 def cost_of(results: Iterable[Result], source: str = "database") -> Cost | None:
-    """Mean build and run times of stored results; None when no fresh build was measured."""
+    """Mean build and run times of stored results (a build figure of 0 when every build came
+    from the cache); None when neither was measured."""
     builds, runs, failed, total = [], [], 0, 0
     for r in results:
         if r.status is Status.PRUNED:
@@ -54,9 +57,9 @@ def cost_of(results: Iterable[Result], source: str = "database") -> Cost | None:
         if r.run_seconds is not None:
             runs.append(r.run_seconds)
         failed += r.status.build_failure
-    if not builds:
+    if not builds and not runs:
         return None
-    return Cost(build_seconds=sum(builds) / len(builds), run_seconds=sum(runs) / len(runs) if runs else 0.0,
+    return Cost(build_seconds=sum(builds) / len(builds) if builds else 0.0, run_seconds=sum(runs) / len(runs) if runs else 0.0,
                 builds=len(builds), runs=len(runs), failed_builds=failed / total if total else 0.0, source=source)
 
 
