@@ -396,3 +396,18 @@ def test_a_warm_pair_of_unrelated_kernels_is_refused_as_replay_and_run_refuse_it
                                                                          for p in range(4)}}, name="pnpoly")
     with pytest.raises(KsweepError, match="pnpoly shares no parameter with synthetic"):
         parse_pairs("synthetic<-pnpoly", [synthetic(), unrelated])
+
+
+def test_replay_and_bench_refuse_options_that_would_evaluate_nothing(kt_file, capsys):
+    """`replay --max-evals -3`, `--batch 0` or `--time-limit -1` evaluated nothing and exited 0;
+    `same-kernel` with no pair of one kernel printed a header alone."""
+    from ksweep.cli.main import main
+
+    for option in (["--max-evals", "-3"], ["--batch", "0"], ["--time-limit", "-1"], ["--patience", "0"]):
+        with pytest.raises(SystemExit) as exc:
+            main(["replay", str(kt_file), *option])
+        assert exc.value.code == 2
+        assert option[0] in capsys.readouterr().err
+    assert main(["bench-strategies", str(kt_file), "--strategies", "random", "--warm-start-from", "same-kernel",
+                 "--warm-only", "--repeats", "1"]) == 2
+    assert "no two of the datasets given are of one kernel" in capsys.readouterr().err

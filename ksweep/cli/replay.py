@@ -6,6 +6,7 @@ import argparse
 import json
 
 from ..strategies import DEFAULT, STRATEGIES
+from .run import count_of, seconds_of
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -18,11 +19,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     p.add_argument("dataset", help="Kernel Tuner cache or T4 results file (.json or .json.gz)")
     p.add_argument("--strategy", default=DEFAULT, choices=STRATEGIES, help=f"search strategy (default {DEFAULT})")
-    p.add_argument("--max-evals", type=int, default=100, metavar="N", help="evaluation budget; failures count (default 100)")
-    p.add_argument("--time-limit", type=float, default=None, metavar="S", help="stop after S seconds")
-    p.add_argument("--patience", type=int, default=None, metavar="N", help="stop after N evaluations without improvement")
+    p.add_argument("--max-evals", type=count_of("--max-evals"), default=100, metavar="N", help="evaluation budget; failures count (default 100)")
+    p.add_argument("--time-limit", type=seconds_of("--time-limit"), default=None, metavar="S", help="stop after S seconds")
+    p.add_argument("--patience", type=count_of("--patience"), default=None, metavar="N", help="stop after N evaluations without improvement")
     p.add_argument("--seed", type=int, default=0, metavar="K", help="random seed (default 0)")
-    p.add_argument("--batch", type=int, default=1, metavar="K", help="configs asked at a time (default 1)")
+    p.add_argument("--batch", type=count_of("--batch"), default=1, metavar="K", help="configs asked at a time (default 1)")
     p.add_argument("--warm-start", action="append", metavar="SOURCE",
                    help="start from the results of SOURCE: a recorded dataset or a ksweep database of the "
                         "same kernel (another GPU, shape or revision); parameters are matched by name "

@@ -215,7 +215,11 @@ def parse_pairs(text: str, datasets: Sequence[Dataset]) -> list[tuple[int, int]]
     from ..errors import KsweepError
 
     if text.strip() == "same-kernel":
-        return same_kernel_pairs(datasets)
+        pairs = same_kernel_pairs(datasets)
+        if not pairs:
+            raise KsweepError(f"--warm-start-from same-kernel: no two of the datasets given are of one kernel "
+                              f"(the name up to its first underscore: {', '.join(d.name for d in datasets)})")
+        return pairs
     names = {d.name: i for i, d in enumerate(datasets)}
     out = []
     for part in (p.strip() for p in text.split(",")):
