@@ -623,3 +623,58 @@ def test_a_search_with_another_prior_is_told_every_stored_result(tmp_path):
     # the same prior: a resumed search is told in the order it asks (exact resume), nothing up front
     asked, _ = sweep(12)
     assert [config_id(c) for c, _ in asked[1].told][:len(asked[1].asked)] == [config_id(c) for c in asked[1].asked]
+
+
+@pytest.mark.parametrize("change_prior", [False, True])
+def test_a_search_with_a_prior_killed_and_resumed_ends_as_an_uninterrupted_one(tmp_path, change_prior):
+    """The second shape starts from the first one's results (a prior): a kill in the middle of
+    its search and a resume must evaluate the configs an uninterrupted run does, both when
+    its prior is the one its stored results were found with and when it changed (a larger
+    --max-evals: the stored results are told first, and again after the kill)."""
+    shapes = '[shapes.small]\ndefines = { N = 1 }\n[shapes.large]\ndefines = { N = 2 }\n'
+
+    class Kill(BaseException):
+        pass
+
+    def ms2(p, n):
+        return 10 + (p["A"] - 5 - n) ** 2 * 0.3 + abs(p["B"] - 3) + 0.01 * ((p["A"] * 7 + p["B"] * 13) % 5)
+
+    def run(folder, evals, kill_after=None):
+        folder.mkdir(exist_ok=True)
+        spec = toy(folder, a=tuple(range(1, 17)), b=tuple(range(1, 9)), extra=shapes)
+        fake = FakeExecutor(lambda job: (Status.OK, Status.OK,
+                                         {"ms": ms2(job.params, 1 if job.shape == "small" else 2)}))
+        made = []
+
+        def factory(name, space, seed, max_evals, prior=None):
+            made.append(Recording(make_strategy(name, space, seed=seed, budget_hint=max_evals, prior=prior)))
+            if kill_after is not None and len(made) == 2:  # the second shape's search
+                rec, tell = made[-1], made[-1].tell
+
+                def dying(config, value):
+                    if len(rec.told) >= kill_after:
+                        raise Kill
+                    tell(config, value)
+                rec.tell = dying
+            return made[-1]
+
+        with Store(folder / "t.db") as store:
+            try:
+                Sweep(spec, store, fake, SweepOptions(strategy="surrogate", max_evals=evals, seed=3),
+                      strategy_factory=factory).run()
+            except Kill:
+                pass
+            return {config_id(r.params) for r in store.results(shape="large")}
+
+    first = 12 if change_prior else 30
+    run(tmp_path / "clean", first)
+    run(tmp_path / "killed", first)
+    if change_prior:  # the first shape grows: the second one's prior changes
+        clean = run(tmp_path / "clean", 30)
+        run(tmp_path / "killed", 30, kill_after=20)
+    else:
+        clean = run(tmp_path / "clean", 30)
+        (tmp_path / "killed" / "t.db").unlink()
+        run(tmp_path / "killed", 30, kill_after=10)
+    resumed = run(tmp_path / "killed", 30)
+    assert resumed == clean

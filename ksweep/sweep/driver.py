@@ -25,7 +25,7 @@ import os
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field, replace
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 from .. import confirm, physics
 from ..confirm import Confirmation
@@ -298,11 +298,10 @@ class Sweep:
         harness = _Harness(factory.harness, self) if factory.harness else None
         target = _Target(self, space, factory, strategy, budget, stored, window, harness)
         target.reference = self._reference(target)
-        if stored and self._prior_changed(variant.name, shape.name, prior):
-            # the search is not the one that asked for the stored configs (another --warm-start,
-            # or the shapes before it have more results): it would ask for few of them again, and
-            # those it does not ask for would count against its budget unseen, so it is told them all
-            target.tell_stored()
+        # a search that is not the one that asked for the stored configs (another --warm-start, or
+        # the shapes before it have more results) would ask for few of them again, and those it
+        # does not ask for would count against its budget unseen: it is told them all first
+        target.tell_stored(self._told_first(variant.name, shape.name, prior, stored))
         target.loop()
         if self.options.confirm is not None and not budget.exhausted_by_time_or_patience():
             self._confirm(target, shape.name, variant.name)
@@ -582,16 +581,24 @@ class Sweep:
                            gpu_name=gpu.name if gpu else None, gpu_uuid=gpu.uuid if gpu else None,
                            gpu_state=dict(outcome.gpu_state))
 
-    def _prior_changed(self, variant: str, shape: str, prior) -> bool:
-        """Whether this search starts from another prior than the one the stored results of
-        (variant, shape) were found with; records this one. Unknown (a database of an older
-        ksweep): changed when there is a prior now. The same prior means the same search for
-        the same seed, and a resume that ends as an uninterrupted run does."""
+    def _told_first(self, variant: str, shape: str, prior, stored: Mapping[str, Result]) -> list[str]:
+        """The stored configs this search of (variant, shape) is told before it asks for
+        anything: none when it starts from the prior their search started from (the same
+        search, for the same seed: a resume ends as an uninterrupted run does), all of them
+        when the prior changed (or is not known: a database of an older ksweep, and a prior
+        now). Recorded with the prior's digest, so that a resume of this search after a kill
+        is told the same ones again."""
         key = f"prior:{variant}:{shape}"
         digest = _prior_digest(prior)
         before = self.store.get_meta(key)
-        self.store.set_meta(key, digest)
-        return digest != before if before is not None else prior is not None
+        if isinstance(before, dict) and before.get("digest") == digest:
+            told = [c for c in before.get("told", ()) if c in stored]  # this search, resumed
+        elif before is None and (prior is None or not stored):
+            told = []  # its first start, or cold as an older ksweep's
+        else:
+            told = list(stored)
+        self.store.set_meta(key, {"digest": digest, "told": told})
+        return told
 
     # -- reference and pruned configs -------------------------------------------------
     def _reference(self, target: "_Target"):
@@ -700,12 +707,14 @@ class _Target:
         self.builds[self.executor.submit_build(job)] = entry
         return entry
 
-    def tell_stored(self) -> None:
-        """Tell the strategy every stored result it has not been told (in the store's order),
-        before it asks for anything: it never proposes them, and they count as they did."""
+    def tell_stored(self, cids: Sequence[str]) -> None:
+        """Tell the strategy these stored results, in this order, before it asks for anything
+        (those not told already: the reference): it never proposes them, and they count as
+        they did."""
         told = {e.job.config_id for e in self.order}
-        for cid, result in self.stored.items():
-            if cid not in told:
+        for cid in cids:
+            result = self.stored.get(cid)
+            if result is not None and cid not in told:
                 self.sweep.tell(result, self.strategy, self.budget, counted=False)
 
     def _advance(self) -> None:
