@@ -292,6 +292,7 @@ def run_process(
     output_limit: int = 4 * 1024 * 1024,
     nice: int = 0,
     registry: ProcessRegistry | None = None,
+    leftovers: bool = False,
 ) -> ProcessOutcome:
     """Run argv to completion or timeout; never raises for a failing command.
 
@@ -299,7 +300,10 @@ def run_process(
     timed run is not starved by a machine full of compilers). The command and everything
     it starts is killed when it ends (its process group, and the processes of its run
     token); no escaped process is waited for. ``registry``: whose kill_all kills it (the
-    default registry's when None); nothing starts once that registry is stopping."""
+    default registry's when None); nothing starts once that registry is stopping.
+    ``leftovers``: also kill, when it ends, what it left running outside its group that
+    closed its output (a run's daemon, which would load the machine under the next runs);
+    not for a build, whose compiler may leave a server for the next builds (sccache)."""
     registry = registry or DEFAULT_REGISTRY
     if registry.stopping():
         return ProcessOutcome(None, False, "", "", False, 0.0, error="stopped", stopped=True)
@@ -341,7 +345,7 @@ def run_process(
             cpu = _reap(proc)
         registry.untrack(proc.pid)
         try:
-            _finish_captures(captures, token, wake_w, scan=timed_out or not ended)
+            _finish_captures(captures, token, wake_w, scan=timed_out or not ended, leftovers=leftovers)
         finally:
             os.close(wake_w)
             os.close(wake_r)
@@ -357,18 +361,18 @@ def run_process(
     )
 
 
-def _finish_captures(captures: Sequence[_Capture], token: str, wake_w: int, scan: bool) -> None:
+def _finish_captures(captures: Sequence[_Capture], token: str, wake_w: int, scan: bool,
+                     leftovers: bool = False) -> None:
     """Wait for the end of a run's output, and kill what the run left behind. Its pipes
-    normally reach EOF as soon as its group is dead (the processes of the run's token that
-    left the group, daemons that closed their output, are killed then); one still open after
+    normally reach EOF as soon as its group is dead (with ``leftovers``, the processes of the
+    run's token that left the group, daemons that closed their output, are killed then); one still open after
     SETTLE_SECONDS (or any timeout) is held by a process that left the group: the processes
     of the run's token are killed; one still
     open after that is held by a process that escaped even that (it replaced its
     environment), and is no longer read."""
     if not scan and _joined(captures, SETTLE_SECONDS):
-        # a daemon that closed its output is not waited for, but it must not outlive its run:
-        # it would load the machine under the next configs' timings (one scan of /proc)
-        kill_tree_by_token(RUN_VAR, token)
+        if leftovers:  # a run's daemon that closed its output must not outlive it (one scan of /proc)
+            kill_tree_by_token(RUN_VAR, token)
         return
     kill_tree_by_token(RUN_VAR, token)
     if _joined(captures, ESCAPED_SECONDS):

@@ -185,10 +185,22 @@ def test_a_daemon_holding_the_output_is_killed_and_not_waited_for(escape, tmp_pa
 def test_a_daemon_that_closed_its_output_dies_with_its_run(escape, tmp_path):
     """It lived until the end of the sweep, loading the machine under the later configs'
     timings (70 ms became 225 ms)."""
-    out = run_process([escape, "daemon", "600", "quiet"], cwd=tmp_path, timeout=120)
+    out = run_process([escape, "daemon", "600", "quiet"], cwd=tmp_path, timeout=120, leftovers=True)
     assert out.returncode == 0
     daemon = int(re.search(r"daemon (\d+)", out.stdout).group(1))
     assert wait_for(lambda: dead(daemon))  # no reap_session: the run's own end killed it
+
+
+def test_a_server_a_build_left_is_not_killed_with_it(escape, tmp_path):
+    """A compiler may start a server for the next builds (sccache, a bazel server): killing
+    what a build left made the builds beside it fail, and their failure was cached."""
+    out = run_process([escape, "daemon", "600", "quiet"], cwd=tmp_path, timeout=120)  # a build's call
+    daemon = int(re.search(r"daemon (\d+)", out.stdout).group(1))
+    try:
+        assert not wait_for(lambda: dead(daemon), 2.0)  # a killed one is gone in far less
+    finally:
+        process.reap_session()  # what the end of the sweep does
+    assert wait_for(lambda: dead(daemon))
 
 
 def test_a_timeout_kills_what_left_the_group(escape, tmp_path):

@@ -56,7 +56,7 @@ def run_job(job: Job, build: BuildResult, gpu: Gpu, scratch_root: Path, gate: St
         if gate is not None:
             gate.wait()
         out = run_process(argv, cwd=workdir, timeout=job.run_timeout, env=env, output_limit=job.output_limit,
-                          registry=registry)
+                          registry=registry, leftovers=True)
         if out.stopped:
             return STOPPED
         status, message, metrics = classify(out, job.run_timeout, job.shape)
