@@ -20,6 +20,7 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from ksweep import Status, load_spec  # noqa: E402
+from ksweep.status import Stopped  # noqa: E402
 from ksweep.errors import KsweepError, MissingDependency  # noqa: E402
 from ksweep.run import dask_executor  # noqa: E402
 from ksweep.run.dask_executor import (  # noqa: E402
@@ -518,3 +519,41 @@ def test_stopping_one_sweep_leaves_another_sweeps_runs_on_a_shared_cluster(progr
     while programs_of(program_dir.dir) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert programs_of(program_dir.dir) == []  # its own stop still kills them
+
+
+def test_stopping_a_sweep_stops_its_run_on_a_workers_persistent_host(tmp_path):
+    """A worker's persistent host serves every sweep on the cluster: its runs were tracked in
+    the worker's default registry, so stopping one sweep (on a cluster it does not own) left
+    its run going to the timeout."""
+    started = tmp_path / "started"
+    (tmp_path / "hang.c").write_text('#include <stdio.h>\n#include <unistd.h>\nint main(void) {\n'
+                                     f'  FILE *f = fopen("{started}", "w"); fclose(f); sleep(120);\n'
+                                     '  printf("@@RESULT ms=1\\n"); return 0; }\n')
+    (tmp_path / "hang.toml").write_text('[sweep]\nobjective = "ms"\n[params]\nX = [1]\n[build]\nsources = ["hang.c"]\n'
+                                        'command = ["gcc", "-O0", "{defines}", "-o", "{binary}", "hang.c"]\n'
+                                        '[run]\ncommand = ["{binary}"]\ntimeout = 300\npersistent = true\n')
+    spec = load_spec(tmp_path / "hang.toml")
+    shape, variant = spec.shape_list()[0], spec.variant_list()[0]
+    space = Space.from_spec(spec, shape.name, variant.name)
+    job = JobFactory(spec, shape, variant, space).make(space[0])
+    built = dask_executor.build_task(job, build_rules(spec), None, "sweep-a")
+    assert built.result.status is Status.OK, built.result.message
+    out = {}
+    runner = threading.Thread(target=lambda: out.setdefault("r", dask_executor.run_task(job, built, 0.0, None,
+                                                                                      "sweep-a")))
+    try:
+        runner.start()
+        deadline = time.monotonic() + 120
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert started.exists()
+        assert dask_executor._stop_runs("sweep-a", True) >= 1  # a cluster that outlives the sweep
+        runner.join(timeout=60)
+        assert not runner.is_alive()  # stopped, not left to its 300 s timeout
+        late = dask_executor.run_task(job, built, 0.0, None, "sweep-a")  # a task of the stopped sweep, late
+        assert isinstance(late, Stopped)
+    finally:
+        for host in dask_executor._hosts.values():
+            host.close(kill=True)
+        dask_executor._hosts.clear()
+        runner.join(timeout=60)

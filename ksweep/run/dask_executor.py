@@ -260,9 +260,9 @@ def _stop_runs(owner: str, resume: bool) -> int:
     groups). ``resume``: the cluster outlives this sweep and may serve others, whose
     processes it leaves alone; else (this sweep's own cluster) every process this worker
     started goes too."""
-    with _registries_lock:
-        registry = _registries.pop(owner, None)
-    killed = registry.kill_all(reap=not resume) if registry is not None else 0
+    # kept, stopping: a task of this sweep that starts later stops at once instead of running
+    registry = _registry(owner)
+    killed = registry.kill_all(reap=not resume)
     if not resume:
         killed += DEFAULT_REGISTRY.kill_all()
     return killed

@@ -50,5 +50,5 @@ def _run_built(job, build, gpu, scratch, gate, harness, host, registry) -> RunOu
     if job.persistent:
         if host is None:
             raise ValueError(f"ksweep bug: {job.label or job.shape} is built for a persistent host, and none was given")
-        return host.run(job, build, gpu, scratch, harness_path)
+        return host.run(job, build, gpu, scratch, harness_path, registry=registry)
     return run_job(job, build, gpu, scratch, gate, harness_path, registry)

@@ -42,9 +42,12 @@ class PersistentHost:
         self._runs = 0
 
     def run(self, job: Job, build: BuildResult, gpu: Gpu | None, scratch_root: Path,
-            harness: Path | None = None) -> RunOutcome | Stopped:
+            harness: Path | None = None, registry: ProcessRegistry | None = None) -> RunOutcome | Stopped:
         """Run one config on this host: the library the run command starts with (the config's
-        build, or the harness) is loaded and its main called with the command's arguments."""
+        build, or the harness) is loaded and its main called with the command's arguments.
+        ``registry``: whose kill_all kills the host during this run (default the host's own;
+        a Dask worker's host serves several sweeps, each with its own)."""
+        registry = registry or self.registry
         scratch_root.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix="run-", dir=scratch_root))
         logs = Path(tempfile.mkdtemp(prefix="out-", dir=scratch_root))  # not in the program's own folder
@@ -54,7 +57,7 @@ class PersistentHost:
             if not argv or argv[0] not in programs:
                 return RunOutcome(*not_run("a persistent host runs the built library itself: "
                                            "[run] command must start with {binary} (or {harness})"), gpu=gpu)
-            if self.registry.stopping():
+            if registry.stopping():
                 return STOPPED
             # the program's stdout and stderr are pipes drained here, capped as in a process per run
             captures = []
@@ -67,7 +70,7 @@ class PersistentHost:
             try:
                 # [run] env is the host's environment too: what is read at start-up (LD_PRELOAD,
                 # CUDA_* settings of the driver) must be there before the host starts
-                answer, elapsed = self._ask(request, job.run_timeout, {**self.base_env, **job.run_env})
+                answer, elapsed = self._ask(request, job.run_timeout, {**self.base_env, **job.run_env}, registry)
             finally:
                 for capture in captures:
                     capture.finish()
@@ -78,7 +81,8 @@ class PersistentHost:
             shutil.rmtree(workdir, ignore_errors=True)
             shutil.rmtree(logs, ignore_errors=True)
 
-    def _ask(self, request: dict, timeout: float, env: dict[str, str]) -> tuple[Answer, float]:
+    def _ask(self, request: dict, timeout: float, env: dict[str, str],
+             registry: ProcessRegistry) -> tuple[Answer, float]:
         """The host's answer to one request and the seconds it took; the host is started first
         if needed, and killed after a timeout, its death or a broken context."""
         h = self.handle
@@ -93,12 +97,12 @@ class PersistentHost:
                     return failure, 0.0
             self._runs += 1
             pgid = h.proc.pid
-            self.registry.track(pgid)
+            registry.track(pgid)
             start = time.monotonic()
             try:
                 answer = h.ask(request, timeout)
             finally:
-                self.registry.untrack(pgid)
+                registry.untrack(pgid)
             elapsed = time.monotonic() - start
             if not answer.replied or answer.data.get("fatal"):  # hung, dead (exit(), a crash) or broken
                 h.kill()  # and whatever the program left running in the host's group
