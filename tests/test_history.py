@@ -432,3 +432,24 @@ def test_a_header_edit_confirms_again_and_the_best_follows_the_new_runs(tmp_path
         assert best.interval.median == 5.0 and best.interval.n == 2  # this version's runs only
     header = cli("export", ".ksweep/sweep.db", "--format", "header", cwd=tmp_path)
     assert "#define X 2" in header.stdout, header.stdout
+
+
+def test_a_revision_counts_only_its_own_confirmation_runs():
+    """A header edit keeps the result key: the older revision's best counted the newer one's
+    confirmation runs too (taken after its result), and a 20% slowdown read "1.00x within
+    noise"."""
+    from ksweep.report.history import timeline
+    from ksweep.result import Measurement
+
+    def res(ms, rev, t, a):
+        return Result("v", "s", {"A": a}, Status.OK, metrics={"ms": ms}, cache_key="k", finished=t, revision=rev)
+
+    history = [res(1.00, "r1", 100, 1), res(2.0, "r1", 101, 2), res(1.20, "r2", 200, 1), res(2.0, "r2", 201, 2)]
+    runs = []
+    for start, value in ((150, 1.00), (250, 1.20)):  # each revision's confirmation, after its results
+        for r in range(3):
+            runs += [Measurement("v", "s", {"A": 1}, "k", r, Status.OK, value=value + 0.001 * r, finished=start + r),
+                     Measurement("v", "s", {"A": 2}, "k", r, Status.OK, value=2.0, finished=start + r + 0.5)]
+    first, second = timeline(history, runs, "ms", "min")[("v", "s")]
+    assert first.value == pytest.approx(1.001) and second.value == pytest.approx(1.201)
+    assert second.regression and second.speedup == pytest.approx(1.001 / 1.201)

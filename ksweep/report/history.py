@@ -59,8 +59,14 @@ def timeline(history: Iterable[Result], measurements: Iterable[Measurement], met
     out = {}
     for group, revisions in rows_by.items():
         points: list[Point] = []
-        for rev, rows in revisions.items():
-            points.append(_point(group, rev, rows, ms, metric, direction, first[(*group, rev)]))
+        starts = [first[(*group, rev)] for rev in revisions]
+        for i, (rev, rows) in enumerate(revisions.items()):
+            # a revision's confirmation runs are taken before the next revision is first measured:
+            # a config measured again under the same key (a header edited) must not count the
+            # later revision's runs for the earlier one
+            until = starts[i + 1] if i + 1 < len(starts) else None
+            own = ms if until is None else [m for m in ms if m.finished is None or m.finished < until]
+            points.append(_point(group, rev, rows, own, metric, direction, first[(*group, rev)]))
         out[group] = _changes(points, direction, tolerance)
     return out
 
