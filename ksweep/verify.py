@@ -51,7 +51,8 @@ UNVERIFIED = "unverified: the reference (defaults) config failed"  # the message
 
 def unverified(status: Status, message: str) -> bool:
     """An OK result whose check against the reference could not run (the reference failed):
-    a wrong result looks like a right one. ``--rerun failed`` runs it again."""
+    a wrong result looks like a right one. Once the reference stands, the sweep judges it
+    again from its stored metrics."""
     return status is Status.OK and message.startswith(UNVERIFIED)
 
 

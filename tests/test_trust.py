@@ -544,7 +544,8 @@ reference = "defaults"
 def test_a_failed_reference_is_said_and_rerun_failed_checks_what_it_could_not(tmp_path):
     """The default (the reference) failed once: every other config was OK but unchecked, the
     wrong-checksum one ranked BEST with nothing said, and after the default was mended
-    ``--rerun failed`` left it OK."""
+    ``--rerun failed`` left it OK. Now it is said, and once the reference runs the stored
+    results are judged against it (their metrics are stored: no run is needed)."""
     (tmp_path / "checked.c").write_text(CHECKED)
     spec = tmp_path / "s.toml"
     spec.write_text(textwrap.dedent(CHECKED_SPEC.format(default=1)))
@@ -557,15 +558,16 @@ def test_a_failed_reference_is_said_and_rerun_failed_checks_what_it_could_not(tm
     (tmp_path / "HANG_DEFAULT").unlink()
     again = cli("run", str(spec), "-q", "--no-confirm", "--rerun", "failed")
     assert again.returncode == 0, again.stderr
+    assert "1 evaluated, 2 resumed" in again.stdout  # the reference ran; the others were judged from their metrics
     rows = {r.params["X"]: r for r in Store(tmp_path / ".ksweep" / "s.db").results()}
     assert rows[3].status is Status.CHECKSUM_MISMATCH and rows[2].status is Status.OK and rows[2].verified
     assert "unverified" not in again.stdout
 
 
 def test_a_new_default_makes_new_verdicts(tmp_path):
-    """The reference is the default config: with another default, the configs are judged
-    against it, not reused with the verdicts the old one gave (the resumed database and a
-    fresh one gave opposite verdicts)."""
+    """The reference is the default config: with another default, the stored configs are
+    judged against it, not reused with the verdicts the old one gave (the resumed database
+    and a fresh one gave opposite verdicts)."""
     (tmp_path / "checked.c").write_text(CHECKED)
     spec = tmp_path / "s.toml"
     spec.write_text(textwrap.dedent(CHECKED_SPEC.format(default=1)))
@@ -575,6 +577,7 @@ def test_a_new_default_makes_new_verdicts(tmp_path):
     spec.write_text(textwrap.dedent(CHECKED_SPEC.format(default=3)))  # the wrong one is the reference now
     second = cli("run", str(spec), "-q", "--no-confirm")
     assert second.returncode == 0, second.stderr
+    assert "0 evaluated, 3 resumed" in second.stdout  # judged again from the stored metrics, not run
     with Store(tmp_path / ".ksweep" / "s.db") as store:
         statuses = {r.params["X"]: r.status for r in store.results()}
     fresh = tmp_path / "fresh"

@@ -297,7 +297,9 @@ class Sweep:
         # the harness builds alongside the first configs; runs start once it is there
         harness = _Harness(factory.harness, self) if factory.harness else None
         target = _Target(self, space, factory, strategy, budget, stored, window, harness)
+        changed = self._reference_changed(target, variant.name, shape.name)
         target.reference = self._reference(target)
+        self._judge_again(target, variant.name, shape.name, changed)
         # a search that is not the one that asked for the stored configs (another --warm-start, or
         # the shapes before it have more results) would ask for few of them again, and those it
         # does not ask for would count against its budget unseen: it is told them all first
@@ -363,8 +365,7 @@ class Sweep:
             if outdated:
                 continue
             if config not in space or self.options.rerun == "all" or (
-                    self.options.rerun == "failed" and (old.status is not Status.OK
-                                                        or unverified(old.status, old.message))):
+                    self.options.rerun == "failed" and old.status is not Status.OK):
                 continue
             out[cid] = old
         self.store.supersede(variant, shape, stale, current)
@@ -580,6 +581,60 @@ class Sweep:
                            value=float(value) if value is not None else None, message=message, metrics=metrics,
                            gpu_name=gpu.name if gpu else None, gpu_uuid=gpu.uuid if gpu else None,
                            gpu_state=dict(outcome.gpu_state))
+
+    def _reference_id(self, target: "_Target") -> str | None:
+        """The config id of the reference of program-mode checks (``[check] reference =
+        "defaults"``), or None: kernel mode compares outputs on the GPU, which stored metrics
+        cannot judge again."""
+        if self.spec.check.reference != "defaults" or self.mode.name == "kernel":
+            return None
+        reference = self.mode.reference_config(self.spec, {p.name: p.default for p in target.space.params})
+        return config_id(reference) if reference is not None else None
+
+    def _reference_changed(self, target: "_Target", variant: str, shape: str) -> bool:
+        """Whether the reference config is another one than the stored results were judged
+        against (a parameter's default changed): then the new reference's own stored result
+        is judged again first, as the reference (by the expected values and bounds alone)."""
+        ref_id = self._reference_id(target)
+        if ref_id is None:
+            return False
+        key = f"reference:{variant}:{shape}"
+        changed = self.store.get_meta(key) not in (None, ref_id)
+        if changed and ref_id in target.stored:
+            self._judge_stored(target, ref_id, None, is_reference=True)
+        return changed
+
+    def _judge_again(self, target: "_Target", variant: str, shape: str, changed: bool) -> None:
+        """Judge the stored results again, from their stored metrics, against the reference's,
+        when the reference config changed, or when they could not be checked (the reference
+        had failed) and it now stands: the check is a pure function of the metrics, so no run
+        is needed."""
+        ref_id = self._reference_id(target)
+        if ref_id is None:
+            return
+        for cid, old in list(target.stored.items()):
+            if cid != ref_id and (changed or (target.reference is not None and unverified(old.status, old.message))):
+                self._judge_stored(target, cid, target.reference, is_reference=False)
+        self.store.set_meta(f"reference:{variant}:{shape}", ref_id)
+
+    def _judge_stored(self, target: "_Target", cid: str, reference: Mapping[str, float] | None,
+                      is_reference: bool) -> None:
+        old = target.stored[cid]
+        if old.status not in (Status.OK, Status.CHECKSUM_MISMATCH):
+            return
+        job = target.factory.make(dict(old.params))
+        gpu = Gpu(old.gpu_index, old.gpu_name or "none", uuid=old.gpu_uuid) if old.gpu_name else None
+        status, message, verified = judge(old.metrics, [o.metric for o in self.spec.objective_list()],
+                                          self.spec.check, reference, is_reference, False,
+                                          self._impossible(job, old.metrics, gpu))
+        if (status, message, verified) == (old.status, old.message, old.verified):
+            return
+        new = replace(old, status=status, message=message, verified=verified)
+        self.store.put(new)
+        target.stored[cid] = new
+        counts = self.summary.counts  # it was counted as resumed with its old status
+        counts[old.status.value] -= 1
+        counts[status.value] = counts.get(status.value, 0) + 1
 
     def _told_first(self, variant: str, shape: str, prior, stored: Mapping[str, Result]) -> list[str]:
         """The stored configs this search of (variant, shape) is told before it asks for

@@ -72,11 +72,7 @@ class JobFactory:
             "build_rules": BuildRules.of(spec).key(),
         }
         parts.update({k: _plain(v) for k, v in self.mode.key_parts(spec).items()})
-        # the config the others are checked against: another one makes other verdicts (a result
-        # judged against the old default's checksum is not one of this experiment)
-        reference = self.mode.reference_config(spec, {p.name: p.default for p in self.space.params})
-        if reference is not None:
-            parts["reference"] = _plain(reference)
+
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
     def _harness_job(self) -> Job:
