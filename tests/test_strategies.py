@@ -70,6 +70,19 @@ def test_bayes_tells_failures_as_constraint_violations(space):
     assert done[0].value <= 3.0
 
 
+def test_bayes_learns_from_configs_it_did_not_propose(space):
+    """The reference config, warm-start seeds and stored results told first reach the study
+    as trials (they were dropped: the model never saw them), and are never proposed."""
+    optuna = pytest.importorskip("optuna")
+    s = make_strategy("bayes", space, seed=0)
+    unasked = space[7]
+    s.tell(unasked, 1.25)
+    done = [t for t in s.study.get_trials() if t.state == optuna.trial.TrialState.COMPLETE]
+    assert [t.value for t in done] == [1.25]
+    asked = s.ask(len(space) - 1)
+    assert unasked not in asked and len(asked) == len(space) - 1
+
+
 def test_surrogate_beats_random_on_a_smooth_space(space):
     def mean_ratio(name):
         return np.mean([space.dataset.optimum / np.nanmin(run(name, space, 30, seed=s)[1].values) for s in range(5)])

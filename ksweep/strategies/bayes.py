@@ -99,8 +99,10 @@ class BayesStrategy(Strategy):
     def tell(self, config: Mapping[str, Any], value: float | None) -> None:
         super().tell(config, value)
         trial = self._trials.pop(config_key(config, self.space.names), None)
-        if trial is None:
-            return
+        if trial is None:  # not proposed by the study (the reference, a warm seed, a stored result)
+            trial = self._trial_of(config)
+            if trial is None:
+                return
         if value is not None:
             self._worst = value if self._worst is None else max(self._worst, value)
         trial.set_constraint(FAILED, -1.0 if value is not None else 1.0)
@@ -110,6 +112,18 @@ class BayesStrategy(Strategy):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self._study.tell(trial, objective)
+
+    def _trial_of(self, config: Mapping[str, Any]):
+        """A trial of the study for a config it did not propose (enqueued, then asked), so that
+        its result informs the model too; None for a config outside the space."""
+        if config not in self.space:
+            return None
+        pos = self._ix.position(config)
+        self._proposed_pos.add(pos)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self._study.enqueue_trial(self._params_of(self._ix.rows_of(np.array([pos]))[0]))
+            return self._study.ask(self._dists)
 
     def _row_of(self, params: Mapping[str, int]) -> np.ndarray:
         row = np.zeros(len(self._ix.params), dtype=np.int32)
