@@ -459,10 +459,10 @@ def test_a_config_a_new_constraint_prunes_is_never_ranked_again(tmp_path, monkey
     monkeypatch.setattr(driver, "PRUNED_RECORD_LIMIT", raw_limit)
     db = tmp_path / "t.db"
 
-    def sweep(extra: str = ""):
+    def sweep(extra: str = "", evals=None):
         spec = toy(tmp_path, extra=extra)
         with Store(db) as store:
-            Sweep(spec, store, FakeExecutor(timed), SweepOptions()).run()
+            Sweep(spec, store, FakeExecutor(timed), SweepOptions(max_evals=evals)).run()
             return {cid: r for cid, r in ((config_id(r.params), r) for r in store.results())}
 
     first = sweep()
@@ -477,6 +477,11 @@ def test_a_config_a_new_constraint_prunes_is_never_ranked_again(tmp_path, monkey
     again = sweep()  # the constraint taken out: the config is valid and evaluated again
     assert again['{"A":2,"B":1}'].status is Status.OK
     assert all(r.status is Status.OK for r in again.values())
+    if raw_limit:  # a constraint that prunes configs, taken out and put back: their PRUNED rows stand again
+        narrow = '[[constraints]]\nname = "a_le_2"\nexpr = "A <= 2"\nreason = "small"\n'
+        assert sweep(narrow)['{"A":3,"B":1}'].status is Status.PRUNED
+        assert '{"A":3,"B":1}' not in sweep(evals=4)  # valid again, not evaluated yet: its PRUNED row left out
+        assert sweep(narrow)['{"A":3,"B":1}'].status is Status.PRUNED  # pruned again: shown as such
 
 
 @pytest.mark.parametrize("runs_on, has_gpu", [("none", False), ("A100", True)])

@@ -685,16 +685,16 @@ class Sweep:
         that are valid now (a constraint removed or changed)."""
         names = space.names
         rows = []
-        valid_again = [config_id(r.params) for r in self.store.results(variant, shape)
+        valid_again = [config_id(r.params) for r in self.store.results(variant, shape, superseded=True)
                        if r.status is Status.PRUNED and set(r.params) == set(names) and dict(r.params) in space]
-        if valid_again:
-            self.store.supersede(variant, shape, valid_again, ())
+        still_pruned = []  # stored PRUNED rows that stand (again, if a constraint came back)
         for values in itertools.product(*(p.values for p in space.params)):
             config = dict(zip(names, values))
             if config in space:
                 continue
             stored = self.store.get(variant, shape, config_id(config))
             if stored is not None and stored.status is Status.PRUNED:
+                still_pruned.append(config_id(config))
                 continue
             try:
                 verdict = space.explain(config)
@@ -708,6 +708,7 @@ class Sweep:
                                status=Status.PRUNED, message=message, finished=time.time()))
         if rows:
             self.store.put_many(rows)
+        self.store.supersede(variant, shape, valid_again, still_pruned)
         size = space_size(space)
         if rows or space.raw_size > size:
             self.summary.counts["PRUNED"] = self.summary.counts.get("PRUNED", 0) + (space.raw_size - size)
