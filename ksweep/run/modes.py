@@ -48,6 +48,9 @@ class Mode:
 
     name = "program"
     persistent = False  # jobs are built for a persistent host
+    # a result's check is a function of its stored metrics, so it can be judged again
+    # without a run (a mode that compares outputs where they are made cannot)
+    checks_metrics = True
 
     def templates(self, spec, t: Templates) -> Templates:
         return t

@@ -583,10 +583,10 @@ class Sweep:
                            gpu_state=dict(outcome.gpu_state))
 
     def _reference_id(self, target: "_Target") -> str | None:
-        """The config id of the reference of program-mode checks (``[check] reference =
-        "defaults"``), or None: kernel mode compares outputs on the GPU, which stored metrics
-        cannot judge again."""
-        if self.spec.check.reference != "defaults" or self.mode.name == "kernel":
+        """The config id of the reference of checks by metrics (``[check] reference =
+        "defaults"``), or None: a mode that compares outputs where they are made cannot have
+        its results judged again from stored metrics."""
+        if self.spec.check.reference != "defaults" or not self.mode.checks_metrics:
             return None
         reference = self.mode.reference_config(self.spec, {p.name: p.default for p in target.space.params})
         return config_id(reference) if reference is not None else None
