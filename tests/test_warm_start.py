@@ -475,28 +475,33 @@ def test_the_estimate_says_when_it_saw_no_gpu():
     assert Estimate(16, 2, (10,), None, False, None, ()).machine == "16 cores, 2 GPUs"
 
 
+def _gcc_toy(folder: Path, a: list, b: list) -> str:
+    """A spec of tests/programs/toy.c built by gcc, written into ``folder``; its path."""
+    import shutil
+    import textwrap
+
+    for name in ("toy.c", "toy.h"):
+        shutil.copy(Path(__file__).parent / "programs" / name, folder)
+    (folder / "toy.toml").write_text(textwrap.dedent(f"""
+        [sweep]
+        name = "toy"
+        [params]
+        A = {a}
+        B = {b}
+        [build]
+        sources = ["toy.c"]
+        command = ["gcc", "-O0", "{{defines}}", "-o", "{{binary}}", "toy.c"]
+    """))
+    return str(folder / "toy.toml")
+
+
 def test_plan_estimate_builds_sample_configs_that_the_sweep_then_reuses(tmp_path, capsys):
     """``plan --estimate N``: N random valid configs built now with gcc (their wall time is the
     cost of a build), the expected wall times from it, and the builds kept in the build
     cache, so the sweep that follows does not build them again."""
-    import shutil
-    import textwrap
-
     import ksweep
 
-    for name in ("toy.c", "toy.h"):
-        shutil.copy(Path(__file__).parent / "programs" / name, tmp_path)
-    (tmp_path / "toy.toml").write_text(textwrap.dedent("""
-        [sweep]
-        name = "toy"
-        [params]
-        A = [5, 6, 7, 8, 9]
-        B = [3, 4]
-        [build]
-        sources = ["toy.c"]
-        command = ["gcc", "-O0", "{defines}", "-o", "{binary}", "toy.c"]
-    """))
-    spec_path = str(tmp_path / "toy.toml")
+    spec_path = _gcc_toy(tmp_path, a=[5, 6, 7, 8, 9], b=[3, 4])
     assert main(["plan", spec_path, "--estimate", "3", "--jobs", "2", "--json"]) == 0
     est = json.loads(capsys.readouterr().out)["estimate"]
     cost = est["cost"]
@@ -529,22 +534,7 @@ def test_sample_builds_alone_are_a_lower_bound_and_choose_no_whole_space_sweep(t
     ("at least"), and a preset does not take a whole-space sweep for cheap on them (it did: a
     180-config sweep of 109 s was "expected 8 s", every preset a grid, while ``run --effort``
     searched 25 configs)."""
-    import shutil
-    import textwrap
-
-    for name in ("toy.c", "toy.h"):
-        shutil.copy(Path(__file__).parent / "programs" / name, tmp_path)
-    (tmp_path / "toy.toml").write_text(textwrap.dedent("""
-        [sweep]
-        name = "toy"
-        [params]
-        A = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
-        B = [1, 2, 3, 4]
-        [build]
-        sources = ["toy.c"]
-        command = ["gcc", "-O0", "{defines}", "-o", "{binary}", "toy.c"]
-    """))
-    spec_path = str(tmp_path / "toy.toml")
+    spec_path = _gcc_toy(tmp_path, a=list(range(1, 11)), b=[1, 2, 3, 4])
     assert main(["plan", spec_path, "--estimate", "2", "--jobs", "2", "--json"]) == 0
     est = json.loads(capsys.readouterr().out)["estimate"]
     assert est["lower_bound"] and est["cost"]["runs"] == 0
