@@ -14,6 +14,7 @@ from ksweep.run.classify import classify_answer
 from ksweep.run.handle import WorkerHandle
 from ksweep.kernel.launch import entry_name, launch_dims, wrapper_source
 from ksweep.space.space import Space
+from ksweep.sweep.jobs import JobFactory
 from ksweep.spec.kernel import kernel_spec_from_dict
 from ksweep.store.sqlite import Store
 from ksweep.sweep.driver import SweepOptions
@@ -618,3 +619,20 @@ def test_an_edited_argument_file_is_said_by_report_and_supersedes_at_the_next_sw
     assert (again.evaluated, again.resumed) == (2, 0)
     with Store(db) as store:
         assert len(store.results()) == 2 and edited_notes(store.results()) == []
+
+
+def test_a_kernel_mode_reference_of_another_default_is_another_experiment(tmp_path):
+    """Kernel mode compares outputs with the reference config's on the GPU, so its stored
+    verdicts cannot be judged again from metrics: a default that changes the reference
+    config changes every result's key (program mode judges its stored metrics again instead)."""
+    from ksweep.api import mode_for
+
+    def key(default: int) -> str:
+        spec = load_spec(vadd_kernel_spec(tmp_path, f"BLOCK = {{ values = [128, 256], default = {default} }}\n"
+                                                    "ELEMS = [1]", 4096, reference='"defaults"'))
+        space = Space.from_spec(spec)
+        return JobFactory(spec, spec.shape(None), spec.variant(None), space, mode_for(spec)).make(
+            {"BLOCK": 128, "ELEMS": 1}).cache_key
+
+    assert key(128) != key(256)
+    assert key(128) == key(128)

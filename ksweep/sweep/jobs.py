@@ -72,6 +72,13 @@ class JobFactory:
             "build_rules": BuildRules.of(spec).key(),
         }
         parts.update({k: _plain(v) for k, v in self.mode.key_parts(spec).items()})
+        if not self.mode.checks_metrics:
+            # outputs compared with the reference config's where they are made: another reference
+            # (a parameter's default changed) makes other verdicts, which stored metrics cannot
+            # give again (a mode whose checks are of metrics judges its results again instead)
+            reference = self.mode.reference_config(spec, {p.name: p.default for p in self.space.params})
+            if reference is not None:
+                parts["reference"] = _plain(reference)
 
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
