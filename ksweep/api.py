@@ -232,11 +232,22 @@ def tune_kernel(
     summary, db_path = run_sweep(spec, db=db, options=SweepOptions(strategy=strategy, max_evals=max_evals,
                                                                     warm_start=tuple(map(str, warm_start))),
                                  gpus=gpus, jobs=jobs, observer=observer, kernel_backend=backend)
-    with Store(db_path) as store:
-        results = tuple(store.results())
+    return TuneResult(*_of_this_space(spec, db_path), db_path)
+
+
+def _of_this_space(spec: Spec, db: Path) -> tuple[Result | None, tuple[Result, ...]]:
+    """(best, results) of the configs of ``spec``'s space in ``db``: a database shared with
+    an earlier call of other ``tune_params`` keeps that call's configs, which are not this
+    one's to return (nor its best)."""
+    from .space.space import Space
+
+    spaces = {(s.name, v.name): Space.from_spec(spec, s.name, v.name)
+              for s in spec.shape_list() for v in spec.variant_list()}
+    with Store(db) as store:
+        results = tuple(r for r in store.results() if (space := spaces.get((r.shape, r.variant))) is not None
+                        and set(r.params) == set(space.names) and dict(r.params) in space)
     ok = [r for r in results if r.status is Status.OK]
-    best = min(ok, key=lambda r: r.metrics["ms"]) if ok else None
-    return TuneResult(best, results, db_path)
+    return (min(ok, key=lambda r: r.metrics["ms"]) if ok else None), results
 
 
 def _saved_arrays(work: Path, stem: str, arrays: list, named: dict, extra: str = "") -> Path:

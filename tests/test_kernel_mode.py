@@ -636,3 +636,22 @@ def test_a_kernel_mode_reference_of_another_default_is_another_experiment(tmp_pa
 
     assert key(128) != key(256)
     assert key(128) == key(128)
+
+
+@nvcc
+def test_tune_kernel_returns_only_its_own_configs_from_a_shared_database(tmp_path):
+    """Two calls on one database: the second, with BLOCK=[128] only, returned the first call's
+    BLOCK=256 as its best, and its results."""
+    import ksweep
+
+    for f in ("vadd.cu", "vadd_args.py"):
+        shutil.copy(HERE / f, tmp_path / f)
+    kw = dict(grid=["cdiv(N, BLOCK * ELEMS)"], block=["BLOCK"], outputs=[0],
+              reference=str(tmp_path / "vadd_args.py") + ":reference", db=tmp_path / "k.db",
+              backend=f"fake:{HERE / 'fake_vadd.py'}", jobs=2)
+    args = str(tmp_path / "vadd_args.py") + ":make_args"
+    first = ksweep.tune_kernel("vadd", tmp_path / "vadd.cu", {"N": 4096}, args, {"BLOCK": [128, 256], "ELEMS": [1]},
+                               **kw)
+    assert {r.params["BLOCK"] for r in first.results} == {128, 256}
+    second = ksweep.tune_kernel("vadd", tmp_path / "vadd.cu", {"N": 4096}, args, {"BLOCK": [128], "ELEMS": [1]}, **kw)
+    assert [r.params["BLOCK"] for r in second.results] == [128] and second.best_params == {"BLOCK": 128, "ELEMS": 1}
