@@ -71,3 +71,37 @@ def test_the_package_loads_its_names_and_subpackages_on_first_use():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "True", "True", "OK"]
+
+
+def test_the_python_api_refuses_what_the_cli_refuses_before_anything_is_made(tmp_path):
+    """A typo in a shape, max_evals=0 or a negative time limit evaluated nothing and said
+    nothing; a string max_evals or a negative seed raised numpy's or Python's own errors; an
+    unknown strategy was refused only after the database existed."""
+    import pytest
+
+    from ksweep.errors import KsweepError
+
+    for bad in ({"max_evals": 0}, {"max_evals": "3"}, {"seed": -1}, {"time_limit": -5}, {"patience": 0},
+                {"time_limit": float("nan")}):
+        with pytest.raises(KsweepError, match=next(iter(bad))):
+            ksweep.SweepOptions(**bad)
+    shutil.copy(Path(__file__).parent / "programs" / "toy.c", tmp_path)
+    shutil.copy(Path(__file__).parent / "programs" / "toy.h", tmp_path)
+    (tmp_path / "t.toml").write_text(textwrap.dedent("""
+        [params]
+        A = [1, 2]
+        B = [1]
+        [shapes.small]
+        defines = {}
+        [build]
+        sources = ["toy.c"]
+        command = ["gcc", "-O0", "{defines}", "-o", "{binary}", "toy.c"]
+    """))
+    spec = ksweep.load_spec(tmp_path / "t.toml")
+    db = tmp_path / "x.db"
+    for options, said in ((ksweep.SweepOptions(shapes=("smal",)), "did you mean small"),
+                          (ksweep.SweepOptions(strategy="gird"), "did you mean grid"),
+                          (ksweep.SweepOptions(variants="fast"), "no such variant")):
+        with pytest.raises(KsweepError, match=said):
+            ksweep.tune(spec, db=db, options=options)
+        assert not db.exists()

@@ -126,6 +126,13 @@ class SweepOptions:
     def __post_init__(self):
         if self.rerun is not None and self.rerun not in RERUN:
             raise KsweepError(f"--rerun {self.rerun}: choose failed or all")
+        _whole("max_evals", self.max_evals, 1)
+        _whole("patience", self.patience, 1)
+        _whole("seed", self.seed, 0, optional=False)
+        if self.time_limit is not None and not (isinstance(self.time_limit, (int, float))
+                                                and not isinstance(self.time_limit, bool)
+                                                and 0 <= self.time_limit < float("inf")):
+            raise KsweepError(f"time_limit {self.time_limit!r}: give a number of seconds, 0 or more")
         # one name or path given alone, not in a tuple: not read one character at a time
         for name in ("warm_start", "shapes", "variants"):
             value = getattr(self, name)
@@ -133,6 +140,14 @@ class SweepOptions:
                 object.__setattr__(self, name, (os.fspath(value),))
             elif value is not None:
                 object.__setattr__(self, name, tuple(os.fspath(v) for v in value))
+
+
+def _whole(name: str, value, least: int, optional: bool = True) -> None:
+    """An option that must be a whole number of at least ``least`` (or None when optional)."""
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise KsweepError(f"{name} {value!r}: give a whole number of at least {least}")
 
 
 @dataclass

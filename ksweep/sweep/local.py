@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..build.builder import Builder, BuildRules
 from ..build.cache import BuildCache
-from ..errors import EnvironmentProblem, Interrupted, SpecError
+from ..errors import EnvironmentProblem, Interrupted, KsweepError, SpecError
 from ..process import reap_session
 from ..run.environment import missing_programs
 from ..run.modes import Mode
@@ -87,6 +87,7 @@ def run_with(spec: Spec, executor_factory, mode: Mode | None = None, *, db: str 
     ``strategy_factory(name, space, seed, max_evals)``: the strategy of each shape ×
     variant, when not the one ``options`` names."""
     db_path = Path(db) if db else default_db_path(spec)
+    check_options(spec, options, strategy_factory is not None)  # before anything is created
     check_sources(spec, options.variants)  # before anything is created beside the spec
     problem = missing_programs(spec)
     if problem:
@@ -108,6 +109,34 @@ def run_with(spec: Spec, executor_factory, mode: Mode | None = None, *, db: str 
                 reap_session()  # a daemon a run left behind with its output closed: nothing of ours runs now
                 shutil.rmtree(scratch_dir(spec), ignore_errors=True)
     return summary, db_path
+
+
+def check_options(spec: Spec, options: SweepOptions, own_strategy: bool = False) -> None:
+    """Refuse, before the database is made, what the sweep could not honour: a shape or
+    variant the spec does not have, a strategy ksweep does not know or cannot run here
+    (unless the caller makes its own), a --warm-start source that informs nothing."""
+    from ..spec.names import did_you_mean
+    from ..strategies import STRATEGIES, missing
+
+    for what, asked, names in (("shape", options.shapes, [s.name for s in spec.shape_list()]),
+                               ("variant", options.variants, [v.name for v in spec.variant_list()])):
+        for name in asked or ():
+            if name not in names:
+                close = did_you_mean(name, names)
+                raise KsweepError(f"{what} {name!r}: the spec has no such {what}"
+                                  + (f" (did you mean {close}?)" if close else f"; its {what}s: {', '.join(names)}"))
+    if not own_strategy:
+        if options.strategy not in STRATEGIES:
+            close = did_you_mean(options.strategy, list(STRATEGIES))
+            raise KsweepError(f"strategy {options.strategy!r}: no such strategy"
+                              + (f" (did you mean {close}?)" if close else f"; choose one of {', '.join(STRATEGIES)}"))
+        absent = missing(options.strategy)
+        if absent is not None:
+            raise absent
+    if options.warm_start:
+        from ..replay.warm import check_sources as check_warm
+
+        check_warm(options.warm_start, spec.param_names())
 
 
 @contextlib.contextmanager
