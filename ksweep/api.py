@@ -281,6 +281,13 @@ def kernel_tuning_spec(
     if compiler not in COMPILERS:
         raise SpecError(f"expected \"nvcc\" or \"nvrtc\", got {compiler!r}", key="compiler")
     source = Path(kernel_source).resolve()
+    if not source.is_file():
+        raise SpecError(f"{kernel_source}: no such file", key="kernel_source")
+    _check_kernel_numbers(grid, block, outputs, atol, rtol, timeout)
+    # "file.py:function" relative to the current folder (where the caller is, as Kernel Tuner
+    # reads it), made absolute: the spec's root is the source's folder
+    arguments, reference, cmem = (_from_here(v, key, source.parent) for v, key in
+                                  ((arguments, "arguments"), (reference, "reference"), (cmem, "cmem")))
     root = source.parent
     work = workspace(root)
     work.mkdir(parents=True, exist_ok=True)
@@ -311,6 +318,35 @@ def kernel_tuning_spec(
         limits=builtin_limits(arch), arch=arch, objective=Objective("ms", "min"), kernel=kspec,
         path=root / f"{source.stem}.kernel",
     )
+
+
+def _from_here(value, key: str, source_dir: Path):
+    """A ``"file.py:function"`` reference made absolute and checked: a relative path is read
+    from the current folder (as Kernel Tuner reads it), else from the kernel source's folder;
+    anything else as it is."""
+    if not isinstance(value, str) or ":" not in value or value.startswith("npz:") or value == "defaults":
+        return value
+    where, _, function = value.rpartition(":")
+    for base in (Path.cwd(), source_dir):
+        path = (base / Path(where).expanduser()).resolve()
+        if path.is_file():
+            return f"{path}:{function}"
+    raise SpecError(f"{key} {value!r}: no such file {where}, in the current folder ({Path.cwd()}) or the "
+                    f"kernel source's ({source_dir})", key=key)
+
+
+def _check_kernel_numbers(grid, block, outputs, atol, rtol, timeout) -> None:
+    """What ``[kernel]``'s loader checks of the same values in a spec file."""
+    for name, exprs in (("grid", grid), ("block", block)):
+        if isinstance(exprs, str) or not 1 <= len(exprs) <= 3:
+            raise SpecError(f"{name} {exprs!r}: give a list of 1 to 3 expressions (x, y, z)", key=name)
+    for name, value in (("atol", atol), ("rtol", rtol)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+            raise SpecError(f"{name} {value!r}: give a number, 0 or more", key=name)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
+        raise SpecError(f"timeout {timeout!r}: give a number of seconds above 0", key="timeout")
+    if any(isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in outputs):
+        raise SpecError(f"outputs {list(outputs)!r}: give indices of the arguments, 0 or more", key="outputs")
 
 
 # -- what a sweep will cost, and the effort presets (ksweep plan, ksweep run --effort) -----

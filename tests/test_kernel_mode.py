@@ -655,3 +655,29 @@ def test_tune_kernel_returns_only_its_own_configs_from_a_shared_database(tmp_pat
     assert {r.params["BLOCK"] for r in first.results} == {128, 256}
     second = ksweep.tune_kernel("vadd", tmp_path / "vadd.cu", {"N": 4096}, args, {"BLOCK": [128], "ELEMS": [1]}, **kw)
     assert [r.params["BLOCK"] for r in second.results] == [128] and second.best_params == {"BLOCK": 128, "ELEMS": 1}
+
+
+def test_tune_kernel_refuses_what_a_kernel_table_refuses_before_building(tmp_path, monkeypatch):
+    """A relative arguments file was looked for beside the kernel source only, never checked:
+    every config compiled, then each was a RUN_ERROR; atol=-1, timeout=0 or four grid
+    expressions were taken, and a missing source raised FileNotFoundError."""
+    import ksweep
+    from ksweep.errors import SpecError
+
+    (tmp_path / "src").mkdir()
+    shutil.copy(HERE / "vadd.cu", tmp_path / "src" / "vadd.cu")
+    shutil.copy(HERE / "vadd_args.py", tmp_path / "vadd_args.py")  # beside the caller, not the source
+    monkeypatch.chdir(tmp_path)
+    ok = dict(grid=["cdiv(N, BLOCK)"], block=["BLOCK"], outputs=[0], reference="vadd_args.py:reference")
+    spec = ksweep.api.kernel_tuning_spec("vadd", "src/vadd.cu", {"N": 64}, "vadd_args.py:make_args",
+                                         {"BLOCK": [128]}, **ok)
+    assert spec.kernel.args == f"{tmp_path / 'vadd_args.py'}:make_args"  # read from the current folder
+    for bad, said in (({"arguments": "nope.py:make_args"}, "no such file nope.py"),
+                      ({"atol": -1}, "atol"), ({"timeout": 0}, "timeout"),
+                      ({"grid": ["1", "1", "1", "1"]}, "1 to 3"), ({"kernel_source": "src/none.cu"}, "no such file"),
+                      ({"outputs": [-1]}, "outputs")):
+        call = {**ok, "kernel_source": "src/vadd.cu", "arguments": "vadd_args.py:make_args", **bad}
+        with pytest.raises(SpecError, match=said):
+            ksweep.tune_kernel("vadd", call.pop("kernel_source"), {"N": 64}, call.pop("arguments"), {"BLOCK": [128]},
+                               db=tmp_path / "k.db", backend=f"fake:{HERE / 'fake_vadd.py'}", **call)
+        assert not (tmp_path / "k.db").exists()
