@@ -29,7 +29,7 @@ from .run.gpus import Gpu, detect_gpus, select_gpus
 from .run.modes import Mode, program_mode
 from .spec.expr import parse
 from .spec.limits import builtin_limits
-from .spec.load import DEFAULT_ARCH
+from .spec.load import DEFAULT_ARCH, validate_names
 from .spec.model import Constraint, Objective, Param, Shape, Spec
 from .spec.kernel import COMPILERS, KernelSpec, Timing, default_flags
 from .status import Status
@@ -310,7 +310,7 @@ def kernel_tuning_spec(
         compiler=compiler, defines="<" not in kernel_name,
         timing=timing or Timing(), timeout=timeout,
     )
-    return Spec(
+    spec = Spec(
         name=kernel_name.split("<")[0],
         params=tuple(Param(name, tuple(values)) for name, values in tune_params.items()),
         constraints=tuple(Constraint(f"restriction {i}", expr=parse(r), reason=r) for i, r in enumerate(restrictions)),
@@ -318,6 +318,8 @@ def kernel_tuning_spec(
         limits=builtin_limits(arch), arch=arch, objective=Objective("ms", "min"), kernel=kspec,
         path=root / f"{source.stem}.kernel",
     )
+    validate_names(spec)  # as a spec file's are when it loads: a typo in the launch or a restriction
+    return spec
 
 
 def _from_here(value, key: str, source_dir: Path):

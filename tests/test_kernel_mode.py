@@ -681,3 +681,10 @@ def test_tune_kernel_refuses_what_a_kernel_table_refuses_before_building(tmp_pat
             ksweep.tune_kernel("vadd", call.pop("kernel_source"), {"N": 64}, call.pop("arguments"), {"BLOCK": [128]},
                                db=tmp_path / "k.db", backend=f"fake:{HERE / 'fake_vadd.py'}", **call)
         assert not (tmp_path / "k.db").exists()
+
+
+def test_an_unknown_name_in_the_launch_is_said_when_the_spec_loads(tmp_path):
+    """`cdiv(N, BLOK)` loaded, `plan` said nothing, and the sweep failed once it had started."""
+    path = vadd_kernel_spec(tmp_path, "BLOCK = [128]\nELEMS = [1]", 4096, grid="cdiv(N, BLOK * ELEMS)")
+    with pytest.raises(SpecError, match=r"kernel.grid\[0\]: unknown name .*BLOK.*did you mean .*BLOCK"):
+        load_spec(path)

@@ -222,6 +222,10 @@ def validate_names(spec: Spec) -> None:
             if spec.physics is not None:
                 work += [(f"physics.{k}", getattr(spec.physics, k)) for k in ("flops", "bytes")]
             work += [(f"profile.{k}", getattr(spec.profile, k)) for k in ("threads", "smem")]
+            if spec.kernel is not None:  # the launch: read at every config, so a typo is said now
+                k = spec.kernel
+                work += [*((f"kernel.grid[{i}]", e) for i, e in enumerate(k.grid)),
+                         *((f"kernel.block[{i}]", e) for i, e in enumerate(k.block)), ("kernel.smem", k.smem)]
             for key, expr in work:
                 for name in sorted(expr.names) if expr is not None else ():
                     if name not in visible:
