@@ -305,3 +305,20 @@ def test_megakernel_is_plan_only_and_says_so(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("ksweep: error:") and "Traceback" not in proc.stderr
     # a host without a GPU may be told so first; elsewhere the missing source is the error
     assert "source 'megakernel.cu' does not exist" in lines[0] or "no NVIDIA GPU" in lines[0]
+
+
+def test_plotting_leaves_the_callers_matplotlib_backend_alone(tmp_path):
+    """The plot functions switched matplotlib to Agg, which turns a notebook's inline plots
+    off: they draw on a Figure of their own and save it, with no pyplot."""
+    import subprocess
+    import sys
+
+    code = ("import matplotlib; matplotlib.use('svg'); from pathlib import Path; from ksweep.report.plot import plot_heatmap; "
+            "from ksweep.result import Result; from ksweep.status import Status; "
+            "rs = [Result('v', 's', {'A': a, 'B': b}, Status.OK, metrics={'ms': float(a + b)}) "
+            "for a in (1, 2) for b in (1, 2)]; "
+            f"plot_heatmap(rs, 'A', 'B', 'ms', 'min', Path({str(tmp_path / 'h.png')!r})); "
+            "print(matplotlib.get_backend())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "svg" and (tmp_path / "h.png").read_bytes()[:4] == b"\x89PNG"

@@ -14,13 +14,13 @@ from .stats import random_mean_curve
 
 def plot_curves(result: BenchResult, datasets: Sequence[Dataset], path: str | Path) -> Path:
     """One panel per dataset: mean ratio (optimum / best found) after each evaluation."""
-    matplotlib = require("matplotlib", "plot", "--plot")
-    matplotlib.use("Agg")
-    plt = require("matplotlib.pyplot", "plot", "--plot")
+    require("matplotlib", "plot", "--plot")
+    from matplotlib.figure import Figure  # no pyplot: the caller's backend (a notebook's) is left alone
     n = len(datasets)
     cols = min(3, n)
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
+    fig = Figure(figsize=(5 * cols, 3.6 * rows))
+    axes = fig.subplots(rows, cols, squeeze=False)
     strategies = list(dict.fromkeys(s for (_, s) in result.curves))
     # Strategies can coincide (auto runs surrogate; phased is grid on untiered data):
     # line styles keep both visible.
@@ -47,5 +47,4 @@ def plot_curves(result: BenchResult, datasets: Sequence[Dataset], path: str | Pa
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path

@@ -140,11 +140,11 @@ def render(lines_of: Mapping[tuple[str, str], list[Point]], metric: str) -> str:
 def plot(lines_of: Mapping[tuple[str, str], list[Point]], metric: str, out, title: str = ""):
     from ..errors import require
 
-    matplotlib = require("matplotlib", "plot", "ksweep history --plot")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    require("matplotlib", "plot", "ksweep history --plot")
+    from matplotlib.figure import Figure  # no pyplot: the caller's backend (a notebook's) is left alone
 
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * max(len(p) for p in lines_of.values())), 4.2))
+    fig = Figure(figsize=(max(6.0, 1.2 * max(len(p) for p in lines_of.values())), 4.2))
+    ax = fig.subplots()
     labels: list[str] = []
     for (variant, shape), points in lines_of.items():
         xs = [i for i, p in enumerate(points) if p.value is not None]
@@ -173,5 +173,4 @@ def plot(lines_of: Mapping[tuple[str, str], list[Point]], metric: str, out, titl
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out, dpi=120)
-    plt.close(fig)
     return out

@@ -37,9 +37,8 @@ def _order(v):
 
 def plot_heatmap(results: list[Result], x: str, y: str, metric: str, direction: str, out: Path,
                  title: str = "") -> Path:
-    matplotlib = require("matplotlib", "plot", "ksweep plot")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    require("matplotlib", "plot", "ksweep plot")
+    from matplotlib.figure import Figure  # no pyplot: the caller's backend (a notebook's) is left alone
     import numpy as np
 
     xs, ys, cells = heatmap_grid(results, x, y, metric, direction)
@@ -48,7 +47,8 @@ def plot_heatmap(results: list[Result], x: str, y: str, metric: str, direction: 
     grid = np.full((len(ys), len(xs)), np.nan)
     for (vx, vy), v in cells.items():
         grid[ys.index(vy), xs.index(vx)] = v
-    fig, ax = plt.subplots(figsize=(1.2 + 1.0 * len(xs), 1.0 + 0.7 * len(ys)))
+    fig = Figure(figsize=(1.2 + 1.0 * len(xs), 1.0 + 0.7 * len(ys)))
+    ax = fig.subplots()
     cmap = "viridis_r" if direction == "min" else "viridis"
     im = ax.imshow(grid, cmap=cmap, aspect="auto")
     ax.set_xticks(range(len(xs)), [str(v) for v in xs])
@@ -69,7 +69,6 @@ def plot_heatmap(results: list[Result], x: str, y: str, metric: str, direction: 
     fig.tight_layout()
     out = Path(out)
     fig.savefig(out, dpi=120)
-    plt.close(fig)
     return out
 
 
@@ -93,14 +92,14 @@ def convergence(results: Iterable[Result], metric: str, direction: str) -> dict[
 
 def plot_convergence(results: list[Result], metric: str, direction: str, out: Path, title: str = "") -> Path:
     """Best-so-far against evaluations, a line per shape × variant."""
-    matplotlib = require("matplotlib", "plot", "ksweep plot")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    require("matplotlib", "plot", "ksweep plot")
+    from matplotlib.figure import Figure  # no pyplot: the caller's backend (a notebook's) is left alone
 
     series = convergence(results, metric, direction)
     if not any(v is not None for s in series.values() for v in s):
         raise KsweepError(f"no successful result has the metric '{metric}'")
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig = Figure(figsize=(7, 4.2))
+    ax = fig.subplots()
     for (variant, shape), values in series.items():
         xs = [i + 1 for i, v in enumerate(values) if v is not None]
         ys = [v for v in values if v is not None]
@@ -114,5 +113,4 @@ def plot_convergence(results: list[Result], metric: str, direction: str, out: Pa
     fig.tight_layout()
     out = Path(out)
     fig.savefig(out, dpi=120)
-    plt.close(fig)
     return out
