@@ -4,8 +4,7 @@
     spec = ksweep.load_spec("sgemm.toml")
     ksweep.make_plan(spec)                                 # .total, .valid, .pruned
     summary, db = ksweep.run_sweep(spec, options=ksweep.SweepOptions(strategy="auto", max_evals=100))
-    with ksweep.Store(db) as store:
-        best = min((r for r in store.results() if r.value("ms") is not None), key=lambda r: r.value("ms"))
+    best = ksweep.best_result(db)                          # the confirmed BEST, as report and export show it
     ksweep.tune_kernel("vadd", "vadd.cu", {"N": 1 << 20}, "args.py:make", {"BLOCK": [64, 128, 256]},
                        grid=["cdiv(N, BLOCK)"], block=["BLOCK"])
 
@@ -18,7 +17,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
-from .errors import KsweepError, SpecError
+from .errors import EnvironmentProblem, Interrupted, KsweepError, SpecError, StoreInUse
 
 # public name -> module that defines it (imported when the name is first used, so that a
 # command run as ``python -m ksweep.X`` — one build through NVRTC per config — pays only for X)
@@ -28,7 +27,8 @@ _LAZY = {
     **{name: "ksweep.spec.model" for name in ("Build", "Check", "Constraint", "Derived", "Harness", "Objective",
                                               "Param", "Run", "Shape", "Spec", "Variant")},
     "run_sweep": "ksweep.api", "tune": "ksweep.api", "tune_kernel": "ksweep.api", "TuneResult": "ksweep.api",
-    "SweepRun": "ksweep.api", "SweepOptions": "ksweep.sweep.driver", "Summary": "ksweep.sweep.driver",
+    "SweepRun": "ksweep.api", "best_result": "ksweep.api", "Confirmation": "ksweep.confirm",
+    "SweepOptions": "ksweep.sweep.driver", "Summary": "ksweep.sweep.driver",
     "Store": "ksweep.store.sqlite", "Result": "ksweep.result", "make_strategy": "ksweep.strategies",
     "load_dataset": "ksweep.replay.importers", "Observer": "ksweep.observer",
 }
@@ -49,6 +49,6 @@ __all__ = [
     "Build", "Check", "Constraint", "Derived", "Harness", "KsweepError", "Objective", "Observer", "Param", "Result",
     "Run", "Shape", "Space", "Spec", "SpecError", "Status", "Store", "Summary", "SweepOptions", "SweepRun",
     "TuneResult", "Variant", "load_dataset", "load_spec", "make_plan", "make_strategy", "run_sweep", "spec_from_dict",
-    "tune", "tune_kernel",
+    "tune", "tune_kernel", "best_result", "Confirmation", "Interrupted", "StoreInUse", "EnvironmentProblem",
 ]
 __version__ = "0.1.0"

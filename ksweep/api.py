@@ -156,6 +156,24 @@ def tune(spec: Spec, *, db: str | Path | None = None, options: SweepOptions = Sw
     return SweepRun(summary, db_path, csv)
 
 
+def best_result(db: str | Path, shape: str | None = None, variant: str | None = None) -> Result | None:
+    """The best result of one shape × variant of a database, as ``ksweep report`` and
+    ``export`` show it: the confirmation's BEST when the confirmation ran, else the ranked
+    best (never a result a later sweep superseded); None when nothing is valid. ``shape``
+    and ``variant`` may be left out when the database has one of them."""
+    from .insight import best_result as best_of
+
+    with Store(db, create=False) as store:
+        pairs = sorted({(r.variant, r.shape) for r in store.results()})
+        chosen = [(v, s) for v, s in pairs if (shape is None or s == shape) and (variant is None or v == variant)]
+        if len(chosen) != 1:
+            names = ", ".join(f"{s}/{v}" for v, s in pairs) or "none"
+            raise KsweepError(f"{db}: {'no' if not chosen else 'more than one'} shape/variant matches "
+                              f"(shape={shape!r}, variant={variant!r}); it holds {names}")
+        v, s = chosen[0]
+        return best_of(store, v, s)
+
+
 def write_csv(db: Path) -> Path | None:
     """Every result of a database as CSV beside it (``.csv``); None when there is no database."""
     if not db.exists():

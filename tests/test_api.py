@@ -1,6 +1,8 @@
 """The front door: what `import ksweep` offers, and that it is enough to run a sweep."""
 
 import shutil
+
+import pytest
 import subprocess
 import sys
 import textwrap
@@ -14,11 +16,11 @@ EXPORTED = {
     "Check", "Objective", "Harness", "Space", "make_plan",
     # the sweep and its results
     "run_sweep", "tune", "tune_kernel", "TuneResult", "SweepRun", "SweepOptions", "Summary", "Store", "Result",
-    "Status", "Observer",
+    "Status", "Observer", "best_result", "Confirmation",
     # search and replay
     "make_strategy", "load_dataset",
     # errors
-    "KsweepError", "SpecError",
+    "KsweepError", "SpecError", "Interrupted", "StoreInUse", "EnvironmentProblem",
 }
 
 
@@ -105,3 +107,28 @@ def test_the_python_api_refuses_what_the_cli_refuses_before_anything_is_made(tmp
         with pytest.raises(KsweepError, match=said):
             ksweep.tune(spec, db=db, options=options)
         assert not db.exists()
+
+
+def test_best_result_is_the_confirmed_best_not_one_lucky_run(tmp_path):
+    """`summary.best` and the docstring's min() over results give the fastest single run;
+    `ksweep.best_result` gives what report and export show: the confirmation's BEST."""
+    from ksweep.confirm import Confirmation
+    from ksweep.testing import FakeExecutor
+    from ksweep.sweep.driver import Sweep
+
+    shutil.copy(Path(__file__).parent / "programs" / "toy.c", tmp_path)
+    (tmp_path / "t.toml").write_text('[params]\nA = [1, 2, 3]\n[build]\nsources = ["toy.c"]\n'
+                                     'command = ["true", "{defines}", "-o", "{binary}", "toy.c"]\n')
+    spec = ksweep.load_spec(tmp_path / "t.toml")
+    def timed(job):  # A=1 lucky in the sweep (1.0), 3.0 in every confirmation run; A=2 steady at 2.0
+        lucky = 1.0 if job.phase != "confirm" else 3.0
+        ms = {1: lucky, 2: 2.0, 3: 5.0}[job.params["A"]]
+        return ksweep.Status.OK, ksweep.Status.OK, {"ms": ms}
+
+    with ksweep.Store(tmp_path / "t.db") as store:
+        summary = Sweep(spec, store, FakeExecutor(timed), ksweep.SweepOptions(confirm=Confirmation(3, 3, None))).run()
+    lucky = summary.best[("base", "default", "fake")]
+    assert lucky.params == {"A": 1}
+    assert ksweep.best_result(tmp_path / "t.db").params == {"A": 2}
+    with pytest.raises(ksweep.KsweepError, match="no shape/variant matches"):
+        ksweep.best_result(tmp_path / "t.db", shape="large")
