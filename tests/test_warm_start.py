@@ -585,42 +585,12 @@ def test_sweep_options_take_one_source_or_shape_given_alone():
     assert SweepOptions(warm_start=(Path("a.db"), "b.json")).warm_start == ("a.db", "b.json")
 
 
-def test_a_search_with_another_prior_is_told_every_stored_result(tmp_path):
-    """Raised --max-evals on two shapes: the second shape's prior (the first's results) had
-    grown, so its search asked for other configs, and of its 6 stored results only 3 reached
-    it — the others counted against its budget unseen. The same when --warm-start is added."""
-    shapes = '[shapes.small]\ndefines = { N = 1 }\n[shapes.large]\ndefines = { N = 2 }\n'
-    spec = toy(tmp_path, a=(1, 2, 3, 4, 5, 6, 7, 8), b=(1, 2, 3), extra=shapes)
-    fake = FakeExecutor(lambda job: (Status.OK, Status.OK, {"ms": ms_of(job.params)}))
-
-    def sweep(evals):
-        asked = []
-
-        def factory(name, space, seed, max_evals, prior=None):
-            asked.append(Recording(make_strategy(name, space, seed=seed, budget_hint=max_evals, prior=prior)))
-            return asked[-1]
-
-        with Store(tmp_path / "t.db") as store:
-            Sweep(spec, store, fake, SweepOptions(strategy="surrogate", max_evals=evals), strategy_factory=factory).run()
-            large = {config_id(r.params) for r in store.results(shape="large")}
-        return asked, large
-
-    _, before = sweep(6)
-    asked, after = sweep(12)
-    large = asked[1]
-    told = {config_id(c) for c, _ in large.told}
-    assert before <= told and len(after) == 12  # every stored result reached the search, and 6 new ones
-    # the same prior: a resumed search is told in the order it asks (exact resume), nothing up front
-    asked, _ = sweep(12)
-    assert [config_id(c) for c, _ in asked[1].told][:len(asked[1].asked)] == [config_id(c) for c in asked[1].asked]
-
-
 @pytest.mark.parametrize("change_prior", [False, True])
 def test_a_search_with_a_prior_killed_and_resumed_ends_as_an_uninterrupted_one(tmp_path, change_prior):
     """The second shape starts from the first one's results (a prior): a kill in the middle of
     its search and a resume must evaluate the configs an uninterrupted run does, both when
     its prior is the one its stored results were found with and when it changed (a larger
-    --max-evals: the stored results are told first, and again after the kill)."""
+    --max-evals)."""
     shapes = '[shapes.small]\ndefines = { N = 1 }\n[shapes.large]\ndefines = { N = 2 }\n'
 
     class Kill(BaseException):

@@ -18,14 +18,12 @@ continues where it stopped.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import itertools
 import os
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field, replace
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping
 
 from .. import confirm, physics
 from ..confirm import Confirmation
@@ -315,10 +313,6 @@ class Sweep:
         changed = self._reference_changed(target, variant.name, shape.name)
         target.reference = self._reference(target)
         self._judge_again(target, variant.name, shape.name, changed)
-        # a search that is not the one that asked for the stored configs (another --warm-start, or
-        # the shapes before it have more results) would ask for few of them again, and those it
-        # does not ask for would count against its budget unseen: it is told them all first
-        target.tell_stored(self._told_first(variant.name, shape.name, prior, stored))
         target.loop()
         if self.options.confirm is not None and not budget.exhausted_by_time_or_patience():
             self._confirm(target, shape.name, variant.name)
@@ -651,25 +645,6 @@ class Sweep:
         counts[old.status.value] -= 1
         counts[status.value] = counts.get(status.value, 0) + 1
 
-    def _told_first(self, variant: str, shape: str, prior, stored: Mapping[str, Result]) -> list[str]:
-        """The stored configs this search of (variant, shape) is told before it asks for
-        anything: none when it starts from the prior their search started from (the same
-        search, for the same seed: a resume ends as an uninterrupted run does), all of them
-        when the prior changed (or is not known: a database of an older ksweep, and a prior
-        now). Recorded with the prior's digest, so that a resume of this search after a kill
-        is told the same ones again."""
-        key = f"prior:{variant}:{shape}"
-        digest = _prior_digest(prior)
-        before = self.store.get_meta(key)
-        if isinstance(before, dict) and before.get("digest") == digest:
-            told = [c for c in before.get("told", ()) if c in stored]  # this search, resumed
-        elif before is None and (prior is None or not stored):
-            told = []  # its first start, or cold as an older ksweep's
-        else:
-            told = list(stored)
-        self.store.set_meta(key, {"digest": digest, "told": told})
-        return told
-
     # -- reference and pruned configs -------------------------------------------------
     def _reference(self, target: "_Target"):
         """Evaluate (or resume) the reference config before any other, and tell it first."""
@@ -777,16 +752,6 @@ class _Target:
         self.sweep.observer.build_started(job)
         self.builds[self.executor.submit_build(job)] = entry
         return entry
-
-    def tell_stored(self, cids: Sequence[str]) -> None:
-        """Tell the strategy these stored results, in this order, before it asks for anything
-        (those not told already: the reference): it never proposes them, and they count as
-        they did."""
-        told = {e.job.config_id for e in self.order}
-        for cid in cids:
-            result = self.stored.get(cid)
-            if result is not None and cid not in told:
-                self.sweep.tell(result, self.strategy, self.budget, counted=False)
 
     def _advance(self) -> None:
         """Tell every result whose turn has come, asking for more after each one (asked configs
@@ -1023,11 +988,3 @@ def _within_lists(space, config: Mapping) -> bool:
     was narrowed, and the config is judged by its key, not by the constraints)."""
     return all(config.get(p.name) in p.values for p in space.params)
 
-
-def _prior_digest(prior) -> str:
-    """A digest of what a search starts from: its sources' configs and values ("none": cold)."""
-    if prior is None:
-        return "none"
-    doc = [[s.label, [sorted((k, str(v)) for k, v in c.items()) for c in s.configs], list(s.values)]
-           for s in prior.sources]
-    return hashlib.sha256(json.dumps(doc, default=str).encode()).hexdigest()[:24]
