@@ -495,3 +495,37 @@ def test_a_cluster_whose_runs_went_to_no_gpu_reports_no_gpu_figures(tmp_path, ru
         summary = Sweep(spec, store, FakeExecutor(timed, gpu_models=None, runs_on=runs_on), SweepOptions()).run()
     assert summary.has_gpu is has_gpu
     assert ("GPU idle" in summary_line(summary)) is has_gpu
+
+
+def test_a_new_default_judges_again_every_standing_result_not_only_those_in_the_space(tmp_path):
+    """The reference changed while a list was narrowed: the results outside the list were not
+    judged again but the reference was recorded as applied, so once the list was widened back
+    they stood with the old reference's verdicts (a fresh database gives others)."""
+    times, sums = {1: 2.0, 2: 1.0, 3: 3.0}, {1: 5.0, 2: 5.0, 3: 7.0}  # A=3 disagrees with A=1 and A=2
+
+    def run(folder, values, default):
+        (folder / "toy.c").write_text("int main(void) { return 0; }\n")
+        (folder / "toy.toml").write_text(textwrap.dedent(f"""
+            [sweep]
+            objective = "ms"
+            [params]
+            A = {{ values = {values}, default = {default} }}
+            [build]
+            sources = ["toy.c"]
+            command = ["true", "{{defines}}", "-o", "{{binary}}", "toy.c"]
+            [run]
+            command = ["{{binary}}"]
+            [check]
+            reference = "defaults"
+        """))
+        answer = lambda job: (Status.OK, Status.OK, {"ms": times[job.params["A"]], "checksum": sums[job.params["A"]]})
+        with Store(folder / "t.db") as store:
+            Sweep(load_spec(folder / "toy.toml"), store, FakeExecutor(answer), SweepOptions()).run()
+            return {r.params["A"]: r.status for r in store.results()}
+
+    run(tmp_path, [1, 2, 3], 1)
+    run(tmp_path, [2, 3], 3)  # narrowed, and a new default: A=1 outside the list
+    widened = run(tmp_path, [1, 2, 3], 3)
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    assert widened == run(fresh, [1, 2, 3], 3) and widened[1] is Status.CHECKSUM_MISMATCH

@@ -453,3 +453,24 @@ def test_a_revision_counts_only_its_own_confirmation_runs():
     first, second = timeline(history, runs, "ms", "min")[("v", "s")]
     assert first.value == pytest.approx(1.001) and second.value == pytest.approx(1.201)
     assert second.regression and second.speedup == pytest.approx(1.001 / 1.201)
+
+
+def test_an_edit_undone_is_its_revision_again_with_its_own_confirmation_runs():
+    """r1, a header edit r2, then the edit undone (r1 again): each confirmation run belongs to
+    the revision of its config's latest row measured before it."""
+    from ksweep.report.history import timeline
+    from ksweep.result import Measurement
+
+    def res(ms, rev, t, a):
+        return Result("v", "s", {"A": a}, Status.OK, metrics={"ms": ms}, cache_key="k", finished=t, revision=rev)
+
+    history = [res(1.00, "r1", 100, 1), res(2.0, "r1", 101, 2), res(1.20, "r2", 200, 1), res(2.0, "r2", 201, 2),
+               res(1.00, "r1", 300, 1), res(2.0, "r1", 301, 2)]
+    runs = []
+    for start, value in ((150, 1.00), (250, 1.20), (350, 1.00)):
+        for r in range(3):
+            runs += [Measurement("v", "s", {"A": 1}, "k", r, Status.OK, value=value + 0.001 * r, finished=start + r),
+                     Measurement("v", "s", {"A": 2}, "k", r, Status.OK, value=2.0, finished=start + r + 0.5)]
+    r1, r2 = timeline(history, runs, "ms", "min")[("v", "s")]
+    assert r2.value == pytest.approx(1.201) and r2.interval.n == 3  # its own 3 runs, not the undone edit's too
+    assert r1.confirmed and r1.value == pytest.approx(1.001)

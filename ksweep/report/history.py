@@ -56,16 +56,23 @@ def timeline(history: Iterable[Result], measurements: Iterable[Measurement], met
         if key not in first:
             first[key] = r.finished
     ms = list(measurements)
+    # a confirmation run belongs to the revision of its config's latest row measured before it
+    # (a header edit keeps the key, and an edit undone is the same revision again)
+    rows_of: dict[tuple, list[tuple[float, str]]] = {}
+    for group, revisions in rows_by.items():
+        for rev, rows in revisions.items():
+            for r in rows:
+                rows_of.setdefault((*group, config_id(r.params)), []).append((r.finished or 0.0, rev))
+    def owner(m):
+        seen = [(t, rev) for t, rev in rows_of.get((m.variant, m.shape, config_id(m.params)), ())
+                if m.finished is None or t <= m.finished]
+        return max(seen)[1] if seen else None
+    owners = [owner(m) for m in ms]
     out = {}
     for group, revisions in rows_by.items():
         points: list[Point] = []
-        starts = [first[(*group, rev)] for rev in revisions]
-        for i, (rev, rows) in enumerate(revisions.items()):
-            # a revision's confirmation runs are taken before the next revision is first measured:
-            # a config measured again under the same key (a header edited) must not count the
-            # later revision's runs for the earlier one
-            until = starts[i + 1] if i + 1 < len(starts) else None
-            own = ms if until is None else [m for m in ms if m.finished is None or m.finished < until]
+        for rev, rows in revisions.items():
+            own = [m for m, o in zip(ms, owners) if o == rev]
             points.append(_point(group, rev, rows, own, metric, direction, first[(*group, rev)]))
         out[group] = _changes(points, direction, tolerance)
     return out

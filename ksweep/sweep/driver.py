@@ -172,6 +172,7 @@ class Sweep:
         self.summary = Summary(gpu_slots=executor.run_slots, has_gpu=models is None or models != {"none"})
         self._gpu_models = models
         self._pending: dict[tuple[str, str], list] = {}  # results whose GPU model is not known yet
+        self._standing: dict[str, Result] = {}  # the stored results of this experiment of the current target
         self._make_strategy = strategy_factory or self._default_strategy
         # a caller's factory gets the prior only when it takes one (a ``prior`` keyword)
         self._custom_strategy = strategy_factory is not None and not _takes_prior(strategy_factory)
@@ -343,6 +344,8 @@ class Sweep:
         current: list[str] = []
         later: list[tuple[str, str, bool]] = []  # (config, GPU model, stale): the models not known yet
         checked: dict[tuple, bool] = {}
+        standing: dict[str, Result] = {}
+        self._standing = standing
         for old in self.store.evaluated(variant, shape):
             config = dict(old.params)
             cid = config_id(config)
@@ -373,6 +376,7 @@ class Sweep:
                 current.append(cid)
             if outdated:
                 continue
+            standing[cid] = old  # of this experiment: judged again with it, asked for or not
             if config not in space or self.options.rerun == "all" or (
                     self.options.rerun == "failed" and old.status is not Status.OK):
                 continue
@@ -621,14 +625,15 @@ class Sweep:
         ref_id = self._reference_id(target)
         if ref_id is None:
             return
-        for cid, old in list(target.stored.items()):
+        for cid, old in list(self._standing.items()):
+            old = target.stored.get(cid, old)
             if cid != ref_id and (changed or (target.reference is not None and unverified(old.status, old.message))):
                 self._judge_stored(target, cid, target.reference, is_reference=False)
         self.store.set_meta(f"reference:{variant}:{shape}", ref_id)
 
     def _judge_stored(self, target: "_Target", cid: str, reference: Mapping[str, float] | None,
                       is_reference: bool) -> None:
-        old = target.stored[cid]
+        old = target.stored.get(cid) or self._standing[cid]
         if old.status not in (Status.OK, Status.CHECKSUM_MISMATCH):
             return
         job = target.factory.make(dict(old.params))
@@ -640,6 +645,8 @@ class Sweep:
             return
         new = replace(old, status=status, message=message, verified=verified)
         self.store.put(new)
+        if cid not in target.stored:
+            return  # not counted: a result outside the space (a list narrowed), or run again (--rerun)
         target.stored[cid] = new
         counts = self.summary.counts  # it was counted as resumed with its old status
         counts[old.status.value] -= 1
