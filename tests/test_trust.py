@@ -588,3 +588,6 @@ def test_a_new_default_makes_new_verdicts(tmp_path):
     with Store(fresh / ".ksweep" / "s.db") as store:
         assert statuses == {r.params["X"]: r.status for r in store.results()}
     assert statuses[3] is Status.OK and statuses[1] is Status.CHECKSUM_MISMATCH
+    with Store(tmp_path / ".ksweep" / "s.db") as store:  # judged again in place: no new evaluation in the history
+        history = store.history()
+        assert len(history) == 3 and {r.params["X"]: r.status for r in history} == statuses

@@ -261,6 +261,28 @@ class Store:
             self.db.execute("RELEASE put")
             raise
 
+    def set_verdict(self, r: Result, status: Status, message: str, verified: bool) -> None:
+        """Judge a stored result again (its check against another reference): its status,
+        message and verified flag change in place, in ``results`` and in its history row; it
+        is no new evaluation (no history row, its place in the store's order kept)."""
+        from ..job import config_id
+
+        key = (r.variant, r.shape, config_id(r.params))
+        self.db.execute("SAVEPOINT verdict")
+        try:
+            self.db.execute("UPDATE results SET status = ?, message = ?, verified = ? "
+                            "WHERE variant = ? AND shape = ? AND config = ?",
+                            (status.value, message, int(verified), *key))
+            if r.finished is not None:
+                self.db.execute("UPDATE history SET status = ?, message = ?, verified = ? "
+                                "WHERE variant = ? AND shape = ? AND config = ? AND finished = ?",
+                                (status.value, message, int(verified), *key, r.finished))
+            self.db.execute("RELEASE verdict")
+        except BaseException:
+            self.db.execute("ROLLBACK TO verdict")
+            self.db.execute("RELEASE verdict")
+            raise
+
     def _depset(self, deps) -> str | None:
         if not deps:
             return None

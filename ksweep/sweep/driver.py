@@ -644,7 +644,7 @@ class Sweep:
         if (status, message, verified) == (old.status, old.message, old.verified):
             return
         new = replace(old, status=status, message=message, verified=verified)
-        self.store.put(new)
+        self.store.set_verdict(old, status, message, verified)
         if cid not in target.stored:
             return  # not counted: a result outside the space (a list narrowed), or run again (--rerun)
         target.stored[cid] = new
