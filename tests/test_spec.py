@@ -138,3 +138,15 @@ def test_huge_spec_plans(tmp_path):
     assert plan.total == 10**13
     assert plan.valid == 120 * 10**10
     assert plan.pruned == {"c": 10**13 - 120 * 10**10}
+
+
+def test_a_spec_made_from_a_dict_keeps_the_folder_it_was_made_in(tmp_path, monkeypatch):
+    """A spec from spec_from_dict looked for its sources in whatever folder was current when
+    it was used, not the one its sources were checked in."""
+    from ksweep.spec.load import spec_from_dict
+
+    (tmp_path / "k.c").write_text("int main(void) { return 0; }\n")
+    monkeypatch.chdir(tmp_path)
+    spec = spec_from_dict({"params": {"A": [1, 2]}, "build": {"sources": ["k.c"], "command": ["true"]}})
+    monkeypatch.chdir(tmp_path.parent)
+    assert spec.root == tmp_path and (spec.root / spec.build.sources[0]).is_file()

@@ -151,7 +151,7 @@ def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
         name=str(sweep.get("name", path.stem if path else "sweep")),
         params=tuple(params), derived=tuple(derived), constants=constants,
         constraints=tuple(constraints), shapes=shapes, variants=variants, limits=limits,
-        arch=arch, build=build, run=run, check=check, path=path, kernel=kernel,
+        arch=arch, build=build, run=run, check=check, path=path, folder=None if path else root, kernel=kernel,
         define_prefix=prefix, description=description, physics=physics, profile=profile,
     )
     spec = with_objectives(spec, objectives, key="sweep.objectives" if "objectives" in sweep else "sweep.objective")

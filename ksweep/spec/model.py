@@ -326,6 +326,7 @@ class Spec:
     # a multi-objective sweep's objectives, the ranking one first (spec/objectives.py); () for one
     objectives: tuple[Objective, ...] = ()
     path: Path | None = None  # the spec file, when loaded from one
+    folder: Path | None = None  # without a file: the folder it was made in (its relative paths' base)
     kernel: KernelSpec | None = None  # kernel mode ([kernel]): spec/kernel.py
     physics: Physics | None = None  # [physics]: the physics gate
     profile: Profile = field(default_factory=Profile)  # [profile]: launch facts and Nsight Compute settings
@@ -346,7 +347,7 @@ class Spec:
     @property
     def root(self) -> Path:
         """The folder that relative paths of the spec are relative to."""
-        return self.path.parent if self.path else Path.cwd()
+        return self.path.parent if self.path else (self.folder or Path.cwd())
 
     @property
     def label(self) -> str:
