@@ -529,3 +529,17 @@ def test_a_new_default_judges_again_every_standing_result_not_only_those_in_the_
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     assert widened == run(fresh, [1, 2, 3], 3) and widened[1] is Status.CHECKSUM_MISMATCH
+
+
+def test_an_observer_without_a_method_is_said_at_once(tmp_path):
+    """An observer lacking target_started failed with an AttributeError about `finished`,
+    raised from the clean-up after the first error."""
+    class Partial:
+        def result(self, *a, **k):
+            pass
+
+        def finished(self, *a, **k):
+            pass
+
+    with Store(tmp_path / "t.db") as store, pytest.raises(KsweepError, match="no target_started, build_started"):
+        Sweep(toy(tmp_path), store, FakeExecutor(timed), SweepOptions(), observer=Partial())

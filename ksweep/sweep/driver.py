@@ -168,6 +168,11 @@ class Sweep:
         self.executor = executor
         self.options = options
         self.observer = observer or NullObserver()
+        lacking = [m for m in ("target_started", "build_started", "result", "finished")
+                   if not callable(getattr(self.observer, m, None))]
+        if lacking:  # said now: not as an error of another method from the clean-up after a failure
+            raise KsweepError(f"the observer {type(self.observer).__name__} has no {', '.join(lacking)} method "
+                              f"(ksweep.Observer: target_started, build_started, result, finished)")
         models = executor_gpu_models(executor)
         self.summary = Summary(gpu_slots=executor.run_slots, has_gpu=models is None or models != {"none"})
         self._gpu_models = models
