@@ -196,6 +196,8 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         if not quiet:
             best = env["best_config"]
             shown = ", ".join(f"{k}={best[k]}" for k in [*tune_params, objective, *(metrics or {})] if k in best)
+            if "confirmed_time" in env:  # the pick is the confirmation's: its row's time is one sweep run
+                shown += f" (confirmed: median {env['confirmed_time']:.6g} ms over its confirmation runs)"
             print(f"best performing configuration: {shown}")
     elif not quiet:
         print("no results to report")

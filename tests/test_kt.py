@@ -277,5 +277,17 @@ def test_best_config_is_the_confirmations_pick_not_a_lucky_sweep_measurement(tmp
 
     env = best()
     assert env["best_config"]["BLOCK"] == 256 and env["confirmed_time"] == pytest.approx(1.0)
+    shutil.copy(KERNELS / "vadd.cu", "vadd.cu")  # the printed line says the pick's confirmed time, not one run's
+    n = 4096
+    a, b = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        tune_kernel("vadd", "vadd.cu", n, [np.zeros(n, np.float32), a, b, np.int32(n)], {"BLOCK": [128, 256]},
+                    block_size_names=["BLOCK"], answer=[a + b, None, None, None], jobs=1,
+                    backend=f"fake:{KERNELS / 'fake_lucky.py'}")
+    assert "BLOCK=256" in out.getvalue() and "confirmed: median 1 ms" in out.getvalue(), out.getvalue()
     env = best(confirm=False)
     assert env["best_config"]["BLOCK"] == 128 and "confirmed_time" not in env
