@@ -4,7 +4,6 @@ from __future__ import annotations
 
 
 import argparse
-import difflib
 import signal
 import sys
 from dataclasses import replace
@@ -22,7 +21,7 @@ from ..spec.checks import check_modes
 from ..spec.load import load_spec
 from ..spec.objectives import parse_objectives, with_objectives
 from ..sweep.driver import SweepOptions
-from ..sweep.local import default_db_path
+from ..sweep.local import check_options, default_db_path
 from .report import load_all
 
 
@@ -137,17 +136,6 @@ def parse_gpus(text: str | None) -> list[int] | None:
     return [int(p) for p in parts]
 
 
-def _known(option: str, asked, names: list[str], what: str) -> tuple[str, ...] | None:
-    if not asked:
-        return None
-    for name in asked:
-        if name not in names:
-            close = difflib.get_close_matches(name, names, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise KsweepError(f"{option} {name}: the spec has no such {what}{hint}; its {what}s: {', '.join(names)}")
-    return tuple(asked)
-
-
 def objectives_option(text: str):
     """``--objectives time,energy`` as objectives; one line naming the option when it is not."""
     try:
@@ -170,8 +158,6 @@ def _sigterm(signum, frame):
 
 
 def run(args) -> int:
-    from ..strategies import STRATEGIES, missing
-
     spec = load_spec(args.spec)
     for warning in getattr(spec, "warnings", ()):
         print(f"ksweep: warning: {warning}", file=sys.stderr)
@@ -180,21 +166,13 @@ def run(args) -> int:
         check_modes(spec)  # e.g. --persistent on a [kernel] spec
     if args.objectives is not None:
         spec = with_objectives(spec, objectives_option(args.objectives), key="--objectives")
-    if args.strategy is not None and args.strategy not in STRATEGIES:
-        close = difflib.get_close_matches(args.strategy, STRATEGIES, n=1)
-        raise KsweepError(f"--strategy {args.strategy}: unknown" + (f" (did you mean '{close[0]}'?)" if close else "")
-                          + f"; choose one of {', '.join(STRATEGIES)}")
-    absent = missing(args.strategy) if args.strategy is not None else None
-    if absent is not None:
-        raise absent  # before anything is created (the database)
     warm_start = tuple(args.warm_start or ())
-    if warm_start:
-        from ..replay.warm import check_sources
-
-        check_sources(warm_start, spec.param_names())  # before the database is made
     strategy, max_evals = args.strategy or "auto", args.max_evals
-    shapes = _known("--shape", args.shape, [s.name for s in spec.shape_list()], "shape")
-    variants = _known("--variant", args.variant, [v.name for v in spec.variant_list()], "variant")
+    shapes, variants = tuple(args.shape or ()) or None, tuple(args.variant or ()) or None
+    # the shapes, variants and strategy, in the options' words, before an --effort estimate (tune()
+    # checks them again, cheaply, and reads the warm-start sources, which the estimate needs first)
+    check_options(spec, SweepOptions(strategy=args.strategy or "auto", shapes=shapes, variants=variants,
+                                     warm_start=warm_start if args.effort else ()), cli=True)
     if args.effort:
         from ..api import estimate
 

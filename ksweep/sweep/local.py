@@ -111,24 +111,28 @@ def run_with(spec: Spec, executor_factory, mode: Mode | None = None, *, db: str 
     return summary, db_path
 
 
-def check_options(spec: Spec, options: SweepOptions, own_strategy: bool = False) -> None:
+def check_options(spec: Spec, options: SweepOptions, own_strategy: bool = False, cli: bool = False) -> None:
     """Refuse, before the database is made, what the sweep could not honour: a shape or
     variant the spec does not have, a strategy ksweep does not know or cannot run here
-    (unless the caller makes its own), a --warm-start source that informs nothing."""
+    (unless the caller makes its own), a --warm-start source that informs nothing. ``cli``:
+    the messages name ``ksweep run``'s options (``--shape``), else SweepOptions' fields."""
     from ..spec.names import did_you_mean
     from ..strategies import STRATEGIES, missing
+
+    def said(what: str, name: str) -> str:
+        return f"--{what} {name}" if cli else f"{what} {name!r}"
 
     for what, asked, names in (("shape", options.shapes, [s.name for s in spec.shape_list()]),
                                ("variant", options.variants, [v.name for v in spec.variant_list()])):
         for name in asked or ():
             if name not in names:
                 close = did_you_mean(name, names)
-                raise KsweepError(f"{what} {name!r}: the spec has no such {what}"
+                raise KsweepError(f"{said(what, name)}: the spec has no such {what}"
                                   + (f" (did you mean {close}?)" if close else f"; its {what}s: {', '.join(names)}"))
     if not own_strategy:
         if options.strategy not in STRATEGIES:
             close = did_you_mean(options.strategy, list(STRATEGIES))
-            raise KsweepError(f"strategy {options.strategy!r}: no such strategy"
+            raise KsweepError(f"{said('strategy', options.strategy)}: no such strategy"
                               + (f" (did you mean {close}?)" if close else f"; choose one of {', '.join(STRATEGIES)}"))
         absent = missing(options.strategy)
         if absent is not None:
