@@ -177,7 +177,6 @@ class Sweep:
         self.summary = Summary(gpu_slots=executor.run_slots, has_gpu=models is None or models != {"none"})
         self._gpu_models = models
         self._pending: dict[tuple[str, str], list] = {}  # results whose GPU model is not known yet
-        self._standing: dict[str, Result] = {}  # the stored results of this experiment of the current target
         self._make_strategy = strategy_factory or self._default_strategy
         # a caller's factory gets the prior only when it takes one (a ``prior`` keyword)
         self._custom_strategy = strategy_factory is not None and not _takes_prior(strategy_factory)
@@ -283,7 +282,8 @@ class Sweep:
         factory = JobFactory(self.spec, shape, variant, space, self.mode)
         if self.options.record_pruned and space.raw_size <= PRUNED_RECORD_LIMIT:
             self._record_pruned(space, variant.name, shape.name)
-        stored = self._reusable(space, factory, variant.name, shape.name)
+        standing = self._standing(space, factory, variant.name, shape.name)
+        stored = {cid: r for cid, r in standing.items() if self._reused(r, space)}
         # --max-evals counts what the store holds already, but for the default config evaluated
         # by a confirmation (those runs are counted apart)
         budget.evals = sum(r.phase != "default" for r in stored.values())
@@ -316,9 +316,11 @@ class Sweep:
         # the harness builds alongside the first configs; runs start once it is there
         harness = _Harness(factory.harness, self) if factory.harness else None
         target = _Target(self, space, factory, strategy, budget, stored, window, harness)
-        changed = self._reference_changed(target, variant.name, shape.name)
+        target.standing = standing
+        ref_id = self._reference_id(target)
+        changed = self._reference_changed(target, ref_id, variant.name, shape.name)
         target.reference = self._reference(target)
-        self._judge_again(target, variant.name, shape.name, changed)
+        self._judge_again(target, ref_id, variant.name, shape.name, changed)
         target.loop()
         if self.options.confirm is not None and not budget.exhausted_by_time_or_patience():
             self._confirm(target, shape.name, variant.name)
@@ -338,19 +340,16 @@ class Sweep:
         self.store.set_meta(key, window)
         return window
 
-    def _reusable(self, space, factory: JobFactory, variant: str, shape: str) -> dict[str, Result]:
+    def _standing(self, space, factory: JobFactory, variant: str, shape: str) -> dict[str, Result]:
         """Stored results that stand for this experiment: same result key, same dependencies,
-        a GPU model this run uses, and not asked to be rerun. Of the others, those measured on
-        another source or spec are marked superseded (reports leave them out) and those that
-        stand again lose the mark; another GPU model's are not judged (their compiler may be
-        another host's)."""
-        out: dict[str, Result] = {}
+        a GPU model this run uses. Of the others, those measured on another source or spec are
+        marked superseded (reports leave them out) and those that stand again lose the mark;
+        another GPU model's are not judged (their compiler may be another host's)."""
         stale: list[str] = []
         current: list[str] = []
         later: list[tuple[str, str, bool]] = []  # (config, GPU model, stale): the models not known yet
         checked: dict[tuple, bool] = {}
         standing: dict[str, Result] = {}
-        self._standing = standing
         for old in self.store.evaluated(variant, shape):
             config = dict(old.params)
             cid = config_id(config)
@@ -382,13 +381,15 @@ class Sweep:
             if outdated:
                 continue
             standing[cid] = old  # of this experiment: judged again with it, asked for or not
-            if config not in space or self.options.rerun == "all" or (
-                    self.options.rerun == "failed" and old.status is not Status.OK):
-                continue
-            out[cid] = old
         self.store.supersede(variant, shape, stale, current)
         self._pending[(variant, shape)] = later
-        return out
+        return standing
+
+    def _reused(self, result: Result, space) -> bool:
+        """Whether a standing result stands in for its config's evaluation in this sweep: a
+        config of the space, not asked to be rerun."""
+        return dict(result.params) in space and self.options.rerun != "all" and (
+            self.options.rerun != "failed" or result.status is Status.OK)
 
     def _judge_later(self, variant: str, shape: str, target: "_Target") -> None:
         """The results of GPU models an executor did not name before the sweep (a Dask
@@ -525,14 +526,16 @@ class Sweep:
                     self.summary.confirm_runs += 1
                 if stored.status is Status.OK:  # a failed one (a hang: a timeout a round) is not run again
                     jobs[job.config_id] = job
-        best = self._incumbent(variant, shape, current)
+        measurements = self.store.measurements(variant, shape)
+        best = self._incumbent(variant, shape, current, measurements)
         if best is not None and best not in jobs:  # the best of an earlier confirmation, pushed out of the k
             jobs[best] = factory.make(dict(current[best].params), phase="confirm")
         if not jobs:
             return
-        done = {(cid, m.round) for m in self.store.measurements(variant, shape)
+        results = {cid: current.get(cid) or self.store.get(variant, shape, cid) for cid in jobs}  # the default's, too
+        done = {(cid, m.round) for m in measurements
                 if (cid := config_id(m.params)) in jobs and self.options.rerun != "all"
-                and confirm.counts_for(m, current.get(cid) or self.store.get(variant, shape, cid), jobs[cid].cache_key)}
+                and confirm.counts_for(m, results[cid], jobs[cid].cache_key)}
         if any(not any((cid, r) in done for r in range(plan.rounds)) for cid in jobs):
             # a config never confirmed: those confirmed in full before (the best so far, the default)
             # are measured again with it, in the same rounds, so that they compare round by round
@@ -562,9 +565,10 @@ class Sweep:
                 self.summary.confirm_runs += 1
         self.summary.confirm_seconds += time.monotonic() - started
 
-    def _incumbent(self, variant: str, shape: str, current: Mapping[str, Result]) -> str | None:
+    def _incumbent(self, variant: str, shape: str, current: Mapping[str, Result],
+                   measurements: list[Measurement]) -> str | None:
         """The BEST of the confirmation runs stored for the results that stand, if it is OK."""
-        conf = confirm.confirmed(list(current.values()), self.store.measurements(variant, shape),
+        conf = confirm.confirmed(list(current.values()), measurements,
                                  self.spec.objective.direction, self.store.default_configs()).get((variant, shape))
         best = conf.best if conf is not None else None
         return best if best in current and current[best].status is Status.OK else None
@@ -609,11 +613,10 @@ class Sweep:
         reference = self.mode.reference_config(self.spec, {p.name: p.default for p in target.space.params})
         return config_id(reference) if reference is not None else None
 
-    def _reference_changed(self, target: "_Target", variant: str, shape: str) -> bool:
+    def _reference_changed(self, target: "_Target", ref_id: str | None, variant: str, shape: str) -> bool:
         """Whether the reference config is another one than the stored results were judged
         against (a parameter's default changed): then the new reference's own stored result
         is judged again first, as the reference (by the expected values and bounds alone)."""
-        ref_id = self._reference_id(target)
         if ref_id is None:
             return False
         key = f"reference:{variant}:{shape}"
@@ -622,15 +625,14 @@ class Sweep:
             self._judge_stored(target, ref_id, None, is_reference=True)
         return changed
 
-    def _judge_again(self, target: "_Target", variant: str, shape: str, changed: bool) -> None:
+    def _judge_again(self, target: "_Target", ref_id: str | None, variant: str, shape: str, changed: bool) -> None:
         """Judge the stored results again, from their stored metrics, against the reference's,
         when the reference config changed, or when they could not be checked (the reference
         had failed) and it now stands: the check is a pure function of the metrics, so no run
         is needed."""
-        ref_id = self._reference_id(target)
         if ref_id is None:
             return
-        for cid, old in list(self._standing.items()):
+        for cid, old in list(target.standing.items()):
             old = target.stored.get(cid, old)
             if cid != ref_id and (changed or (target.reference is not None and unverified(old.status, old.message))):
                 self._judge_stored(target, cid, target.reference, is_reference=False)
@@ -638,7 +640,7 @@ class Sweep:
 
     def _judge_stored(self, target: "_Target", cid: str, reference: Mapping[str, float] | None,
                       is_reference: bool) -> None:
-        old = target.stored.get(cid) or self._standing[cid]
+        old = target.stored.get(cid) or target.standing[cid]
         if old.status not in (Status.OK, Status.CHECKSUM_MISMATCH):
             return
         job = target.factory.make(dict(old.params))
@@ -724,6 +726,7 @@ class _Target:
         self.sweep, self.space, self.factory, self.strategy = sweep, space, factory, strategy
         self.budget, self.stored, self.window, self.harness = budget, stored, window, harness
         self.executor = sweep.executor
+        self.standing: dict[str, Result] = {}  # the stored results of this experiment, reused or not (stored)
         self.reference: Mapping[str, float] | None = None
         self.order: list[_Entry] = []  # every asked config, in the order asked
         self.told = 0  # entries told to the strategy (a prefix of order)
