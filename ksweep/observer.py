@@ -21,6 +21,14 @@ class Observer(Protocol):
     def finished(self, summary: Any) -> None: ...
 
 
+METHODS = ("target_started", "build_started", "result", "finished")  # the protocol's (warm_started: optional)
+
+
+def lacking(observer) -> list[str]:
+    """The protocol's methods ``observer`` does not have."""
+    return [m for m in METHODS if not callable(getattr(observer, m, None))]
+
+
 def warm_started(observer, variant: str, shape: str, sources: tuple[str, ...]) -> None:
     """Tell ``observer`` what the search of (variant, shape) starts from, when it has a
     ``warm_started`` method (optional: an observer written before it needs none)."""

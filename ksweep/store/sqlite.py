@@ -248,18 +248,25 @@ class Store:
         )
         marks = ", ".join("?" * len(_COLUMNS))
         # the current row of the config and, for an evaluated one, a row of the history, at once
-        self.db.execute("SAVEPOINT put")
-        try:
+        with self._atomic():
             self.db.execute(f"INSERT OR REPLACE INTO results ({', '.join(_COLUMNS)}) VALUES ({marks})", row)
             if self._has_table("superseded"):  # measured now, it stands for the experiment as it is
                 self.db.execute("DELETE FROM superseded WHERE variant = ? AND shape = ? AND config = ?", row[:3])
             if r.status is not Status.PRUNED:
                 self.db.execute(f"INSERT INTO history ({', '.join(_COLUMNS)}) VALUES ({marks})", row)
-            self.db.execute("RELEASE put")
+
+    @contextlib.contextmanager
+    def _atomic(self):
+        """The statements inside apply together or not at all (a savepoint: it nests in a
+        transaction the caller may have open)."""
+        self.db.execute("SAVEPOINT atomic")
+        try:
+            yield
         except BaseException:
-            self.db.execute("ROLLBACK TO put")
-            self.db.execute("RELEASE put")
+            self.db.execute("ROLLBACK TO atomic")
+            self.db.execute("RELEASE atomic")
             raise
+        self.db.execute("RELEASE atomic")
 
     def set_verdict(self, r: Result, status: Status, message: str, verified: bool) -> None:
         """Judge a stored result again (its check against another reference): its status,
@@ -268,8 +275,7 @@ class Store:
         from ..job import config_id
 
         key = (r.variant, r.shape, config_id(r.params))
-        self.db.execute("SAVEPOINT verdict")
-        try:
+        with self._atomic():
             self.db.execute("UPDATE results SET status = ?, message = ?, verified = ? "
                             "WHERE variant = ? AND shape = ? AND config = ?",
                             (status.value, message, int(verified), *key))
@@ -277,11 +283,6 @@ class Store:
                 self.db.execute("UPDATE history SET status = ?, message = ?, verified = ? "
                                 "WHERE variant = ? AND shape = ? AND config = ? AND finished = ?",
                                 (status.value, message, int(verified), *key, r.finished))
-            self.db.execute("RELEASE verdict")
-        except BaseException:
-            self.db.execute("ROLLBACK TO verdict")
-            self.db.execute("RELEASE verdict")
-            raise
 
     def _depset(self, deps) -> str | None:
         if not deps:

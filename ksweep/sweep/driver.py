@@ -32,7 +32,7 @@ from ..build.builder import BuildResult
 from ..build.revision import source_revision
 from ..errors import EnvironmentProblem, Interrupted, KsweepError, SpecError, StoreError, SystematicFailure
 from ..job import Job, config_id
-from ..observer import NullObserver, Observer, warm_started
+from ..observer import METHODS, NullObserver, Observer, lacking, warm_started
 from ..result import Measurement, Result
 from ..run.base import Executor
 from ..run.gpus import Gpu
@@ -168,11 +168,10 @@ class Sweep:
         self.executor = executor
         self.options = options
         self.observer = observer or NullObserver()
-        lacking = [m for m in ("target_started", "build_started", "result", "finished")
-                   if not callable(getattr(self.observer, m, None))]
-        if lacking:  # said now: not as an error of another method from the clean-up after a failure
-            raise KsweepError(f"the observer {type(self.observer).__name__} has no {', '.join(lacking)} method "
-                              f"(ksweep.Observer: target_started, build_started, result, finished)")
+        missing = lacking(self.observer)
+        if missing:  # said now: not as an error of another method from the clean-up after a failure
+            raise KsweepError(f"the observer {type(self.observer).__name__} has no {', '.join(missing)} method "
+                              f"(ksweep.Observer: {', '.join(METHODS)})")
         models = executor_gpu_models(executor)
         self.summary = Summary(gpu_slots=executor.run_slots, has_gpu=models is None or models != {"none"})
         self._gpu_models = models
