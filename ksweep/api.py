@@ -11,7 +11,7 @@ store → report): it is where a spec's run mode and executor are chosen, once.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -31,7 +31,7 @@ from .spec.expr import parse
 from .spec.limits import builtin_limits
 from .spec.load import DEFAULT_ARCH, validate_names
 from .spec.model import Constraint, Objective, Param, Shape, Spec
-from .spec.kernel import COMPILERS, KernelSpec, Timing, default_flags
+from .spec.kernel import Timing, kernel_spec_from_dict
 from .status import Status
 from .store.sqlite import Store
 from .sweep.driver import Summary, SweepOptions
@@ -296,12 +296,9 @@ def kernel_tuning_spec(
 ) -> Spec:
     """The kernel-mode spec ``tune_kernel`` sweeps (arrays given directly are saved in the
     workspace beside the source); ``reference=None``: outputs are not checked."""
-    if compiler not in COMPILERS:
-        raise SpecError(f"expected \"nvcc\" or \"nvrtc\", got {compiler!r}", key="compiler")
     source = Path(kernel_source).resolve()
     if not source.is_file():
         raise SpecError(f"{kernel_source}: no such file", key="kernel_source")
-    _check_kernel_numbers(grid, block, outputs, atol, rtol, timeout)
     # "file.py:function" relative to the current folder (where the caller is, as Kernel Tuner
     # reads it), made absolute: the spec's root is the source's folder
     arguments, reference, cmem = (_from_here(v, key, source.parent) for v, key in
@@ -320,14 +317,17 @@ def kernel_tuning_spec(
         cmem = f"npz:{_saved_arrays(work, 'cmem', [], {str(k): np.ascontiguousarray(v) for k, v in dict(cmem).items()})}"
     if reference is not None and not isinstance(reference, (str, Mapping)):
         reference = f"npz:{_saved_arrays(work, 'reference', [np.asarray(r) for r in reference], {})}"
-    kspec = KernelSpec(
-        source=source, name=kernel_name, grid=tuple(parse(g) for g in grid),
-        block=tuple(parse(b) for b in block), smem=parse(smem) if smem else None, args=arguments, cmem=cmem,
-        outputs=tuple(outputs), reference=dict(reference) if isinstance(reference, Mapping) else reference,
-        atol=atol, rtol=rtol, flags=tuple(flags) if flags is not None else default_flags(compiler),
-        compiler=compiler, defines="<" not in kernel_name,
-        timing=timing or Timing(), timeout=timeout,
-    )
+    # the [kernel] table's own loader checks what the caller gave, as it checks a spec file's
+    table = {"source": source.name, "name": kernel_name, "args": arguments, "outputs": list(outputs),
+             "grid": grid if isinstance(grid, str) else list(grid),
+             "block": block if isinstance(block, str) else list(block),
+             "reference": "defaults" if reference is None else (dict(reference) if isinstance(reference, Mapping)
+                                                                else reference),
+             "atol": atol, "rtol": rtol, "compiler": compiler, "timeout": timeout,
+             **({"smem": smem} if smem else {}), **({"cmem": cmem} if cmem is not None else {}),
+             **({"flags": list(flags)} if flags is not None else {})}
+    kspec = replace(kernel_spec_from_dict(table, root, "tune_kernel"), timing=timing or Timing(),
+                    reference=None if reference is None else table["reference"])  # None: outputs not checked
     spec = Spec(
         name=kernel_name.split("<")[0],
         params=tuple(Param(name, tuple(values)) for name, values in tune_params.items()),
@@ -353,20 +353,6 @@ def _from_here(value, key: str, source_dir: Path):
             return f"{path}:{function}"
     raise SpecError(f"{key} {value!r}: no such file {where}, in the current folder ({Path.cwd()}) or the "
                     f"kernel source's ({source_dir})", key=key)
-
-
-def _check_kernel_numbers(grid, block, outputs, atol, rtol, timeout) -> None:
-    """What ``[kernel]``'s loader checks of the same values in a spec file."""
-    for name, exprs in (("grid", grid), ("block", block)):
-        if isinstance(exprs, str) or not 1 <= len(exprs) <= 3:
-            raise SpecError(f"{name} {exprs!r}: give a list of 1 to 3 expressions (x, y, z)", key=name)
-    for name, value in (("atol", atol), ("rtol", rtol)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
-            raise SpecError(f"{name} {value!r}: give a number, 0 or more", key=name)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
-        raise SpecError(f"timeout {timeout!r}: give a number of seconds above 0", key="timeout")
-    if any(isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in outputs):
-        raise SpecError(f"outputs {list(outputs)!r}: give indices of the arguments, 0 or more", key="outputs")
 
 
 # -- what a sweep will cost, and the effort presets (ksweep plan, ksweep run --effort) -----
