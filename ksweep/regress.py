@@ -103,16 +103,17 @@ def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, 
     if not db_path.exists():
         raise KsweepError(f"{db_path}: no results database: sweep the spec first (ksweep run), then check")
     with Store(db_path, create=False) as store:
-        history = store.history()
         objective = store.get_meta("objective", {"metric": spec.objective.metric,
                                                  "direction": spec.objective.direction})
-        lines = timeline(history, store.measurements(), objective["metric"], objective["direction"], tolerance)
         models = _local_models(gpus)
         spaces = {(va.name, sh.name): Space.from_spec(spec, sh.name, va.name)
                   for sh in spec.shape_list() for va in spec.variant_list()
                   if (not shapes or sh.name in shapes) and (not variants or va.name in variants)}
         shipped = {key: _shipped(store, *key, objective["metric"], objective["direction"], space, models)
                    for key, space in spaces.items()}
+        # the history's latest point stands in where no stored result does: read only then
+        lines = timeline(store.history(), store.measurements(), objective["metric"], objective["direction"],
+                         tolerance) if None in shipped.values() else {}
     metric, direction = objective["metric"], objective["direction"]
     verdicts: list[ShapeVerdict] = []
     targets = []
