@@ -104,6 +104,13 @@ class Interval:
     def overlaps(self, other: "Interval") -> bool:
         return self.lo <= other.hi and other.lo <= self.hi
 
+    def spread(self, digits: int = 2) -> str | None:
+        """'±0.42%': the half-width relative to the median; None with one run (no spread to
+        show: ±0.00% would say there is none) or a median of 0."""
+        if self.n < 2 or not self.median:
+            return None
+        return f"±{100 * self.half_width / abs(self.median):.{digits}f}%"
+
 
 @dataclass(frozen=True)
 class Verdict:

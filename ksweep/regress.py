@@ -77,9 +77,8 @@ class ShapeVerdict:
 
 def _pm(iv: Interval | None) -> str:
     """`` (±2.1%)``: the 95% interval's half-width relative to the median, when there is one."""
-    if iv is None or iv.n < 2 or not iv.median:
-        return ""
-    return f" (±{100 * (iv.hi - iv.lo) / 2 / abs(iv.median):.1f}%)"
+    spread = iv.spread(1) if iv is not None else None
+    return f" ({spread})" if spread else ""
 
 
 def _cfg(params) -> str:

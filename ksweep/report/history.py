@@ -118,9 +118,7 @@ def _spread(p: Point) -> str:
     iv = p.interval
     if iv is None:
         return "" if p.value is None else "unconf."
-    if iv.n < 2:
-        return f"n={iv.n}"
-    return f"±{100 * iv.half_width / iv.median:.2f}%" if iv.median else "-"
+    return f"n={iv.n}" if iv.n < 2 else (iv.spread() or "-")
 
 
 def render(lines_of: Mapping[tuple[str, str], list[Point]], metric: str) -> str:

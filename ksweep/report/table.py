@@ -226,10 +226,7 @@ def _confirm_cells(v) -> list[str]:
     if v is None or not v.interval.n:
         return ["-", "-", "0" if v is not None else "-"]
     iv = v.interval
-    if iv.n < 2:  # one run has no spread to show (±0.00% would say it has none)
-        return [fmt_cell(iv.median), "-", str(iv.n)]
-    rel = 100 * iv.half_width / iv.median if iv.median else math.inf
-    return [fmt_cell(iv.median), f"±{rel:.2f}%", str(iv.n)]
+    return [fmt_cell(iv.median), iv.spread() or "-", str(iv.n)]
 
 
 def _throttled(r: Result) -> str:
