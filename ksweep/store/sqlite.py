@@ -370,10 +370,13 @@ class Store:
         return self._results(variant, shape, _MARKED) if self._has_table("superseded") else []
 
     def superseded(self, variant: str | None = None, shape: str | None = None) -> set[tuple[str, str, str]]:
-        """(variant, shape, config id) of every superseded result that is still stored."""
-        from ..job import config_id
-
-        return {(r.variant, r.shape, config_id(r.params)) for r in self.superseded_results(variant, shape)}
+        """(variant, shape, config id) of every superseded result that is still stored (its
+        keys only: no row is read whole)."""
+        if not self._has_table("superseded"):
+            return set()
+        clause, args = _where(variant, shape)
+        clause += (" AND " if clause else " WHERE ") + _MARKED
+        return {tuple(row) for row in self.db.execute(f"SELECT variant, shape, config FROM results{clause}", args)}
 
     def names(self, what: str) -> list[str]:
         """The shapes (``what="shape"``) or variants (``"variant"``) the database has results of."""
