@@ -364,12 +364,11 @@ def run_process(
 def _finish_captures(captures: Sequence[_Capture], token: str, wake_w: int, scan: bool,
                      leftovers: bool = False) -> None:
     """Wait for the end of a run's output, and kill what the run left behind. Its pipes
-    normally reach EOF as soon as its group is dead (with ``leftovers``, the processes of the
-    run's token that left the group, daemons that closed their output, are killed then); one still open after
-    SETTLE_SECONDS (or any timeout) is held by a process that left the group: the processes
-    of the run's token are killed; one still
-    open after that is held by a process that escaped even that (it replaced its
-    environment), and is no longer read."""
+    normally reach EOF as soon as its group is dead (then, with ``leftovers``, the processes
+    of the run's token that left the group, daemons that closed their output, are killed).
+    One still open after SETTLE_SECONDS (or any timeout) is held by a process that left the
+    group: the processes of the run's token are killed; one still open after that is held by
+    a process that escaped even that (it replaced its environment), and is no longer read."""
     if not scan and _joined(captures, SETTLE_SECONDS):
         if leftovers:  # a run's daemon that closed its output must not outlive it (one scan of /proc)
             kill_tree_by_token(RUN_VAR, token)
