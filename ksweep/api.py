@@ -96,13 +96,13 @@ def run_sweep(spec: Spec, *, db: str | Path | None = None, options: SweepOptions
     build, run, verify and store every config the strategy proposes; resumes from ``db``.
     ``cache``: the build cache's folder (else ``cache/`` beside ``db`` when it is given, else
     ``.ksweep/cache`` beside the spec)."""
-    cache = _cache_folder(db, cache)
+    cache = cache_folder(db, cache)
     return run_with(spec, lambda: make_executor(spec, gpus, jobs, kernel_backend, start_gap, cache),
                     mode_for(spec, kernel_backend), db=db, options=options, observer=observer, executor=executor,
                     strategy_factory=strategy_factory)
 
 
-def _cache_folder(db: str | Path | None, cache: str | Path | None) -> str | Path | None:
+def cache_folder(db: str | Path | None, cache: str | Path | None) -> str | Path | None:
     """The build cache: ``cache`` when given, else ``cache/`` beside a database the caller
     named, else None (``.ksweep/cache`` beside the spec)."""
     if cache is None and db:
@@ -132,7 +132,7 @@ def tune(spec: Spec, *, db: str | Path | None = None, options: SweepOptions = Sw
     if cluster is None and (fake_gpus or shared_cache):
         raise KsweepError("--fake-gpus and --shared-cache apply to a Dask cluster: add --cluster local")
     db_path = Path(db) if db else default_db_path(spec)
-    cache = _cache_folder(db, cache)
+    cache = cache_folder(db, cache)
     executor = None
     interrupted = False
     summary = None

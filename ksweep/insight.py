@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from .api import _cache_folder, mode_for
+from .api import cache_folder, mode_for
 from .build.builder import BuildResult
 from .errors import KsweepError
 from .job import Job, config_id
@@ -202,7 +202,7 @@ def build_config(spec: Spec, shape: str, variant: str, params: dict, db: Path | 
     """Build one config through the build cache (``cache/`` beside the database, as the sweep
     built it): its job, its build and its harness's build (None without one)."""
     factory = _factory(spec, shape, variant)
-    builder = make_builder(spec, Path(_cache_folder(db, None)) if db is not None else None)
+    builder = make_builder(spec, Path(cache_folder(db, None)) if db is not None else None)
     job = factory.make(params)
     harness = builder.build(job.harness) if job.harness is not None else None
     built = builder.build(job)

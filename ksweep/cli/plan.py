@@ -71,10 +71,10 @@ def _estimate(spec, args):
 
     if args.estimate is not None and args.estimate < 1:
         raise KsweepError(f"--estimate {args.estimate}: give a whole number of at least 1")
-    from ..api import _cache_folder
+    from ..api import cache_folder
 
     # the build cache `ksweep run` with the same --db and --cache will use, so that it reuses the samples
-    cache = _cache_folder(args.db, args.cache)
+    cache = cache_folder(args.db, args.cache)
     if args.warm_start:
         from ..replay.warm import check_sources
 
@@ -95,15 +95,14 @@ def _estimate_json(est) -> dict:
 
 
 def expected(est, seconds: float) -> str:
-    """'12 min', or 'at least 12 min' when no run was measured (the builds' time alone)."""
+    """'12 min', or 'at least 12 min' when the figure counts builds or runs alone (one of them
+    was not measured)."""
     from ..report.estimate import duration
 
     return ("at least " if est.lower_bound else "") + duration(seconds)
 
 
 def _print_estimate(est) -> None:
-    from ..report.estimate import duration
-
     where = est.machine
     print()
     if est.cost is None:
