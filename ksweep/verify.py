@@ -30,9 +30,10 @@ def verify(metrics: Mapping[str, float], check: Check,
     targets = dict(check.expected)
     if check.reference == "defaults":
         # every key compared with the defaults config's must be printed, by that config too
-        for key in unprinted(metrics, check)[:1]:
+        missing = unprinted(metrics, check)
+        if missing:
             printed = ", ".join(metrics) or "no keys"
-            return (f"{key} missing from the result: each config must print the [check] keys "
+            return (f"{missing[0]} missing from the result: each config must print the [check] keys "
                     f"({', '.join(check.keys)}) to be compared with the defaults config; it printed {printed}")
         if reference is not None:
             for key in check.keys:

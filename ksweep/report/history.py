@@ -63,6 +63,7 @@ def timeline(history: Iterable[Result], measurements: Iterable[Measurement], met
         for rev, rows in revisions.items():
             for r in rows:
                 rows_of.setdefault((*group, config_id(r.params)), []).append((r.finished or 0.0, rev))
+
     def owner(m):
         seen = [(t, rev) for t, rev in rows_of.get((m.variant, m.shape, config_id(m.params)), ())
                 if m.finished is None or t <= m.finished]
