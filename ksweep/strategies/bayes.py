@@ -88,8 +88,7 @@ class BayesStrategy(Strategy):
                     # Discard the sample; evaluate the nearest fresh valid config instead.
                     self._study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
                     pos = self._ix.nearest(row, self._proposed_pos, self._rng)
-                    self._study.enqueue_trial(self._params_of(self._ix.rows_of(np.array([pos]))[0]))
-                    trial = self._study.ask(self._dists)
+                    trial = self._enqueued(pos)
             self._proposed_pos.add(pos)
             config = self._ix.config(pos)
             self._trials[config_key(config, self.space.names)] = trial
@@ -122,8 +121,12 @@ class BayesStrategy(Strategy):
         self._proposed_pos.add(pos)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            self._study.enqueue_trial(self._params_of(self._ix.rows_of(np.array([pos]))[0]))
-            return self._study.ask(self._dists)
+            return self._enqueued(pos)
+
+    def _enqueued(self, pos: int):
+        """A trial of the config at ``pos``, whatever the sampler would have chosen."""
+        self._study.enqueue_trial(self._params_of(self._ix.rows_of(np.array([pos]))[0]))
+        return self._study.ask(self._dists)
 
     def _row_of(self, params: Mapping[str, int]) -> np.ndarray:
         row = np.zeros(len(self._ix.params), dtype=np.int32)
