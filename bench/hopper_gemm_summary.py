@@ -99,6 +99,27 @@ def confirmation(results, measured, defaults, variant: str, shape: str) -> None:
     if found.speedup is not None and found.best != found.default:
         f = found.speedup
         print(f"  confirmed BEST vs the default: {f.median:.3f}x (95% interval {f.lo:.3f}-{f.hi:.3f})")
+    per_run(measured, found, variant, shape)
+
+
+def per_run(measured, found, variant: str, shape: str) -> None:
+    """Each confirmed config's runs against the cuBLASLt baselines timed in the same process:
+    the median (and range) of GEMM-only's time over the kernel's (its share of GEMM-only's
+    throughput), and of the unfused and cuBLASLt-fused times over the kernel's (its speed-up)."""
+    runs: dict[str, list] = {}
+    for m in measured:
+        cid = config_id(m.params)
+        if (m.variant, m.shape) == (variant, shape) and cid in found.verdicts and m.value and m.metrics:
+            runs.setdefault(cid, []).append(m)
+    for cid, ms in runs.items():
+        parts = []
+        for key, what in (("gemm_only_ms", "of GEMM-only's throughput"), ("unfused_ms", "x unfused"),
+                          ("lt_fused_ms", "x cuBLASLt's fused")):
+            ratios = [m.metrics[key] / m.value for m in ms if key in m.metrics]
+            if ratios:
+                parts.append(f"{statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f}) {what}")
+        mark = found.verdicts[cid].mark or "-"
+        print(f"  {mark:4} per run, {len(ms)} runs: " + "; ".join(parts))
 
 
 def _phase(r, switches) -> str:
