@@ -79,7 +79,6 @@ class JobFactory:
             reference = self.mode.reference_config(spec, {p.name: p.default for p in self.space.params})
             if reference is not None:
                 parts["reference"] = _plain(reference)
-
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
     def _harness_job(self) -> Job:
