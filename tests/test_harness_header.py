@@ -49,6 +49,47 @@ def test_statistics_and_the_result_line_in_a_host_program(tmp_path):
     assert "bad=nan" in out  # not a number: written as nan, which ksweep refuses as an objective
 
 
+ALTERNATE = r"""
+#include <ksweep.h>
+#include <string>
+int main() {
+  // a clock that slows down by 1% per block (a board heating into its power cap): a takes 4 and
+  // b 5 units at full speed, so b's time over a's is 1.25 whatever the drift
+  int block = 0;
+  std::string order;
+  auto slow = [&] { return 1.0 + 0.01 * block++; };
+  auto a = [&] { order += 'a'; return 4.0 * slow(); };
+  auto b = [&] { order += 'b'; return 5.0 * slow(); };
+  ksweep::Paired p = ksweep::alternate(4, a, b);
+  // the same blocks one after the other: all of a, then all of b
+  block = 0;
+  double sa = 0, sb = 0;
+  for (int i = 0; i < 4; ++i) sa += 4.0 * slow();
+  for (int i = 0; i < 4; ++i) sb += 5.0 * slow();
+  std::printf("order=%s\n", order.c_str());
+  ksweep::Result().add("ratio", p.ratio).add("pairs", p.pairs).add("a_median", p.a.median)
+      .add("b_median", p.b.median).add("sequential", sb / sa).print();
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not on PATH")
+def test_alternating_blocks_cancel_a_drift_that_sequential_blocks_give_to_one_side(tmp_path):
+    (tmp_path / "alt.cpp").write_text(ALTERNATE)
+    subprocess.run(["g++", "-std=c++17", "-O1", f"-I{include_dir()}", "-o", str(tmp_path / "alt"),
+                    str(tmp_path / "alt.cpp")], check=True)
+    out = subprocess.run([str(tmp_path / "alt")], capture_output=True, text=True, check=True).stdout
+    assert "order=abbaabba" in out
+    metrics, problem = parse_results(out)
+    assert problem is None and metrics["pairs"] == 4
+    assert metrics["ratio"] == pytest.approx(1.25, rel=1e-6)  # the drift cancels
+    assert metrics["sequential"] > 1.29  # one after the other, b takes the slower clocks
+    # a's blocks ran at 1.00, 1.03, 1.04, 1.07: median 4 * 1.035
+    assert metrics["a_median"] == pytest.approx(4 * 1.035, rel=1e-5)
+    assert metrics["b_median"] == pytest.approx(5 * 1.035, rel=1e-5)
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_the_cuda_part_compiles_for_sm90a(tmp_path):
     src = tmp_path / "k.cu"
@@ -61,8 +102,10 @@ int main() {
   ksweep::poison(d, 256);
   ksweep::TimeOptions o;
   o.queue_ahead_ms = 1.0f;
-  ksweep::Stats s = ksweep::Timer(0, o).time([&] { add<<<1, 256>>>(d); });
-  ksweep::Result().add("ms", s.median).print();
+  ksweep::Timer t(0, o);
+  ksweep::Stats s = t.time([&] { add<<<1, 256>>>(d); });
+  ksweep::Paired p = t.paired([&] { add<<<1, 256>>>(d); }, [&] { add<<<2, 256>>>(d); });
+  ksweep::Result().add("ms", s.median).add("ratio", p.ratio).print();
   return 0;
 }
 """)

@@ -211,3 +211,35 @@ def test_the_summary_gives_the_confirmations_verdicts(spec, tmp_path, capsys):
     assert "confirmation: 2 configs, 3 rounds" in out
     assert "BEST 3.0000 ms" in out and "(default)" in out
     assert "confirmed BEST vs the default: 1.333x (95% interval" in out
+
+
+def test_the_summary_gives_the_share_of_gemm_only_timed_in_alternating_blocks(spec, tmp_path, capsys):
+    """The harness's gemm_only_paired_ratio (the kernel and cuBLASLt's GEMM-only timed in
+    alternating blocks) is printed for the sweep's best and per confirmed run, beside the
+    ratio of the two timed one after the other."""
+    from ksweep.job import config_id
+    from ksweep.result import Measurement, Result
+    from ksweep.status import Status
+    from ksweep.store.sqlite import Store
+
+    loader = importlib.util.spec_from_file_location("hg_summary2", EXAMPLE.parent.parent / "bench" / "hopper_gemm_summary.py")
+    summary = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(summary)
+    variant = spec.variant_list()[0].name
+    default = {p.name: p.default for p in spec.effective_params(spec.shape("fc1"), spec.variant_list()[0])}
+    tuned = {**default, "TILE_M": 256}
+    db = tmp_path / "h.db"
+    with Store(db) as store:
+        for params, swept, paired in ((default, 5.0, 0.70), (tuned, 4.0, 0.86)):
+            metrics = {"ms": swept, "tflops": 1000.0, "unfused_ms": 8.0, "gemm_only_ms": 3.4,
+                       "gemm_only_paired_ratio": paired, "paired_ms": swept, "paired_gemm_only_ms": swept * paired}
+            store.put(Result(variant, "fc1", params, Status.OK, cache_key=f"key{swept}", metrics=metrics))
+            for i, (value, ratio) in enumerate(((swept, paired), (swept * 1.1, paired - 0.02), (swept, paired + 0.01))):
+                store.put_measurement(Measurement(variant, "fc1", params, f"key{swept}", i, Status.OK, value=value,
+                                                  metrics={**metrics, "gemm_only_paired_ratio": ratio}))
+        store.set_meta(f"default:{variant}:fc1", config_id(default))
+    assert summary.main(str(db), str(EXAMPLE / "hopper_gemm.toml")) == 0
+    out = capsys.readouterr().out
+    assert "best: 86.0% of GEMM-only's throughput, the two timed in alternating blocks" in out
+    assert "0.860 (0.840-0.870) of GEMM-only's, timed in alternating blocks" in out
+    assert "0.700 (0.680-0.710) of GEMM-only's, timed in alternating blocks" in out

@@ -56,6 +56,39 @@ inline Stats stats(std::vector<float> v) {
   return s;
 }
 
+// Two functions timed against each other in alternating blocks.
+struct Paired {
+  Stats a, b;          // over the blocks' medians
+  double ratio = NAN;  // the sum of b's block medians over the sum of a's (> 1: a is faster)
+  int pairs = 0;
+};
+
+// Time a and b in alternating blocks, a b | b a | a b | b a ..., each time_x() returning one
+// block's median: a drift of clocks or power capping over the measurement weighs on both alike
+// (a linear drift cancels exactly over an even number of pairs), where timing all of a, then
+// all of b, gives the drift to one of them. Plain C++: Timer::paired gives it CUDA blocks.
+template <class TA, class TB>
+Paired alternate(int pairs, TA &&time_a, TB &&time_b) {
+  std::vector<float> va, vb;
+  for (int i = 0; i < pairs; ++i) {
+    if (i % 2 == 0) {
+      va.push_back(static_cast<float>(time_a()));
+      vb.push_back(static_cast<float>(time_b()));
+    } else {
+      vb.push_back(static_cast<float>(time_b()));
+      va.push_back(static_cast<float>(time_a()));
+    }
+  }
+  Paired p;
+  p.pairs = pairs;
+  p.a = stats(va);
+  p.b = stats(vb);
+  double sa = 0, sb = 0;
+  for (int i = 0; i < pairs; ++i) sa += va[i], sb += vb[i];
+  if (sa > 0) p.ratio = sb / sa;
+  return p;
+}
+
 // One @@RESULT line: name=value pairs, printed in the order added.
 class Result {
  public:
@@ -141,6 +174,14 @@ class Timer {
   }
   Timer(const Timer &) = delete;
   Timer &operator=(const Timer &) = delete;
+
+  // Time fa() against fb() in 2 * pairs alternating blocks (alternate() above), each block a
+  // time() of the options given: e.g. a fused kernel against a library baseline, both under
+  // the same clocks. Paired::ratio = fb's time over fa's.
+  template <class FA, class FB>
+  Paired paired(FA &&fa, FB &&fb, int pairs = 4) {
+    return alternate(pairs, [&] { return time(fa).median; }, [&] { return time(fb).median; });
+  }
 
   // Time fn() (which enqueues work on the timer's stream): warm-up, then repetitions by time
   // budget, each between its own events, the L2 flushed before each; statistics in ms.
