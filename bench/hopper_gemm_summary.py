@@ -121,11 +121,13 @@ def per_run(measured, found, variant: str, shape: str) -> None:
             ratios = [m.metrics[key] / m.value for m in ms if key in m.metrics]
             if ratios:
                 parts.append(f"{statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f}) {what}")
-        paired = [m.metrics["gemm_only_paired_ratio"] for m in ms
-                  if math.isfinite(m.metrics.get("gemm_only_paired_ratio", math.nan))]
-        if paired:  # the kernel and GEMM-only in alternating blocks of one run (the harness)
-            parts.append(f"{statistics.median(paired):.3f} ({min(paired):.3f}-{max(paired):.3f}) "
-                         "of GEMM-only's, timed in alternating blocks")
+        # the kernel and each baseline timed in alternating blocks of one run (the harness)
+        for key, what in (("gemm_only_paired_ratio", "of GEMM-only's"), ("speedup_unfused_paired", "x unfused"),
+                          ("speedup_lt_fused_paired", "x cuBLASLt's fused")):
+            paired = [m.metrics[key] for m in ms if math.isfinite(m.metrics.get(key, math.nan))]
+            if paired:
+                parts.append(f"{statistics.median(paired):.3f} ({min(paired):.3f}-{max(paired):.3f}) "
+                             f"{what}, timed in alternating blocks")
         mark = found.verdicts[cid].mark or "-"
         print(f"  {mark:4} per run, {len(ms)} runs: " + "; ".join(parts))
 

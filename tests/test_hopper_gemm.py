@@ -232,7 +232,8 @@ def test_the_summary_gives_the_share_of_gemm_only_timed_in_alternating_blocks(sp
     with Store(db) as store:
         for params, swept, paired in ((default, 5.0, 0.70), (tuned, 4.0, 0.86)):
             metrics = {"ms": swept, "tflops": 1000.0, "unfused_ms": 8.0, "gemm_only_ms": 3.4,
-                       "gemm_only_paired_ratio": paired, "paired_ms": swept, "paired_gemm_only_ms": swept * paired}
+                       "gemm_only_paired_ratio": paired, "paired_ms": swept, "paired_gemm_only_ms": swept * paired,
+                       "speedup_unfused_paired": 8.0 / swept}
             store.put(Result(variant, "fc1", params, Status.OK, cache_key=f"key{swept}", metrics=metrics))
             for i, (value, ratio) in enumerate(((swept, paired), (swept * 1.1, paired - 0.02), (swept, paired + 0.01))):
                 store.put_measurement(Measurement(variant, "fc1", params, f"key{swept}", i, Status.OK, value=value,
@@ -243,3 +244,4 @@ def test_the_summary_gives_the_share_of_gemm_only_timed_in_alternating_blocks(sp
     assert "best: 86.0% of GEMM-only's throughput, the two timed in alternating blocks" in out
     assert "0.860 (0.840-0.870) of GEMM-only's, timed in alternating blocks" in out
     assert "0.700 (0.680-0.710) of GEMM-only's, timed in alternating blocks" in out
+    assert "2.000 (2.000-2.000) x unfused, timed in alternating blocks" in out

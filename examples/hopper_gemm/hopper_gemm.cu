@@ -781,45 +781,52 @@ int main(int argc, char **argv) {
   for (char *c = key_base; *c; ++c) if (*c == ' ') *c = '_';
   auto key = [&](const char *what) { return std::string(key_base) + "," + what; };
   double unfused_ms = NAN, gemm_only_ms = NAN, lt_fused_ms = NAN;
-  double paired_ratio = NAN, paired_fused_ms = NAN, paired_gemm_only_ms = NAN;
+  // each baseline's time over the kernel's, the two timed in alternating blocks
+  double paired_unfused = NAN, paired_gemm_only = NAN, paired_lt_fused = NAN;
+  double paired_fused_ms = NAN, paired_gemm_only_ms = NAN;
   int algos = 0;
   {
-    LtGemm g(lt, pu, CUBLASLT_EPILOGUE_BIAS, bias, nullptr, 0.f, fast, ws, ws_bytes);
-    if (g.choose(s, key("bias"))) {
-      auto rest = [&] { unfused_rest<<<sms * 8, 256, 0, s>>>(U, other, size_t(M), N, epi, POS_ROWS, tanh_gelu); };
-      unfused_ms = timer.time([&] { g.run(s); rest(); }).median;
-      g.run(s);  // U = the unfused result, compared with D below and with the reference here
-      rest();
-      algos = g.algos_tried;
+    LtGemm u(lt, pu, CUBLASLT_EPILOGUE_BIAS, bias, nullptr, 0.f, fast, ws, ws_bytes);
+    auto rest = [&] { unfused_rest<<<sms * 8, 256, 0, s>>>(U, other, size_t(M), N, epi, POS_ROWS, tanh_gelu); };
+    auto unfused = [&] { u.run(s); rest(); };
+    const bool have_unfused = u.choose(s, key("bias"));
+    if (have_unfused) {
+      unfused_ms = timer.time(unfused).median;
+      unfused();  // U = the unfused result, compared with D below and with the reference here
+      algos = u.algos_tried;
       compare_rows<<<kRefRows, 256, 0, s>>>(max_err + 1, U, ref, M, N);
       KSWEEP_CHECK(cudaMemcpyAsync(&h_err[1], max_err + 1, sizeof(float), cudaMemcpyDeviceToHost, s));
     }
-  }
-  lap("unfused baseline");
-  {
+    lap("unfused baseline");
     bf16 *G = device_alloc<bf16>(MN);
     HgProblem pg = p;
     pg.D = G;
     LtGemm g(lt, pg, CUBLASLT_EPILOGUE_DEFAULT, nullptr, nullptr, 0.f, fast, ws, ws_bytes);
-    if (g.choose(s, key("plain"))) {
-      gemm_only_ms = timer.time([&] { g.run(s); }).median;
-      // The share of GEMM-only's throughput, both timed in alternating blocks: timed one
-      // after the other, a board at its power cap gives its slower clocks to one of them.
-      ksweep::TimeOptions po;
-      po.target_ms = 40.f;
-      po.warmup = 1;
-      po.min_reps = 5;
-      ksweep::Timer pt(s, po);
-      const ksweep::Paired pr = pt.paired([&] { hg_run(s); }, [&] { g.run(s); }, 4);
-      paired_ratio = pr.ratio;
+    const bool have_plain = g.choose(s, key("plain"));
+    if (have_plain) gemm_only_ms = timer.time([&] { g.run(s); }).median;
+    LtGemm f(lt, pg, epi == 1 ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_BIAS, bias,
+             epi == 2 ? residual : nullptr, epi == 2 ? 1.f : 0.f, fast, ws, ws_bytes);
+    const bool have_lt_fused = epi != 0 && f.choose(s, key(epi == 1 ? "gelu_bias" : "bias_residual"));
+    if (have_lt_fused) lt_fused_ms = timer.time([&] { f.run(s); }).median;
+    // The kernel against each baseline in alternating blocks: timed one after the other, a
+    // board at its power cap gives its slower clocks to whichever runs later.
+    ksweep::TimeOptions po;
+    po.target_ms = 40.f;
+    po.warmup = 1;
+    po.min_reps = 5;
+    ksweep::Timer pt(s, po);
+    auto fused = [&] { hg_run(s); };
+    if (have_plain) {
+      const ksweep::Paired pr = pt.paired(fused, [&] { g.run(s); }, 4);
+      paired_gemm_only = pr.ratio;
       paired_fused_ms = pr.a.median;
       paired_gemm_only_ms = pr.b.median;
     }
-    if (epi != 0) {
-      LtGemm f(lt, pg, epi == 1 ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_BIAS, bias,
-               epi == 2 ? residual : nullptr, epi == 2 ? 1.f : 0.f, fast, ws, ws_bytes);
-      if (f.choose(s, key(epi == 1 ? "gelu_bias" : "bias_residual"))) lt_fused_ms = timer.time([&] { f.run(s); }).median;
+    if (have_unfused) {
+      paired_unfused = pt.paired(fused, unfused, 4).ratio;
+      unfused();  // U again (the same values)
     }
+    if (have_lt_fused) paired_lt_fused = pt.paired(fused, [&] { f.run(s); }, 4).ratio;
     KSWEEP_CHECK(cudaFree(G));
   }
   lap("cuBLASLt baselines");
@@ -848,11 +855,11 @@ int main(int argc, char **argv) {
   r.add("ms", fused.median).add("p20_ms", fused.p20).add("p80_ms", fused.p80)
       .add("tflops", flops / fused.median / 1e9)
       .add("unfused_ms", unfused_ms).add("gemm_only_ms", gemm_only_ms);
-  if (epi != 0) r.add("lt_fused_ms", lt_fused_ms);  // cuBLASLt has no epilogue for the positional table
+  if (epi != 0) r.add("lt_fused_ms", lt_fused_ms).add("speedup_lt_fused_paired", paired_lt_fused);  // cuBLASLt has no epilogue for the positional table
   r.add("speedup_unfused", unfused_ms / fused.median)
       .add("gemm_only_tflops", flops / gemm_only_ms / 1e9)
-      .add("gemm_only_paired_ratio", paired_ratio).add("paired_ms", paired_fused_ms)
-      .add("paired_gemm_only_ms", paired_gemm_only_ms)
+      .add("gemm_only_paired_ratio", paired_gemm_only).add("paired_ms", paired_fused_ms)
+      .add("paired_gemm_only_ms", paired_gemm_only_ms).add("speedup_unfused_paired", paired_unfused)
       .add("max_rel_err", h_err[0]).add("lt_max_rel_err", h_err[1]).add("err_vs_lt", err_vs_lt)
       .add("mismatches", double(h_mism)).add("checksum", h_sum)
       .add("smem_bytes", hg_smem_bytes()).add("lt_algos", algos)
