@@ -815,18 +815,28 @@ int main(int argc, char **argv) {
     po.warmup = 1;
     po.min_reps = 5;
     ksweep::Timer pt(s, po);
-    auto fused = [&] { hg_run(s); };
+    if (verbose)
+      std::fprintf(stderr, "[hopper_gemm] one after the other: kernel %.4f, unfused %.4f, GEMM only %.4f, cuBLASLt fused %.4f ms\n",
+                   fused.median, unfused_ms, gemm_only_ms, lt_fused_ms);
+    auto kernel = [&] { hg_run(s); };
+    auto show = [&](const char *what, const ksweep::Paired &pr) {  // HG_VERBOSE: each block, in order
+      if (!verbose) return pr;
+      std::fprintf(stderr, "[hopper_gemm] paired with %s: ratio %.4f; blocks (kernel, baseline):", what, pr.ratio);
+      for (int i = 0; i < pr.pairs; ++i) std::fprintf(stderr, " %.4f/%.4f", pr.blocks_a[i], pr.blocks_b[i]);
+      std::fprintf(stderr, "; kernel alone again %.4f ms\n", pt.time(kernel).median);
+      return pr;
+    };
     if (have_plain) {
-      const ksweep::Paired pr = pt.paired(fused, [&] { g.run(s); }, 4);
+      const ksweep::Paired pr = show("GEMM only", pt.paired(kernel, [&] { g.run(s); }, 4));
       paired_gemm_only = pr.ratio;
       paired_fused_ms = pr.a.median;
       paired_gemm_only_ms = pr.b.median;
     }
     if (have_unfused) {
-      paired_unfused = pt.paired(fused, unfused, 4).ratio;
+      paired_unfused = show("unfused", pt.paired(kernel, unfused, 4)).ratio;
       unfused();  // U again (the same values)
     }
-    if (have_lt_fused) paired_lt_fused = pt.paired(fused, [&] { f.run(s); }, 4).ratio;
+    if (have_lt_fused) paired_lt_fused = show("cuBLASLt fused", pt.paired(kernel, [&] { f.run(s); }, 4)).ratio;
     KSWEEP_CHECK(cudaFree(G));
   }
   lap("cuBLASLt baselines");

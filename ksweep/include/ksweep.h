@@ -61,6 +61,7 @@ struct Paired {
   Stats a, b;          // over the blocks' medians
   double ratio = NAN;  // the sum of b's block medians over the sum of a's (> 1: a is faster)
   int pairs = 0;
+  std::vector<float> blocks_a, blocks_b;  // each block's median, in the order timed
 };
 
 // Time a and b in alternating blocks, a b | b a | a b | b a ..., each time_x() returning one
@@ -83,6 +84,8 @@ Paired alternate(int pairs, TA &&time_a, TB &&time_b) {
   p.pairs = pairs;
   p.a = stats(va);
   p.b = stats(vb);
+  p.blocks_a = va;
+  p.blocks_b = vb;
   double sa = 0, sb = 0;
   for (int i = 0; i < pairs; ++i) sa += va[i], sb += vb[i];
   if (sa > 0) p.ratio = sb / sa;
