@@ -19,23 +19,29 @@ build() {  # name, defines...
 }
 build pe -DEPILOGUE=0 -DTILE_M=256 -DTILE_N=128 -DTILE_K=128 -DSTAGES=4 -DCLUSTER_M=1 -DCLUSTER_N=2 -DSCHEDULE=0 \
   -DFAST_ACCUM=1 -DEPI_TILE_N=64 -DPOS_VEC=2 &
+pe=$!
 build fc1 -DEPILOGUE=1 -DTILE_M=128 -DTILE_N=128 -DTILE_K=128 -DSTAGES=0 -DCLUSTER_M=2 -DCLUSTER_N=1 -DSCHEDULE=1 \
   -DFAST_ACCUM=1 -DEPI_TILE_N=128 -DGELU_TANH=1 -DSWIZZLE=4 &
-wait
+fc1=$!
+wait $pe  # each build's own status (a bare wait says 0)
+wait $fc1
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo none)  date: $(date -u +%F)"
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,clocks_event_reasons.sw_power_cap --format=csv,noheader \
   -lms 25 > "$out/smi.csv" &
 smi=$!
+trap 'kill $smi 2>/dev/null || true' EXIT  # the sampler stops whatever happens to the runs
 for i in 1 2; do
   echo "== patch_embed, run $i"
-  HG_VERBOSE=1 "$out/pe" 928256 768 768 2>&1 | grep -E 'paired|one after|RESULT'
+  HG_VERBOSE=1 "$out/pe" 928256 768 768 2>&1 | grep -E 'paired|alone|one after|RESULT|rror' || true
   echo "== fc1, run $i"
-  HG_VERBOSE=1 "$out/fc1" 928256 3072 768 2>&1 | grep -E 'paired|one after|RESULT'
+  HG_VERBOSE=1 "$out/fc1" 928256 3072 768 2>&1 | grep -E 'paired|alone|one after|RESULT|rror' || true
 done
-kill $smi
+kill $smi 2>/dev/null || true
 python3 - "$out/smi.csv" <<'PY'
 import csv, statistics, sys
-rows = list(csv.reader(open(sys.argv[1]), skipinitialspace=True))
+# a line cut off when the sampler stopped is left out
+rows = [r for r in csv.reader(open(sys.argv[1]), skipinitialspace=True)
+        if len(r) == 4 and r[1].endswith("MHz") and r[2].endswith("W")]
 clock = [float(r[1].split()[0]) for r in rows]
 power = [float(r[2].split()[0]) for r in rows]
 capped = sum(r[3].strip() == "Active" for r in rows)

@@ -80,6 +80,9 @@ def main(db: str, spec_path: str) -> int:
         if "gemm_only_paired_ratio" in m:
             print(f"  best: {100 * m['gemm_only_paired_ratio']:.1f}% of GEMM-only's throughput, the two timed "
                   f"in alternating blocks (fused {m['paired_ms']:.4f} ms, GEMM only {m['paired_gemm_only_ms']:.4f} ms)")
+        for key, what in (("speedup_unfused_paired", "unfused"), ("speedup_lt_fused_paired", "cuBLASLt's own fused epilogue")):
+            if math.isfinite(m.get(key, math.nan)):
+                print(f"  best vs {what}, the two timed in alternating blocks: {m[key]:.3f}x")
         if default is not None:
             print(f"  default {default.metrics['ms']:.4f} ms -> best {m['ms']:.4f} ms: "
                   f"{default.metrics['ms'] / m['ms']:.3f}x")

@@ -61,21 +61,16 @@ int main() {
   auto a = [&] { order += 'a'; return 4.0 * slow(); };
   auto b = [&] { order += 'b'; return 5.0 * slow(); };
   ksweep::Paired p = ksweep::alternate(4, a, b);
-  // the same blocks one after the other: all of a, then all of b
-  block = 0;
-  double sa = 0, sb = 0;
-  for (int i = 0; i < 4; ++i) sa += 4.0 * slow();
-  for (int i = 0; i < 4; ++i) sb += 5.0 * slow();
   std::printf("order=%s\n", order.c_str());
   ksweep::Result().add("ratio", p.ratio).add("pairs", p.pairs).add("a_median", p.a.median)
-      .add("b_median", p.b.median).add("sequential", sb / sa).print();
+      .add("b_median", p.b.median).print();
   return 0;
 }
 """
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not on PATH")
-def test_alternating_blocks_cancel_a_drift_that_sequential_blocks_give_to_one_side(tmp_path):
+def test_alternating_blocks_cancel_a_linear_drift(tmp_path):
     (tmp_path / "alt.cpp").write_text(ALTERNATE)
     subprocess.run(["g++", "-std=c++17", "-O1", f"-I{include_dir()}", "-o", str(tmp_path / "alt"),
                     str(tmp_path / "alt.cpp")], check=True)
@@ -84,7 +79,6 @@ def test_alternating_blocks_cancel_a_drift_that_sequential_blocks_give_to_one_si
     metrics, problem = parse_results(out)
     assert problem is None and metrics["pairs"] == 4
     assert metrics["ratio"] == pytest.approx(1.25, rel=1e-6)  # the drift cancels
-    assert metrics["sequential"] > 1.29  # one after the other, b takes the slower clocks
     # a's blocks ran at 1.00, 1.03, 1.04, 1.07: median 4 * 1.035
     assert metrics["a_median"] == pytest.approx(4 * 1.035, rel=1e-5)
     assert metrics["b_median"] == pytest.approx(5 * 1.035, rel=1e-5)

@@ -245,3 +245,4 @@ def test_the_summary_gives_the_share_of_gemm_only_timed_in_alternating_blocks(sp
     assert "0.860 (0.840-0.870) of GEMM-only's, timed in alternating blocks" in out
     assert "0.700 (0.680-0.710) of GEMM-only's, timed in alternating blocks" in out
     assert "2.000 (2.000-2.000) x unfused, timed in alternating blocks" in out
+    assert "best vs unfused, the two timed in alternating blocks: 2.000x" in out

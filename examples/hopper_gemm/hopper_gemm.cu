@@ -819,11 +819,14 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "[hopper_gemm] one after the other: kernel %.4f, unfused %.4f, GEMM only %.4f, cuBLASLt fused %.4f ms\n",
                    fused.median, unfused_ms, gemm_only_ms, lt_fused_ms);
     auto kernel = [&] { hg_run(s); };
-    auto show = [&](const char *what, const ksweep::Paired &pr) {  // HG_VERBOSE: each block, in order
+    auto show = [&](const char *what, const ksweep::Paired &pr) {  // HG_VERBOSE: each block, in the order timed
       if (!verbose) return pr;
-      std::fprintf(stderr, "[hopper_gemm] paired with %s: ratio %.4f; blocks (kernel, baseline):", what, pr.ratio);
-      for (int i = 0; i < pr.pairs; ++i) std::fprintf(stderr, " %.4f/%.4f", pr.blocks_a[i], pr.blocks_b[i]);
-      std::fprintf(stderr, "; kernel alone again %.4f ms\n", pt.time(kernel).median);
+      std::fprintf(stderr, "[hopper_gemm] paired with %s: ratio %.4f; blocks (k: kernel, b: baseline):", what, pr.ratio);
+      for (int i = 0; i < pr.pairs; ++i) {
+        if (i % 2 == 0) std::fprintf(stderr, " k%.4f b%.4f", pr.blocks_a[i], pr.blocks_b[i]);
+        else std::fprintf(stderr, " b%.4f k%.4f", pr.blocks_b[i], pr.blocks_a[i]);
+      }
+      std::fprintf(stderr, " ms\n");
       return pr;
     };
     if (have_plain) {
@@ -837,6 +840,7 @@ int main(int argc, char **argv) {
       unfused();  // U again (the same values)
     }
     if (have_lt_fused) paired_lt_fused = show("cuBLASLt fused", pt.paired(kernel, [&] { f.run(s); }, 4)).ratio;
+    if (verbose) std::fprintf(stderr, "[hopper_gemm] the kernel alone after them: %.4f ms\n", pt.time(kernel).median);
     KSWEEP_CHECK(cudaFree(G));
   }
   lap("cuBLASLt baselines");
