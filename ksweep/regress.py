@@ -34,7 +34,7 @@ from .status import Status
 from .store.sqlite import Store
 from .strategies.listed import ListedStrategy
 from .sweep.driver import SweepOptions
-from .sweep.local import default_db_path
+from .sweep.local import check_options, default_db_path
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,9 @@ def _copy(db: Path, to: Path) -> None:
 def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, shapes: Sequence[str] = (),
           variants: Sequence[str] = (), repeats: int = 3, update: bool = False, gpus=None, jobs=None,
           observer=None) -> list[ShapeVerdict]:
+    # a shape or variant the spec lacks is refused (it would check nothing, and pass)
+    check_options(spec, SweepOptions(shapes=tuple(shapes) or None, variants=tuple(variants) or None),
+                  own_strategy=True)
     db_path = Path(db) if db else default_db_path(spec)
     if not db_path.exists():
         raise KsweepError(f"{db_path}: no results database: sweep the spec first (ksweep run), then check")

@@ -474,3 +474,24 @@ def test_an_edit_undone_is_its_revision_again_with_its_own_confirmation_runs():
     r1, r2 = timeline(history, runs, "ms", "min")[("v", "s")]
     assert r2.value == pytest.approx(1.201) and r2.interval.n == 3  # its own 3 runs, not the undone edit's too
     assert r1.confirmed and r1.value == pytest.approx(1.001)
+
+
+def test_check_refuses_a_shape_or_variant_the_spec_lacks_in_one_line(tmp_path):
+    """`check --shape nope` printed nothing and exited 0: a CI gate with a typo passed."""
+    (tmp_path / "p.c").write_text('#include <stdio.h>\nint main(void) { printf("@@RESULT ms=%d\\n", 10 * X); '
+                                  'return 0; }\n')
+    one_value_spec(tmp_path, "X = [1]")
+    assert cli("run", "s.toml", "--no-confirm", "-q", cwd=tmp_path).returncode == 0
+    for option, name, what in (("--shape", "defualt", "shape"), ("--variant", "nope", "variant")):
+        r = cli("check", "s.toml", option, name, cwd=tmp_path)
+        assert r.returncode == 2 and r.stdout == "", r.stdout + r.stderr
+        (line,) = r.stderr.splitlines()
+        assert f"{option} {name}: the spec has no such {what}" in line, line
+    assert "did you mean default?" in cli("check", "s.toml", "--shape", "defualt", cwd=tmp_path).stderr
+    assert cli("check", "s.toml", "--shape", "default", "--repeats", "1", cwd=tmp_path).returncode == 0
+    from ksweep.errors import KsweepError
+    from ksweep.regress import check
+    from ksweep.spec.load import load_spec
+
+    with pytest.raises(KsweepError, match="variant 'nope': the spec has no such variant"):  # the library's call
+        check(load_spec(str(tmp_path / "s.toml")), variants=["nope"])
