@@ -98,6 +98,10 @@ def _copy(db: Path, to: Path) -> None:
 def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, shapes: Sequence[str] = (),
           variants: Sequence[str] = (), repeats: int = 3, update: bool = False, gpus=None, jobs=None,
           observer=None) -> list[ShapeVerdict]:
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance < float("inf"):
+        raise KsweepError(f"tolerance {tolerance!r}: give a fraction, 0 or more (0.05: 5%)")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 0:
+        raise KsweepError(f"repeats {repeats!r}: give a whole number of at least 0")
     # a shape or variant the spec lacks is refused (it would check nothing, and pass)
     check_options(spec, SweepOptions(shapes=tuple(shapes) or None, variants=tuple(variants) or None),
                   own_strategy=True)

@@ -495,3 +495,29 @@ def test_check_refuses_a_shape_or_variant_the_spec_lacks_in_one_line(tmp_path):
 
     with pytest.raises(KsweepError, match="variant 'nope': the spec has no such variant"):  # the library's call
         check(load_spec(str(tmp_path / "s.toml")), variants=["nope"])
+
+
+def test_check_refuses_a_negative_tolerance_or_repeats_in_one_line(tmp_path):
+    """`--tolerance -2` made a result 1.7% faster REGRESSED (exit 1); `--repeats -1` was
+    zero rounds, a verdict of unknown noise. Both are refused as run's numbers are."""
+    (tmp_path / "p.c").write_text('#include <stdio.h>\nint main(void) { printf("@@RESULT ms=%d\\n", 10 * X); '
+                                  'return 0; }\n')
+    one_value_spec(tmp_path, "X = [1]")
+    assert cli("run", "s.toml", "--no-confirm", "-q", cwd=tmp_path).returncode == 0
+    for argv, rule in ((["--tolerance", "-2"], "--tolerance -2: give a percentage, 0 or more"),
+                       (["--tolerance", "nan"], "--tolerance nan: give a percentage, 0 or more"),
+                       (["--repeats", "-1"], "--repeats -1: give a whole number of at least 0")):
+        r = cli("check", "s.toml", *argv, cwd=tmp_path)
+        assert r.returncode == 2 and r.stdout == "", r.stdout + r.stderr
+        assert r.stderr.splitlines() == [f"ksweep: error: check: {rule} (see ksweep check --help)"], r.stderr
+    ok = cli("check", "s.toml", "--tolerance", "0", "--repeats", "0", "--json", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stdout + ok.stderr  # no rounds after the first: the noise is not known
+    (v,) = json.loads(ok.stdout)
+    assert (v["verdict"], v["beyond_noise"]) == ("ok", None)
+    from ksweep.errors import KsweepError
+    from ksweep.regress import check
+    from ksweep.spec.load import load_spec
+
+    for bad in ({"tolerance": -0.02}, {"repeats": -1}):  # the library's call
+        with pytest.raises(KsweepError, match="give a"):
+            check(load_spec(str(tmp_path / "s.toml")), **bad)

@@ -10,17 +10,18 @@ from ..regress import check
 from ..spec.load import load_spec
 from ..sweep.driver import SweepOptions
 from ..sweep.local import check_options
+from .run import count_of, percent_of
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("check", help="a regression gate: the best known configs measured on the current source")
     p.add_argument("spec", help="the sweep spec (TOML)")
     p.add_argument("--db", help="its results database (default: the spec's, under .ksweep/)")
-    p.add_argument("--tolerance", type=float, default=5.0, metavar="PCT",
+    p.add_argument("--tolerance", type=percent_of("--tolerance"), default=5.0, metavar="PCT",
                    help="slower by more than PCT %% (and beyond noise) is a regression (default 5)")
     p.add_argument("--shape", action="append", help="only this shape (repeatable)")
     p.add_argument("--variant", action="append", help="only this variant (repeatable)")
-    p.add_argument("--repeats", type=int, default=3, metavar="R",
+    p.add_argument("--repeats", type=count_of("--repeats", least=0), default=3, metavar="R",
                    help="interleaved measurements of each config after the first (default 3)")
     p.add_argument("--update", action="store_true", help="record the new measurements in the history")
     p.add_argument("--gpus", help="the GPUs to use (e.g. 0,1)")

@@ -96,15 +96,28 @@ class _OptionError(argparse.ArgumentTypeError):
     pass
 
 
-def count_of(option: str):
-    """An argparse type: a whole number of at least 1, with a message naming the option."""
+def count_of(option: str, least: int = 1):
+    """An argparse type: a whole number of at least ``least``, with a message naming the option."""
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise _OptionError(f"{option} {text}: give a whole number of at least 1") from None
-        if value < 1:
-            raise _OptionError(f"{option} {text}: give a whole number of at least 1")
+            raise _OptionError(f"{option} {text}: give a whole number of at least {least}") from None
+        if value < least:
+            raise _OptionError(f"{option} {text}: give a whole number of at least {least}")
+        return value
+    return parse
+
+
+def percent_of(option: str):
+    """An argparse type: a percentage, 0 or more (``5`` or ``5%``), finite."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text.rstrip("%"))
+        except ValueError:
+            value = float("nan")
+        if not 0 <= value < float("inf"):
+            raise _OptionError(f"{option} {text}: give a percentage, 0 or more")
         return value
     return parse
 
