@@ -521,3 +521,39 @@ def test_check_refuses_a_negative_tolerance_or_repeats_in_one_line(tmp_path):
     for bad in ({"tolerance": -0.02}, {"repeats": -1}):  # the library's call
         with pytest.raises(KsweepError, match="give a"):
             check(load_spec(str(tmp_path / "s.toml")), **bad)
+
+
+def test_the_timeline_plot_puts_every_point_above_its_own_revision(tmp_path, monkeypatch):
+    """Shapes with different revisions: each shape's points were drawn at its own index
+    (0, 1, ...) under the labels of the shape with the most revisions, so a shape measured
+    on r2 and r3 alone was drawn above r1 and r2. One axis of every revision now, in time
+    order, each point at its revision's place."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from ksweep.report.history import Point, plot
+
+    drawn = []
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: drawn.append(fig))
+
+    def pt(rev, t, value, speedup=None):
+        return Point(rev, t, value, {"X": 1}, speedup=speedup)
+
+    lines = {("base", "all"): [pt("r1", 10.0, 1.0), pt("r2", 20.0, 1.1, 0.91), pt("r3", 30.0, 1.0, 1.1)],
+             ("base", "late"): [pt("r2", 21.0, 2.0), pt("r3", 31.0, 2.2, 0.91)],
+             ("base", "gap"): [pt("r0", 5.0, 3.0), pt("r3", 32.0, 3.3, 0.91)],
+             ("base", "none"): [pt("r1", 11.0, None), pt("r2", 22.0, 4.0)]}  # nothing valid on r1
+    plot(lines, "ms", tmp_path / "t.png")
+    (fig,) = drawn
+    (ax,) = fig.axes
+    axis = ["r0", "r1", "r2", "r3"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == axis
+    assert list(ax.get_xticks()) == [0, 1, 2, 3]
+    xs = {line.get_label(): list(line.get_xdata()) for line in ax.lines if not line.get_label().startswith("_")}
+    assert xs == {"all": [1, 2, 3], "late": [2, 3], "gap": [0, 3], "none": [2]}
+    for (_, shape), points in lines.items():
+        ys = {line.get_label(): list(line.get_ydata()) for line in ax.lines}[shape]
+        assert ys == [p.value for p in points if p.value is not None]
+    # each change's label above its own point
+    changes = sorted((a.xy[0], a.xy[1], a.get_text()) for a in ax.texts)
+    assert changes == [(2, 1.1, "0.91x"), (3, 1.0, "1.10x"), (3, 2.2, "0.91x"), (3, 3.3, "0.91x")]

@@ -143,21 +143,52 @@ def render(lines_of: Mapping[tuple[str, str], list[Point]], metric: str) -> str:
     return "\n".join(lines)
 
 
+def revision_axis(lines_of: Mapping[tuple[str, str], list[Point]]) -> list[str]:
+    """Every revision of the timelines once, in time order: the order of each shape × variant's
+    own points is kept (a revision comes after every revision before it in any of them), and
+    of the revisions that may come next, the one first measured earliest (then the one met
+    first) goes first. Should two timelines order two revisions both ways, the one first
+    measured earliest goes first."""
+    orders = [list(dict.fromkeys(p.revision for p in points)) for points in lines_of.values()]
+    met: dict[str, int] = {}
+    when: dict[str, float] = {}
+    for points in lines_of.values():
+        for p in points:
+            met.setdefault(p.revision, len(met))
+            if p.first_seen is not None:
+                when[p.revision] = min(when.get(p.revision, p.first_seen), p.first_seen)
+
+    def key(rev: str):  # a revision of unknown time (results before the history) first
+        return (rev in when, when.get(rev, 0.0), met[rev])
+
+    axis: list[str] = []
+    placed: set[str] = set()
+    while len(axis) < len(met):
+        heads = {o[0] for o in orders if o}
+        free = [r for r in heads if not any(r in o[1:] for o in orders)]
+        rev = min(free or heads, key=key)
+        axis.append(rev)
+        placed.add(rev)
+        orders = [[r for r in o if r not in placed] for o in orders]
+    return axis
+
+
 def plot(lines_of: Mapping[tuple[str, str], list[Point]], metric: str, out, title: str = ""):
     from ..errors import require
 
     require("matplotlib", "plot", "ksweep history --plot")
     from matplotlib.figure import Figure  # no pyplot: the caller's backend (a notebook's) is left alone
 
-    fig = Figure(figsize=(max(6.0, 1.2 * max(len(p) for p in lines_of.values())), 4.2))
+    labels = revision_axis(lines_of)
+    at = {rev: i for i, rev in enumerate(labels)}
+    fig = Figure(figsize=(max(6.0, 1.2 * len(labels)), 4.2))
     ax = fig.subplots()
-    labels: list[str] = []
     for (variant, shape), points in lines_of.items():
-        xs = [i for i, p in enumerate(points) if p.value is not None]
-        ys = [points[i].value for i in xs]
-        ax.plot(xs, ys, marker="o", label=shape + (f" / {variant}" if variant != "base" else ""))
-        for i in xs:
-            p = points[i]
+        shown = [p for p in points if p.value is not None]
+        ax.plot([at[p.revision] for p in shown], [p.value for p in shown], marker="o",
+                label=shape + (f" / {variant}" if variant != "base" else ""))
+        for p in shown:
+            i = at[p.revision]
             if p.interval is not None and p.interval.n > 1:
                 # the interval is of the mean, the point the median: it may lie outside (a
                 # zero-width interval a rounding away), and matplotlib refuses a negative bar
@@ -169,8 +200,6 @@ def plot(lines_of: Mapping[tuple[str, str], list[Point]], metric: str, out, titl
             if p.speedup is not None:
                 ax.annotate(f"{p.speedup:.2f}x", (i, p.value), textcoords="offset points", xytext=(0, 8),
                             ha="center", fontsize=8, color="red" if p.regression else "black")
-        if len(points) > len(labels):
-            labels = [p.revision for p in points]
     ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right", fontsize=8)
     ax.set_ylabel(f"best {metric}")
     ax.set_xlabel("source revision (time order)")
