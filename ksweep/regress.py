@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from .api import run_sweep
+from .api import run_sweep, write_csv
 from .confirm import Confirmation, Interval
 from .errors import KsweepError
 from .job import config_id
@@ -145,17 +145,22 @@ def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, 
         if not update:
             target = Path(tmp) / db_path.name
             _copy(db_path, target)
-        for va, sh, base, configs in targets:
-            def listed(name, space, seed, max_evals, configs=configs):  # the driver's factory signature
-                return ListedStrategy(space, configs)
+        try:
+            for va, sh, base, configs in targets:
+                def listed(name, space, seed, max_evals, configs=configs):  # the driver's factory signature
+                    return ListedStrategy(space, configs)
 
-            options = SweepOptions(shapes=(sh,), variants=(va,), rerun="all", record_pruned=False,
-                                   max_evals=len(configs), confirm=Confirmation(k=len(configs), rounds=repeats, within=None),
-                                   warm_between_shapes=False)
-            started = time.time()
-            run_sweep(spec, db=target, options=options, gpus=gpus, jobs=jobs, observer=observer,
-                      cache=db_path.resolve().parent / "cache", strategy_factory=listed)
-            verdicts.append(_judge(target, va, sh, base, metric, direction, tolerance, started))
+                options = SweepOptions(shapes=(sh,), variants=(va,), rerun="all", record_pruned=False,
+                                       max_evals=len(configs),
+                                       confirm=Confirmation(k=len(configs), rounds=repeats, within=None),
+                                       warm_between_shapes=False)
+                started = time.time()
+                run_sweep(spec, db=target, options=options, gpus=gpus, jobs=jobs, observer=observer,
+                          cache=db_path.resolve().parent / "cache", strategy_factory=listed)
+                verdicts.append(_judge(target, va, sh, base, metric, direction, tolerance, started))
+        finally:
+            if update:  # its runs are recorded (those of an interrupted check too): the CSV follows, as run's does
+                write_csv(db_path)
     return verdicts
 
 

@@ -557,3 +557,25 @@ def test_the_timeline_plot_puts_every_point_above_its_own_revision(tmp_path, mon
     # each change's label above its own point
     changes = sorted((a.xy[0], a.xy[1], a.get_text()) for a in ax.texts)
     assert changes == [(2, 1.1, "0.91x"), (3, 1.0, "1.10x"), (3, 2.2, "0.91x"), (3, 3.3, "0.91x")]
+
+
+def test_check_update_writes_the_csv_beside_the_database_again(repo):
+    """`check --update` recorded its runs but left the CSV beside the database as the last
+    `run` wrote it: v1's figures, and the result it superseded."""
+    import csv
+
+    def rows():
+        with open(repo / ".ksweep" / "sweep.csv", newline="") as f:
+            return sorted((int(r["X"]), float(r["metric.ms"])) for r in csv.DictReader(f))
+
+    assert cli("run", "sweep.toml", "-q", cwd=repo).returncode == 0
+    assert rows() == [(1, 20.0), (2, 30.0), (3, 40.0)]
+    revise(repo, 25, "v2: slower", slow=30)  # X=1 65 ms, X=2 60, X=3 85
+    before = (repo / ".ksweep" / "sweep.csv").read_bytes()
+    assert cli("check", "sweep.toml", "--repeats", "1", cwd=repo).returncode == 1
+    assert (repo / ".ksweep" / "sweep.csv").read_bytes() == before  # no --update: nothing recorded
+    assert cli("check", "sweep.toml", "--repeats", "1", "--update", cwd=repo).returncode == 1
+    # as report shows it: X=3's v1 result is superseded, so left out
+    assert rows() == [(1, 65.0), (2, 60.0)]
+    report = cli("report", ".ksweep/sweep.db", "--format", "csv", cwd=repo)
+    assert (repo / ".ksweep" / "sweep.csv").read_text() == report.stdout
