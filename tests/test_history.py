@@ -579,3 +579,22 @@ def test_check_update_writes_the_csv_beside_the_database_again(repo):
     assert rows() == [(1, 65.0), (2, 60.0)]
     report = cli("report", ".ksweep/sweep.db", "--format", "csv", cwd=repo)
     assert (repo / ".ksweep" / "sweep.csv").read_text() == report.stdout
+
+
+def test_the_configs_of_a_revision_are_its_distinct_configs_not_its_runs():
+    """A config measured again on one revision (a re-measure, --rerun) was counted twice: a
+    revision showed `configs 59` of a space of 57 valid configs."""
+    from ksweep.report.history import render, timeline
+
+    def res(a, t, rev, status=Status.OK):
+        return Result("v", "s", {"A": a}, status, metrics={"ms": float(a)} if status is Status.OK else {},
+                      cache_key="k", finished=t, revision=rev)
+
+    history = [res(1, 1, "r1"), res(2, 2, "r1"), res(3, 3, "r1", Status.RUN_ERROR),  # 3 configs
+               res(1, 4, "r1"), res(2, 5, "r1"), res(3, 6, "r1", Status.RUN_ERROR),  # measured again
+               res(1, 7, "r2", Status.RUN_ERROR), res(1, 8, "r2", Status.RUN_ERROR)]  # 1 config, twice, failed
+    points = timeline(history, [], "ms", "min")[("v", "s")]
+    assert [(p.revision, p.evaluated) for p in points] == [("r1", 3), ("r2", 1)]
+    assert [p.to_json()["evaluated"] for p in points] == [3, 1]
+    table = render({("v", "s"): points}, "ms").splitlines()
+    assert table[2].endswith("      3  A=1") and table[3].rstrip().endswith(" 1"), table  # configs, config

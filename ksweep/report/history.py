@@ -30,7 +30,7 @@ class Point:
     value: float | None  # the best value of the revision (None: nothing valid)
     params: Mapping = field(default_factory=dict)
     interval: Interval | None = None  # of the confirmed best
-    evaluated: int = 0
+    evaluated: int = 0  # the distinct configs evaluated on the revision
     speedup: float | None = None  # against the previous point with a value (>1: faster)
     beyond_noise: bool | None = None  # None: not known (no intervals)
     regression: bool = False
@@ -81,17 +81,18 @@ def timeline(history: Iterable[Result], measurements: Iterable[Measurement], met
 
 def _point(group, rev, rows: Sequence[Result], ms, metric, direction, first_seen) -> Point:
     valid = [r for r in rows if finite_value(r, metric) is not None]
+    evaluated = len({config_id(r.params) for r in rows})  # distinct configs: one measured again counts once
     if not valid:
-        return Point(rev, first_seen, None, evaluated=len(rows))
+        return Point(rev, first_seen, None, evaluated=evaluated)
     latest = {config_id(r.params): r for r in valid}  # a config measured twice: its last result
     conf = confirmed(list(latest.values()), [m for m in ms if (m.variant, m.shape) == group], direction).get(group)
     if conf is not None and conf.best is not None:
         v = conf.verdicts[conf.best]
-        return Point(rev, first_seen, v.interval.median, latest[conf.best].params, v.interval, len(rows),
+        return Point(rev, first_seen, v.interval.median, latest[conf.best].params, v.interval, evaluated,
                      confirmed=True)
     sign = 1 if direction == "min" else -1
     best = min(latest.values(), key=lambda r: sign * finite_value(r, metric))
-    return Point(rev, first_seen, finite_value(best, metric), best.params, None, len(rows))
+    return Point(rev, first_seen, finite_value(best, metric), best.params, None, evaluated)
 
 
 def _changes(points: list[Point], direction: str, tolerance: float) -> list[Point]:
