@@ -598,3 +598,21 @@ def test_the_configs_of_a_revision_are_its_distinct_configs_not_its_runs():
     assert [p.to_json()["evaluated"] for p in points] == [3, 1]
     table = render({("v", "s"): points}, "ms").splitlines()
     assert table[2].endswith("      3  A=1") and table[3].rstrip().endswith(" 1"), table  # configs, config
+
+
+def test_history_labels_every_change_with_what_the_noise_says():
+    """A regression said `(beyond noise)` and a 1.00x change `within noise`, but a 1.22x
+    improvement beyond noise (JSON beyond_noise: true) had no label."""
+    from ksweep.confirm import Interval
+    from ksweep.report.history import Point, render
+
+    def pt(rev, value, speedup=None, beyond=None, regression=False):
+        return Point(rev, None, value, {"X": 1}, Interval(value, value * 0.99, value * 1.01, 3), 1, speedup,
+                     beyond, regression, True)
+
+    points = [pt("r1", 1.22), pt("r2", 1.22, 1.0, False), pt("r3", 1.0, 1.22, True),
+              pt("r4", 1.25, 0.8, True, True), pt("r5", 1.25, 1.0, None),
+              pt("r6", 1.26, 0.992, True)]  # slower, within the tolerance, but beyond noise
+    rows = render({("base", "s"): points}, "ms").splitlines()[2:]
+    notes = [row.split("X=1", 1)[1].strip() for row in rows]
+    assert notes == ["", "within noise", "beyond noise", "REGRESSION (beyond noise)", "", "beyond noise"]

@@ -137,8 +137,8 @@ def render(lines_of: Mapping[tuple[str, str], list[Point]], metric: str) -> str:
             note = ""
             if p.regression:
                 note = "  REGRESSION" + (" (beyond noise)" if p.beyond_noise else " (noise unknown)")
-            elif p.speedup is not None and p.beyond_noise is False:
-                note = "  within noise"
+            elif p.speedup is not None and p.beyond_noise is not None:  # faster, or slower within the tolerance
+                note = "  beyond noise" if p.beyond_noise else "  within noise"
             cfg = " ".join(f"{k}={v}" for k, v in p.params.items())
             lines.append(f"  {p.revision:<22} {when:<16} {value:>12} {ci:>9} {change:>8}  {p.evaluated:>7}  {cfg}{note}")
     return "\n".join(lines)
