@@ -3,8 +3,14 @@ ksweep plot convergence DB (best so far against evaluations)."""
 
 from __future__ import annotations
 
+from ..report.pareto import stored_objectives
 from ..report.plot import plot_convergence, plot_heatmap
+from ..spec.objectives import metric_direction
+from ..store.sqlite import Store
 from .report import load_results
+
+DIRECTION_HELP = ("min: lower is better, max: higher is better (default: the sweep's direction for one of its "
+                  "objectives, max for a throughput such as gflops, tflops, bandwidth, else min)")
 
 
 def add_parser(sub) -> None:
@@ -15,23 +21,35 @@ def add_parser(sub) -> None:
     h.add_argument("--x", required=True, help="parameter on the x axis")
     h.add_argument("--y", required=True, help="parameter on the y axis")
     h.add_argument("--metric", help="metric (default: the sweep's objective)")
-    h.add_argument("--shape", help="only this shape")
+    h.add_argument("--direction", choices=("min", "max"), help=DIRECTION_HELP)
+    h.add_argument("--shape", help="only this shape (default: a panel per shape)")
     h.add_argument("--variant", help="only this variant")
     h.add_argument("--out", default="heatmap.png", help="output image (default heatmap.png)")
     h.set_defaults(handler=run)
     c = kinds.add_parser("convergence", help="best value so far against evaluations, a line per shape")
     c.add_argument("db", help="results database")
     c.add_argument("--metric", help="metric (default: the sweep's objective)")
+    c.add_argument("--direction", choices=("min", "max"), help=DIRECTION_HELP)
     c.add_argument("--shape", help="only this shape")
     c.add_argument("--variant", help="only this variant")
     c.add_argument("--out", default="convergence.png", help="output image (default convergence.png)")
     c.set_defaults(handler=run_convergence)
 
 
+def metric_and_direction(args, objective) -> tuple[str, str]:
+    """The metric to plot and which way is better: --direction, else metric_direction's rule
+    over the sweep's objectives."""
+    metric = args.metric or objective["metric"]
+    if args.direction:
+        return metric, args.direction
+    with Store(args.db, create=False) as store:
+        objectives = stored_objectives([objective, *(store.get_meta("objectives") or ())])
+    return metric, metric_direction(metric, objectives)
+
+
 def run(args) -> int:
     results, objective, _ = load_results(args.db, args.shape, args.variant)
-    metric = args.metric or objective["metric"]
-    direction = objective["direction"] if metric == objective["metric"] else "min"
+    metric, direction = metric_and_direction(args, objective)
     out = plot_heatmap(results, args.x, args.y, metric, direction, args.out)
     print(out)
     return 0
@@ -39,7 +57,6 @@ def run(args) -> int:
 
 def run_convergence(args) -> int:
     results, objective, _ = load_results(args.db, args.shape, args.variant)
-    metric = args.metric or objective["metric"]
-    direction = objective["direction"] if metric == objective["metric"] else "min"
+    metric, direction = metric_and_direction(args, objective)
     print(plot_convergence(results, metric, direction, args.out))
     return 0

@@ -35,37 +35,72 @@ def _order(v):
     return (0, v, "") if isinstance(v, (int, float)) else (1, 0, str(v))
 
 
+def heatmap_panels(results: Iterable[Result], x: str, y: str, metric: str, direction: str) -> dict:
+    """(variant, shape) -> (xs, ys, cells) of ``heatmap_grid`` over that shape × variant's
+    results alone: shapes (and variants) are never mixed in a cell. In the order the results
+    come (pure)."""
+    groups: dict[tuple[str, str], list[Result]] = {}
+    for r in results:
+        groups.setdefault((r.variant, r.shape), []).append(r)
+    return {key: heatmap_grid(rows, x, y, metric, direction) for key, rows in groups.items()}
+
+
+def direction_label(metric: str, direction: str, what: str = "best") -> str:
+    """'best gflops (max: higher is better)': what a colour bar or an axis shows."""
+    return f"{what} {metric} ({direction}: {'lower' if direction == 'min' else 'higher'} is better)"
+
+
+def _panel_name(variant: str, shape: str, variants: set) -> str:
+    return shape + (f" / {variant}" if len(variants) > 1 else "")
+
+
 def plot_heatmap(results: list[Result], x: str, y: str, metric: str, direction: str, out: Path,
                  title: str = "") -> Path:
+    """The heat-map of the best ``metric`` per (x, y), a panel per shape × variant (each with
+    its own colour bar: shapes' values differ in scale)."""
     require("matplotlib", "plot", "ksweep plot")
     from matplotlib.figure import Figure  # no pyplot: the caller's backend (a notebook's) is left alone
     import numpy as np
 
-    xs, ys, cells = heatmap_grid(results, x, y, metric, direction)
-    if not cells:
+    panels = heatmap_panels(results, x, y, metric, direction)
+    if not any(cells for _, _, cells in panels.values()):
         raise KsweepError(f"no successful result has the metric '{metric}'")
-    grid = np.full((len(ys), len(xs)), np.nan)
-    for (vx, vy), v in cells.items():
-        grid[ys.index(vy), xs.index(vx)] = v
-    fig = Figure(figsize=(1.2 + 1.0 * len(xs), 1.0 + 0.7 * len(ys)))
-    ax = fig.subplots()
-    cmap = "viridis_r" if direction == "min" else "viridis"
-    im = ax.imshow(grid, cmap=cmap, aspect="auto")
-    ax.set_xticks(range(len(xs)), [str(v) for v in xs])
-    ax.set_yticks(range(len(ys)), [str(v) for v in ys])
-    ax.set_xlabel(x)
-    ax.set_ylabel(y)
-    finite = grid[np.isfinite(grid)]
-    mid = (finite.min() + finite.max()) / 2 if finite.size else 0
-    for i in range(len(ys)):
-        for j in range(len(xs)):
-            v = grid[i, j]
-            text = "—" if np.isnan(v) else f"{v:.3g}"
-            dark = (v > mid) if direction == "min" else (v < mid)
-            ax.text(j, i, text, ha="center", va="center", fontsize=8,
-                    color="white" if (not np.isnan(v) and dark) else "black")
-    fig.colorbar(im, ax=ax, label=f"best {metric} ({direction})")
-    ax.set_title(title or f"best {metric} per ({x}, {y})")
+    variants = {variant for variant, _ in panels}
+    ncols = min(len(panels), 3)
+    nrows = -(-len(panels) // ncols)
+    width = max(len(xs) for xs, _, _ in panels.values())
+    height = max(len(ys) for _, ys, _ in panels.values())
+    fig = Figure(figsize=(ncols * (1.2 + 1.0 * width), nrows * (1.0 + 0.7 * height) + (0.4 if nrows * ncols > 1 else 0)))
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
+    for ax, ((variant, shape), (xs, ys, cells)) in zip(axes, panels.items()):
+        grid = np.full((len(ys), len(xs)), np.nan)
+        for (vx, vy), v in cells.items():
+            grid[ys.index(vy), xs.index(vx)] = v
+        cmap = "viridis_r" if direction == "min" else "viridis"
+        im = ax.imshow(grid, cmap=cmap, aspect="auto")
+        ax.set_xticks(range(len(xs)), [str(v) for v in xs])
+        ax.set_yticks(range(len(ys)), [str(v) for v in ys])
+        ax.set_xlabel(x)
+        ax.set_ylabel(y)
+        finite = grid[np.isfinite(grid)]
+        mid = (finite.min() + finite.max()) / 2 if finite.size else 0
+        for i in range(len(ys)):
+            for j in range(len(xs)):
+                v = grid[i, j]
+                text = "—" if np.isnan(v) else f"{v:.3g}"
+                dark = (v > mid) if direction == "min" else (v < mid)
+                ax.text(j, i, text, ha="center", va="center", fontsize=8,
+                        color="white" if (not np.isnan(v) and dark) else "black")
+        fig.colorbar(im, ax=ax, label=direction_label(metric, direction))
+        name = _panel_name(variant, shape, variants)
+        if len(panels) == 1:
+            ax.set_title(title or f"best {metric} per ({x}, {y}): {name}")
+        else:
+            ax.set_title(name)
+    if len(panels) > 1:
+        fig.suptitle(title or f"best {metric} per ({x}, {y}), a panel per shape")
     fig.tight_layout()
     out = Path(out)
     fig.savefig(out, dpi=120)
@@ -105,7 +140,7 @@ def plot_convergence(results: list[Result], metric: str, direction: str, out: Pa
         ys = [v for v in values if v is not None]
         ax.step(xs, ys, where="post", label=f"{shape}" + (f" / {variant}" if variant != "base" else ""))
     ax.set_xlabel("evaluations (in the order the sweep ran them)")
-    ax.set_ylabel(f"best {metric} so far ({direction})")
+    ax.set_ylabel(direction_label(metric, direction, "best so far:"))
     ax.set_title(title or f"convergence: best {metric} against evaluations")
     ax.grid(alpha=0.3)
     if len(series) > 1:

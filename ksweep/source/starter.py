@@ -27,6 +27,7 @@ from pathlib import PurePath
 
 from ..errors import SourceError
 from ..spec.limits import KNOWN_ARCHS
+from ..spec.objectives import MAX_IS_BETTER
 from .directives import Scan, scan
 from .guard import is_value
 
@@ -43,7 +44,6 @@ _LIBS_CUDA = {"cublas_v2.h": "-lcublas", "cublas.h": "-lcublas", "cublasLt.h": "
               "curand.h": "-lcurand", "cufft.h": "-lcufft", "cusparse.h": "-lcusparse", "cusolverDn.h": "-lcusolver",
               "nvrtc.h": "-lnvrtc"}
 _LIBS_HOST = {"math.h": "-lm", "pthread.h": "-pthread", "omp.h": "-fopenmp", "thread": "-pthread"}
-_MAX_IS_BETTER = ("gflops", "tflops", "gbs", "gb_s", "bandwidth", "throughput", "tokens_per_s", "speedup")
 _LANGS = {".cu": "cuda", ".c": "c", ".cc": "c++", ".cpp": "c++", ".cxx": "c++", ".c++": "c++"}
 
 
@@ -127,7 +127,7 @@ def _objective(keys: list[str]) -> tuple[str, str, str]:
         if key == "ms":
             return key, "min", "the @@RESULT key to rank by"
     for key in keys:
-        if key.lower() in _MAX_IS_BETTER:
+        if key.lower() in MAX_IS_BETTER:
             return key, "max", "the @@RESULT key to rank by (higher is better)"
     timed = [k for k in keys if re.search(r"(?:^|_)(?:ms|us|ns|s|time)$", k)]
     return (timed[0] if timed else keys[0]), "min", "the @@RESULT key to rank by"

@@ -32,6 +32,21 @@ NAMED = {
 # the metrics of kernel mode's energy observer (gflops_per_watt is computed from its energy_mj)
 ENERGY_METRICS = ("power_w", "energy_mj", "gflops_per_watt")
 _DIRECTION = {metric: direction for metric, direction in NAMED.values()}
+# metric names (lower case) where higher is better: a throughput, a speed-up
+MAX_IS_BETTER = ("gflops", "tflops", "gbs", "gb_s", "bandwidth", "throughput", "tokens_per_s", "speedup")
+
+
+def metric_direction(metric: str, objectives: Iterable[Objective] = ()) -> str:
+    """Whether a larger or a smaller value of a metric is better, when nothing says so: the
+    direction of the sweep's objective of that metric (``objectives``), else the fixed one of
+    kernel mode's (``gflops_per_watt``: max), else max for a throughput named in
+    ``MAX_IS_BETTER`` (``gflops``, ``tflops``, ``bandwidth``…), else min."""
+    for o in objectives:
+        if o.metric == metric:
+            return o.direction
+    if metric in _DIRECTION:
+        return _DIRECTION[metric]
+    return "max" if metric.lower() in MAX_IS_BETTER else "min"
 
 
 def parse_objective(text: str, direction: str | None = None) -> Objective:
