@@ -228,6 +228,8 @@ def test_the_header_selects_each_shapes_best_in_cpp_and_c(tmp_path, capsys):
     for name in re.findall(r"#define (\S+)", header) + re.findall(r"defined\((\w+)\)", header):
         assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name), name
     shapes = {"square": "KSWEEP_SHAPE_square", "tall k": "KSWEEP_SHAPE_tall_k", "wide-n": "KSWEEP_SHAPE_wide_n"}
+    # shapes whose best is one config share its number (two of these three do)
+    distinct = list(dict.fromkeys(config_id(oracle_best(rows, s).params) for s in shapes))
     for shape, macro in shapes.items():
         best = oracle_best(rows, shape)
         checks = "".join(
@@ -239,8 +241,9 @@ def test_the_header_selects_each_shapes_best_in_cpp_and_c(tmp_path, capsys):
                     "-pedantic", f"-D{macro}", f"-I{tmp_path}")
         got = selected(out)
         assert got == {"K_BM": str(best.params["BM"]), "STAGES": str(best.params["STAGES"]), "VEC": "uint4",
-                       "SHAPE_ID": str(len(shape)), "index": str(list(shapes).index(shape))}
+                       "SHAPE_ID": str(len(shape)), "index": str(distinct.index(config_id(best.params)))}
         table = [ln.split("|") for ln in out.splitlines() if "|" in ln]
+        assert [t[6] for t in table if t[2] == shape] == [got["index"]]  # the table's config field
         assert [(t[2], int(t[3]), int(t[4]), float(t[7])) for t in table] == [
             (s, oracle_best(rows, s).params["BM"], oracle_best(rows, s).params["STAGES"],
              oracle_best(rows, s).metrics["ms"]) for s in shapes]
@@ -334,6 +337,40 @@ def test_the_cover_header_ships_the_chosen_configs_and_prints_each_shapes_loss(t
         got = selected(build(tmp_path, SHOW, "c.c", "gcc", f"-DKSWEEP_SHAPE_{e.shape}", f"-I{tmp_path}"))
         assert (int(got["K_BM"]), int(got["STAGES"])) == (e.result.params["BM"], e.result.params["STAGES"])
         assert e.result.metrics["ms"] <= best * 1.15
+
+
+@needs_gcc
+def test_the_config_index_macro_numbers_distinct_configs_as_the_table_does(tmp_path, capsys):
+    """A cover of 4 shapes by 2 configs: <SWEEP>_CONFIG_INDEX is the distinct config (the
+    table's `config`, the summary's and the comment's), not the entry's row, which is
+    <SWEEP>_ENTRY_INDEX."""
+    fast = {"s1": 32, "s2": 32, "s3": 64, "s4": 64}
+    rows = [row(shape, bm, 2, 1.0 if bm == fast[shape] else 2.0) for shape in fast for bm in (32, 64)]
+    db = make_db(tmp_path / "c.db", rows)
+    code, out, err = export(capsys, db, "--format", "header", "--cover", "5", "-o", str(tmp_path / "tuned.h"))
+    assert code == 0, err
+    header = (tmp_path / "tuned.h").read_text()
+    show = """#include <stdio.h>
+#include "tuned.h"
+#define TEXT2(x) #x
+#define TEXT(x) TEXT2(x)
+int main(void) {
+    printf("%d %d %s\\n", SGEMM_CONFIG_INDEX, sgemm_find_config(TEXT(SHAPE), 0, 0)->config, TEXT(SGEMM_ENTRY_INDEX));
+    return 0;
+}
+"""
+    printed = {shape: build(tmp_path, show, "i.c", "gcc", "-Wall", "-Werror", f"-DSHAPE={shape}",
+                            f"-DKSWEEP_SHAPE_{shape}", f"-I{tmp_path}").split() for shape in fast}
+    assert {shape: index for shape, (index, _, _) in printed.items()} == \
+        {shape: table_config for shape, (_, table_config, _) in printed.items()}
+    got = {shape: int(index) for shape, (index, _, _) in printed.items()}
+    assert got["s1"] == got["s2"] != got["s3"] == got["s4"] and set(got.values()) == {0, 1}
+    for shape, (index, _, entry) in printed.items():
+        assert entry == str(list(fast).index(shape))  # the row of sgemm_configs
+        # the summary and the header's comment give each shape the same number
+        assert f"base / {H100} / {shape}: config {index}," in header
+    summary = {ln.split()[0]: ln.split()[1:3] for ln in out.splitlines() if ln.split()[:1] in ([s] for s in fast)}
+    assert summary == {shape: ["config", str(index)] for shape, index in got.items()}
 
 
 @needs_gcc

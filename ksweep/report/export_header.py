@@ -121,6 +121,8 @@ def _comment(selection: Selection, shapes, gpus, variants, source, generator, pr
     lines += ["Device or host code: define one shape's macro (and a GPU model's or a variant's where",
               "several are listed) before including this file; the config's macros are then defined:",
               f"    #define {next(iter(shapes.values()))}", '    #include "<this file>"',
+              f"and {prefix.upper()}_CONFIG_INDEX says which distinct config it is (the table's config:",
+              f"one kernel per value), {prefix.upper()}_ENTRY_INDEX its entry of {prefix}_configs.",
               f"Host code: {prefix}_find_config(shape, gpu, variant) (NULL matches any) returns the",
               f"entry of {prefix}_configs, or NULL.", ""]
     for title, macros in (("shapes", shapes), ("GPU models, by the name the driver reports", gpus),
@@ -149,7 +151,9 @@ def _selection_macros(selection: Selection, shapes, gpus, variants, upper: str) 
             test.append(f"defined({variants[e.variant]})")
         out.append(f"#{'if' if i == 0 else 'elif'} {' && '.join(test)}")
         out += [f"#define {n} {v}".rstrip() for n, v in defines_of(e.result)]
-        out.append(f"#define {upper}_CONFIG_INDEX {i}")
+        # which distinct config (the kernel a build compiles: the table's `config`), and the row
+        out.append(f"#define {upper}_CONFIG_INDEX {selection.config_index(e)}")
+        out.append(f"#define {upper}_ENTRY_INDEX {i}")
     if len(gpus) > 1 or len(variants) > 1:
         need = [m for ms in (gpus, variants) if len(ms) > 1 for m in ms.values()]
         out += [f"#elif {' || '.join(f'defined({m})' for m in shapes.values())}",
