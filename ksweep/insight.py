@@ -7,6 +7,7 @@ and hand what they found to the pure modules that compute and render
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import sys
@@ -333,7 +334,10 @@ def profile(db: str, *, top: int = 3, configs: Sequence[str] = (), metrics: str 
     (``<shape>-<variant>-<label>.raw.csv`` and ``.details.csv``, for ``compare A.csv B.csv``)."""
     t = open_target(db, spec_path)
     spec = t.spec
-    tool = ncu or ncu_mod.find_ncu()
+    tool = ncu_mod.find_ncu(ncu)
+    if tool is None and ncu is not None:
+        raise KsweepError(f"Nsight Compute (ncu) was not found: --ncu {ncu} is not an executable file"
+                          + ("" if os.sep in ncu else " on the PATH"))
     if tool is None:
         raise KsweepError("Nsight Compute (ncu) was not found on the PATH: install it (it comes with the CUDA "
                           "toolkit) or give --ncu PATH")

@@ -309,6 +309,28 @@ def test_a_profiler_without_permission_is_one_line_and_changes_nothing(swept, tm
     assert r.returncode == 2 and r.stderr.count("\n") == 1
 
 
+def test_an_ncu_that_is_not_there_is_one_line_saying_so(swept, tmp_path, monkeypatch, capsys):
+    """--ncu naming no executable file said 'Nsight Compute exited with None: no output'."""
+    from ksweep.cli.main import main
+
+    db, ncu = swept
+    before = db.read_bytes()
+    plain = tmp_path / "plain-file"
+    plain.write_text("not a program\n")
+    for missing in (tmp_path / "missing-ncu", plain, tmp_path):
+        assert main(["profile", str(db), "--ncu", str(missing)]) == 2
+        err = capsys.readouterr().err
+        assert err == f"ksweep: error: Nsight Compute (ncu) was not found: --ncu {missing} is not an executable file\n"
+    assert main(["profile", str(db), "--ncu", "no-such-ncu-program"]) == 2
+    assert "--ncu no-such-ncu-program is not an executable file on the PATH" in capsys.readouterr().err
+    assert db.read_bytes() == before
+    # a path relative to the current folder is found, though ncu runs in a folder of its own
+    monkeypatch.setenv("FAKE_NCU_LOG", str(tmp_path / "ncu.log"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["profile", str(db), "--top", "1", "--ncu", os.path.join(".", ncu.name)]) == 0
+    assert "2 of 2 configs profiled" in capsys.readouterr().out
+
+
 def test_profile_argv_chooses_launches_and_metric_sets(tmp_path):
     argv = profile_argv("ncu", tmp_path / "r", ["./prog", "1"], kernel="gemm", launch_skip=2, launch_count=1,
                         metrics="full")

@@ -159,7 +159,13 @@ def import_argv(ncu: str, report: Path, page: str = "raw") -> list[str]:
     return [ncu, "--import", str(report), "--csv", "--page", page]
 
 
-def find_ncu() -> str | None:
+def find_ncu(given: str | None = None) -> str | None:
+    """The ncu program: ``given`` (a path, or a name looked up on the PATH) when it is an
+    executable file, as an absolute path, else None; without it, ncu on the PATH or where the CUDA toolkit and
+    Nsight Compute install it."""
+    if given is not None:
+        found = shutil.which(given)
+        return str(Path(found).absolute()) if found else None  # ncu runs in a folder of its own
     found = shutil.which("ncu")
     if found:
         return found
