@@ -452,7 +452,7 @@ def compare(a: str, b: str, db: str | None = None, *, shape: str | None = None, 
     from .profile import diff
 
     if db is None:
-        pa, pb = (ncu_mod.parse_csv(Path(x).read_text(errors="replace")) for x in (a, b))
+        pa, pb = (_ncu_csv(x) for x in (a, b))
         pair = diff.pair_launches(pa, pb)
         if pair is None:
             raise KsweepError(f"no profiled launch in {a if not pa else b}")
@@ -496,6 +496,14 @@ def compare(a: str, b: str, db: str | None = None, *, shape: str | None = None, 
         derived=diff.mapping_rows("derived", ra.derived if ra else {}, rb.derived if rb else {}),
         sass=sass_rows, notes=tuple(notes), params=diff.mapping_rows("params", ca.params, cb.params),
         kernel=kernels)
+
+
+def _ncu_csv(path: str) -> list:
+    """The launches of an ncu CSV export; one line (KsweepError) for a file that is none."""
+    try:
+        return ncu_mod.parse_csv(Path(path).read_text(errors="replace"))
+    except ncu_mod.NcuError as exc:
+        raise KsweepError(f"{path}: {exc}") from None
 
 
 def _latest_profile(profiles: list[dict], c: Chosen) -> dict | None:

@@ -201,6 +201,31 @@ def test_compare_cli_on_two_csv_files():
     assert "[Shared memory]" in text and "+397.3%" in text  # 138.7 us -> 689.9 us
 
 
+def test_compare_refuses_a_csv_that_is_not_an_ncu_export(tmp_path, capsys):
+    """ksweep's own sweep CSV was compared as if its columns were Nsight Compute metrics."""
+    from ksweep.cli.main import main
+    from ksweep.result import Result
+    from ksweep.status import Status
+
+    with Store(tmp_path / "s.db") as store:
+        store.put(Result("base", "s", {"X": 1}, Status.OK, metrics={"ms": 1.5}))
+    assert main(["report", str(tmp_path / "s.db"), "--format", "csv"]) == 0
+    sweep_csv = tmp_path / "sweep.csv"
+    sweep_csv.write_text(capsys.readouterr().out)
+    other = tmp_path / "ids.csv"  # an ID column alone is not ncu's header
+    other.write_text('"ID","ms"\n"0","1.5"\n')
+    real = str(NCU / "sgemm_best.raw.csv")
+    for a, b, bad in ((str(sweep_csv), real, sweep_csv), (real, str(sweep_csv), sweep_csv), (real, str(other), other)):
+        assert main(["compare", a, b]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err.count("\n") == 1
+        assert err.startswith(f"ksweep: error: {bad}: not an Nsight Compute CSV export")
+    with pytest.raises(Exception, match="not an Nsight Compute CSV export"):
+        parse_csv(sweep_csv.read_text())
+    # ncu's own output around its CSV (==PROF== lines) still parses
+    assert parse_csv("==PROF== Disconnected\n" + (NCU / "sgemm_best.raw.csv").read_text())[0].kernel == "sgemm_warptiling"
+
+
 # -- SASS instruction mix of two real cubins -------------------------------------------------------
 KERNEL = """
 extern "C" __global__ void k(float *a, const float *b) {

@@ -200,6 +200,9 @@ def parse_csv(text: str) -> list[LaunchProfile]:
     if not rows:
         raise NcuError("no CSV in Nsight Compute's output")
     header = rows[0]
+    if header[0] != "ID" or "Kernel Name" not in header:  # what every page of ncu's begins with
+        raise NcuError("not an Nsight Compute CSV export: its header is not ncu's (\"ID\", …, \"Kernel Name\", …, "
+                       "as ncu --import REPORT --csv --page raw or --page details writes it)")
     if "Metric Name" in header and "Metric Value" in header:
         return _details(header, rows[1:])
     return _raw(header, rows[1:])
