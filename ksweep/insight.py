@@ -501,7 +501,11 @@ def compare(a: str, b: str, db: str | None = None, *, shape: str | None = None, 
 def _ncu_csv(path: str) -> list:
     """The launches of an ncu CSV export; one line (KsweepError) for a file that is none."""
     try:
-        return ncu_mod.parse_csv(Path(path).read_text(errors="replace"))
+        text = Path(path).read_text(errors="replace")
+    except OSError as exc:
+        raise KsweepError(f"{path}: {exc.strerror or exc}") from None
+    try:
+        return ncu_mod.parse_csv(text)
     except ncu_mod.NcuError as exc:
         raise KsweepError(f"{path}: {exc}") from None
 

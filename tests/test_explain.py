@@ -226,6 +226,16 @@ def test_compare_refuses_a_csv_that_is_not_an_ncu_export(tmp_path, capsys):
     assert parse_csv("==PROF== Disconnected\n" + (NCU / "sgemm_best.raw.csv").read_text())[0].kernel == "sgemm_warptiling"
 
 
+def test_compare_of_a_csv_that_is_not_there_is_one_line(tmp_path, capsys):
+    from ksweep.cli.main import main
+
+    real = str(NCU / "sgemm_best.raw.csv")
+    for missing in (tmp_path / "missing.csv", tmp_path):  # a file that is not there, a folder
+        assert main(["compare", real, str(missing)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"ksweep: error: {missing}: ")
+
+
 # -- SASS instruction mix of two real cubins -------------------------------------------------------
 KERNEL = """
 extern "C" __global__ void k(float *a, const float *b) {
