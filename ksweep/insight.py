@@ -14,7 +14,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from .api import cache_folder, mode_for
 from .build.builder import BuildResult
@@ -461,6 +461,8 @@ def compare(a: str, b: str, db: str | None = None, *, shape: str | None = None, 
     with Store(t.db, create=False) as store:
         ca, cb = (resolve_config(x.replace(",", " ").split(), t.spec, store, shape, variant) for x in (a, b))
         profiles = store.profiles()
+        metric = store.get_meta("objective", {"metric": "ms"}).get("metric", "ms")
+        labels = {id(c): _label(c, metric, _confirmation_of(store, c)) for c in (ca, cb)}
     notes = []
     rows: tuple = ()
     kernels = ("", "")
@@ -486,13 +488,13 @@ def compare(a: str, b: str, db: str | None = None, *, shape: str | None = None, 
             for c in (ca, cb):
                 _, built, _ = build_config(t.spec, c.shape, c.variant, c.params, t.db)
                 if built.status is not Status.OK or built.binary is None:
-                    raise KsweepError(f"{_label(c)} did not build: {built.message}")
+                    raise KsweepError(f"{labels[id(c)]} did not build: {built.message}")
                 mixes.append(disassemble(built.binary).only(pattern))
             sass_rows = diff.sass_rows(mixes[0].classes, mixes[1].classes)
         except KsweepError as exc:
             notes.append(f"no SASS diff: {exc}")
     return diff.Comparison(
-        _label(ca), _label(cb), metrics=rows, resources=resources,
+        labels[id(ca)], labels[id(cb)], metrics=rows, resources=resources,
         derived=diff.mapping_rows("derived", ra.derived if ra else {}, rb.derived if rb else {}),
         sass=sass_rows, notes=tuple(notes), params=diff.mapping_rows("params", ca.params, cb.params),
         kernel=kernels)
@@ -517,10 +519,27 @@ def _latest_profile(profiles: list[dict], c: Chosen) -> dict | None:
     return found[-1] if found else None
 
 
-def _label(c: Chosen) -> str:
-    value = ""
-    if c.result is not None and c.result.metrics:
-        first = next(iter(c.result.metrics.items()))
-        value = f"  [{first[0]}={first[1]:.4g}]" if isinstance(first[1], (int, float)) else ""
+def _label(c: Chosen, metric: str, confirmation: Mapping[str, Any]) -> str:
+    """``#12 shape/variant NAME=VALUE …  [what its result says]``: a failed or pruned config's
+    status, a confirmed one's median (``_confirmation_of``: the value report, explain and
+    export use), else its single run."""
     rid = f"#{c.result_id} " if c.result_id is not None else ""
-    return f"{rid}{c.shape}/{c.variant} " + " ".join(f"{k}={v}" for k, v in c.params.items()) + value
+    return f"{rid}{c.shape}/{c.variant} " + " ".join(f"{k}={v}" for k, v in c.params.items()) + \
+        f"  [{_result_note(c.result, metric, confirmation)}]"
+
+
+def _result_note(r: Result | None, metric: str, confirmation: Mapping[str, Any]) -> str:
+    if r is None:
+        return "no stored result"
+    if r.status is Status.PRUNED:
+        return "PRUNED: never built or run" + (f" ({r.message})" if r.message else "")
+    value = r.metrics.get(metric)
+    shown = f"{metric}={value:.4g}" if isinstance(value, (int, float)) else ""
+    if r.status is not Status.OK:
+        return r.status.value + (f": {shown}, not ranked" if shown else "")
+    if confirmation:
+        mark = f", {confirmation['mark']}" if confirmation.get("mark") else ""
+        failed = f", {confirmation['failed_runs']} failed" if confirmation.get("failed_runs") else ""
+        return (f"{metric}={confirmation['median']:.4g}: median of {confirmation['n']} confirmation "
+                f"run{'s' * (confirmation['n'] != 1)}{failed}{mark}")
+    return f"{shown}: a single run" if shown else f"OK, no {metric}"

@@ -366,6 +366,43 @@ def test_an_ncu_that_is_not_there_is_one_line_saying_so(swept, tmp_path, monkeyp
     assert "2 of 2 configs profiled" in capsys.readouterr().out
 
 
+def test_compare_shows_a_failed_configs_status_and_a_confirmed_configs_median(swept, capsys):
+    """A CHECKSUM_MISMATCH config was shown as [ms=1.287] like a good one, a PRUNED one with
+    no word of it, and a confirmed config by its single sweep run, not the confirmation's
+    median that report, explain and export use."""
+    from dataclasses import replace as changed
+
+    from ksweep.cli.main import main
+    from ksweep.job import config_id
+    from ksweep.result import Measurement, Result
+    from ksweep.status import Status
+
+    db, _ = swept
+    with Store(db) as store:
+        by_x = {r.params["X"]: r for r in store.results()}
+        best = by_x[1]
+        store.put(changed(by_x[2], status=Status.CHECKSUM_MISMATCH, message="checksum=7 expected 6",
+                          metrics={**by_x[2].metrics, "ms": 1.287}))
+        store.put(Result(best.variant, best.shape, dict(by_x[3].params), Status.PRUNED, "X * 2 <= 4"))
+        for i, v in enumerate((5.0, 6.0, 7.0)):  # the confirmation: median 6, not the sweep's run
+            store.put_measurement(Measurement(best.variant, best.shape, dict(best.params), best.cache_key, i,
+                                              Status.OK, v, finished=(best.finished or 0) + 1 + i))
+        store.set_meta(f"default:{best.variant}:{best.shape}", config_id(by_x[3].params))
+    assert best.metrics["ms"] != 6.0
+
+    assert main(["compare", str(db), "best", "MODE=7,X=2", "--no-sass"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("A: #") and "X=1" in out[0]
+    assert out[0].endswith("[ms=6: median of 3 confirmation runs, BEST]")
+    assert out[1].startswith("B: #") and out[1].endswith("X=2  [CHECKSUM_MISMATCH: ms=1.287, not ranked]")
+    assert main(["compare", str(db), "default", "X=2", "--no-sass", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["a"].endswith("X=3  [PRUNED: never built or run (X * 2 <= 4)]")
+    # explain says the same median of the same config
+    assert main(["explain", str(db), "best", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["confirmation"]["median"] == 6.0
+
+
 def test_profile_argv_chooses_launches_and_metric_sets(tmp_path):
     argv = profile_argv("ncu", tmp_path / "r", ["./prog", "1"], kernel="gemm", launch_skip=2, launch_count=1,
                         metrics="full")
