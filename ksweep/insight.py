@@ -265,7 +265,7 @@ def explain(target: str, words: Sequence[str], *, shape: str | None = None, vari
         derived=derived, constraints=checks, pruned_by=None if verdict.ok else verdict.constraint,
         pruned_reason=None if verdict.ok else verdict.reason, arch=arch, limits=used_limits, result=c.result,
         result_id=c.result_id, kernels=kernels, occupancy=occ, launch=launch,
-        profile=prof or {}, notes=tuple(notes), confirmation=confirmation)
+        profile=prof or {}, notes=tuple(notes), confirmation=confirmation, outside=space.outside_values(c.params))
 
 
 def _confirmation_of(store: Store, c: Chosen) -> dict:

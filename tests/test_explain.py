@@ -95,6 +95,36 @@ def test_ptxas_constant_memory_of_older_nvcc():
 
 
 # -- constraints and explain ------------------------------------------------------------------------
+def test_explain_says_a_value_that_is_not_one_of_the_parameters_values(program_dir, capsys):
+    """TILE=48 where 48 is not one of TILE's values said 'valid: passes every constraint'."""
+    from ksweep.cli.main import main
+    from ksweep.space.space import Space
+
+    spec = program_dir(GCC_BUILD + textwrap.dedent("""
+        [params]
+        MODE = [0]
+        TILE = [16, 32, 64, 128]
+        [[constraints]]
+        name = "small"
+        expr = "TILE < 100"
+        """))
+    assert main(["explain", str(spec), "TILE=48"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "NOT IN THE SPACE: TILE=48 is not one of TILE's values (16, 32, 64, 128)" in lines
+    assert "valid: passes every constraint" not in lines
+    assert main(["explain", str(spec), "TILE=48", "--json"]) == 0
+    e = json.loads(capsys.readouterr().out)
+    assert e["valid"] is False and e["not_in_space"] == {"TILE": [16, 32, 64, 128]} and e["pruned_by"] is None
+    # what the space's membership check says, and a pruned value outside the space too
+    assert {"MODE": 0, "TILE": 48} not in Space({"MODE": [0], "TILE": [16, 32, 64, 128]})
+    assert main(["explain", str(spec), "TILE=256"]) == 0
+    out = capsys.readouterr().out
+    assert "TILE=256 is not one of TILE's values" in out and "PRUNED by constraint 'small'" in out
+    assert main(["explain", str(spec), "TILE=32"]) == 0  # one of its values: as before
+    out = capsys.readouterr().out
+    assert "valid: passes every constraint" in out and "NOT IN THE SPACE" not in out
+
+
 def test_comparisons_split_and_chains_and_keep_the_source_text():
     assert comparisons("(BM // WM) * WN <= LIMIT and 0 < X <= 8") == [
         ("(BM // WM) * WN <= LIMIT", "(BM // WM) * WN", "<=", "LIMIT"),

@@ -117,3 +117,11 @@ def test_constraint_over_constants_only():
 def test_empty_space():
     s = Space({"A": [1, 2]}, ["A > 5"])
     assert len(s) == 0 and list(s) == [] and s.sample(3, seed=0) == []
+
+
+def test_outside_values_names_each_value_that_is_not_one_of_its_parameters():
+    space = Space({"A": [1, 2, 4], "F": [0.5, 2.0], "B": [True, False]}, ["A * 2 <= 8"])
+    assert space.outside_values({"A": 2, "F": 2, "B": False}) == {}  # 2 is the value 2.0
+    assert space.outside_values({"A": 3, "F": 0.5, "B": 1}) == {"A": (1, 2, 4), "B": (True, False)}
+    assert space.outside_values({"A": 1, "F": 0.5}) == {"B": (True, False)}  # missing
+    assert {"A": 3, "F": 0.5, "B": True} not in space

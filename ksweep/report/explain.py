@@ -90,13 +90,17 @@ class Explanation:
     profile: Mapping[str, Any] = field(default_factory=dict)  # stored Nsight Compute metrics
     notes: tuple[str, ...] = ()
     confirmation: Mapping[str, Any] = field(default_factory=dict)  # mark, median, ci95, n, failed_runs
+    # name -> the parameter's values, for each value of the config that is not one of them
+    outside: Mapping[str, tuple] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         r = self.result
         return {
             "spec": self.label, "variant": self.variant, "shape": self.shape, "params": dict(self.params),
             "defaulted": list(self.defaulted), "derived": dict(self.derived),
-            "valid": self.pruned_by is None, "pruned_by": self.pruned_by, "pruned_reason": self.pruned_reason,
+            "valid": self.pruned_by is None and not self.outside,
+            "not_in_space": {n: list(v) for n, v in self.outside.items()},
+            "pruned_by": self.pruned_by, "pruned_reason": self.pruned_reason,
             "constraints": [c.to_json() for c in self.constraints], "arch": self.arch, "limits": dict(self.limits),
             "result": None if r is None else {"id": self.result_id, "status": r.status.value, "message": r.message,
                                                "metrics": dict(r.metrics), "verified": r.verified,
@@ -262,8 +266,14 @@ def render(e: Explanation) -> str:
     lines = [f"{e.label}: shape {e.shape}, variant {e.variant}"]
     lines.append("config: " + " ".join(f"{k}={v}" for k, v in e.params.items())
                  + (f"   (at their default: {', '.join(e.defaulted)})" if e.defaulted else ""))
+    if e.outside:
+        lines.append("NOT IN THE SPACE: " + "; ".join(
+            (f"{n}={_show(e.params[n])} is not one of {n}'s values" if n in e.params else f"{n} has no value")
+            + f" ({_values(v)})" for n, v in e.outside.items()))
     if e.pruned_by:
         lines.append(f"PRUNED by constraint '{e.pruned_by}': {e.pruned_reason}")
+    elif e.outside:
+        lines.append("passes every constraint, but no sweep measures it")
     else:
         lines.append("valid: passes every constraint")
     if e.derived:
@@ -357,6 +367,11 @@ def _launch_text(launch: Mapping[str, Any]) -> str:
     if launch.get("smem") is not None:
         parts.append(f"{launch['smem']} bytes dynamic smem from {launch.get('smem_from')}")
     return f" ({'; '.join(parts)})" if parts else ""
+
+
+def _values(values: Sequence[Any], most: int = 12) -> str:
+    shown = ", ".join(_show(v) for v in values[:most])
+    return shown + (f", … {len(values)} values" if len(values) > most else "")
 
 
 def _show(v) -> str:

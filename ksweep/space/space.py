@@ -327,6 +327,13 @@ class Space:
             i = i * self._counts[g] + r
         return i
 
+    def outside_values(self, config: Mapping[str, Any]) -> dict[str, tuple]:
+        """name -> the parameter's values, for each parameter whose value in ``config`` is not
+        one of them (or is missing): such a config is never in the space, whatever the
+        constraints say."""
+        return {p.name: tuple(p.values) for p in self.params
+                if p.name not in config or not any(_same(config[p.name], v) for v in p.values)}
+
     def __contains__(self, config: Mapping[str, Any]) -> bool:
         try:
             self.index(config)
@@ -537,6 +544,11 @@ def _int_bound(values: np.ndarray) -> int | None:
     if values.dtype.kind in "iu" and values.size:
         return max(int(values.max()), -int(values.min()))
     return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """A config's value is this value of a parameter (``2 == 2.0``; ``True`` is not ``1``)."""
+    return isinstance(a, bool) == isinstance(b, bool) and a == b
 
 
 def _as_array(values: tuple) -> np.ndarray:
