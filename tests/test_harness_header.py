@@ -35,12 +35,17 @@ def test_ksweep_include_prints_the_folder_of_the_header():
     assert flag.stdout.strip() == f"-I{include_dir()}"
 
 
+def _host_program(folder: Path, name: str, source: str) -> str:
+    """Build ``source`` with g++ against ksweep.h and run it: its stdout."""
+    (folder / f"{name}.cpp").write_text(source)
+    subprocess.run(["g++", "-std=c++17", "-O1", f"-I{include_dir()}", "-o", str(folder / name),
+                    str(folder / f"{name}.cpp")], check=True)
+    return subprocess.run([str(folder / name)], capture_output=True, text=True, check=True).stdout
+
+
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not on PATH")
 def test_statistics_and_the_result_line_in_a_host_program(tmp_path):
-    (tmp_path / "host.cpp").write_text(HOST)
-    subprocess.run(["g++", "-std=c++17", "-O1", f"-I{include_dir()}", "-o", str(tmp_path / "host"),
-                    str(tmp_path / "host.cpp")], check=True)
-    out = subprocess.run([str(tmp_path / "host")], capture_output=True, text=True, check=True).stdout
+    out = _host_program(tmp_path, "host", HOST)
     metrics, problem = parse_results(out)
     assert problem is not None and "bad" in problem  # nan: ksweep says so, it is never a value
     # sorted: 1 1.5 2 2.5 3 3.5 4 4.5 5 100 -> median 3.25, p20 rank 2 (2.0), p80 rank 7 (4.5)
@@ -71,10 +76,7 @@ int main() {
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not on PATH")
 def test_alternating_blocks_cancel_a_linear_drift(tmp_path):
-    (tmp_path / "alt.cpp").write_text(ALTERNATE)
-    subprocess.run(["g++", "-std=c++17", "-O1", f"-I{include_dir()}", "-o", str(tmp_path / "alt"),
-                    str(tmp_path / "alt.cpp")], check=True)
-    out = subprocess.run([str(tmp_path / "alt")], capture_output=True, text=True, check=True).stdout
+    out = _host_program(tmp_path, "alt", ALTERNATE)
     assert "order=abbaabba" in out
     metrics, problem = parse_results(out)
     assert problem is None and metrics["pairs"] == 4

@@ -180,7 +180,16 @@ def test_harness_host_logic_selftest(tmp_path):
     assert "FAILED" not in done.stdout and "checks passed" in done.stdout
 
 
-def test_the_summary_gives_the_confirmations_verdicts(spec, tmp_path, capsys):
+@pytest.fixture
+def summary():
+    """bench/hopper_gemm_summary.py, loaded as a module."""
+    loader = importlib.util.spec_from_file_location("hg_summary", EXAMPLE.parent.parent / "bench" / "hopper_gemm_summary.py")
+    module = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(module)
+    return module
+
+
+def test_the_summary_gives_the_confirmations_verdicts(spec, summary, tmp_path, capsys):
     """bench/hopper_gemm_summary.py: besides the sweep's fastest, what the confirmation runs
     say: each confirmed config's median and interval, BEST or TIE, and the confirmed BEST
     against the default, with its interval."""
@@ -189,9 +198,6 @@ def test_the_summary_gives_the_confirmations_verdicts(spec, tmp_path, capsys):
     from ksweep.status import Status
     from ksweep.store.sqlite import Store
 
-    loader = importlib.util.spec_from_file_location("hg_summary", EXAMPLE.parent.parent / "bench" / "hopper_gemm_summary.py")
-    summary = importlib.util.module_from_spec(loader)
-    loader.loader.exec_module(summary)
     variant = spec.variant_list()[0].name
     default = {p.name: p.default for p in spec.effective_params(spec.shape("fc2"), spec.variant_list()[0])}
     tuned = {**default, "TILE_M": 256}
@@ -213,7 +219,7 @@ def test_the_summary_gives_the_confirmations_verdicts(spec, tmp_path, capsys):
     assert "confirmed BEST vs the default: 1.333x (95% interval" in out
 
 
-def test_the_summary_gives_the_share_of_gemm_only_timed_in_alternating_blocks(spec, tmp_path, capsys):
+def test_the_summary_gives_the_share_of_gemm_only_timed_in_alternating_blocks(spec, summary, tmp_path, capsys):
     """The harness's gemm_only_paired_ratio (the kernel and cuBLASLt's GEMM-only timed in
     alternating blocks) is printed for the sweep's best and per confirmed run, beside the
     ratio of the two timed one after the other."""
@@ -222,9 +228,6 @@ def test_the_summary_gives_the_share_of_gemm_only_timed_in_alternating_blocks(sp
     from ksweep.status import Status
     from ksweep.store.sqlite import Store
 
-    loader = importlib.util.spec_from_file_location("hg_summary2", EXAMPLE.parent.parent / "bench" / "hopper_gemm_summary.py")
-    summary = importlib.util.module_from_spec(loader)
-    loader.loader.exec_module(summary)
     variant = spec.variant_list()[0].name
     default = {p.name: p.default for p in spec.effective_params(spec.shape("fc1"), spec.variant_list()[0])}
     tuned = {**default, "TILE_M": 256}
