@@ -3,14 +3,17 @@ some of their own values, beside it (its paths are relative to its folder), for 
 sub-space: a question the phased sweep could not ask (e.g. fc1 with the tanh GELU: each
 schedule with every tile it allows, not only the tiles of the erf GELU's Tier-1 winner).
 
-    python3 bench/hopper_gemm_subspace.py NAME NAME=V1,V2 ...   # prints the new spec's path
+    python3 bench/hopper_gemm_subspace.py NAME NAME=V1,V2 ... [--only EXPR]   # prints the new spec's path
 
 Each value must be one of the spec's own; the first one given becomes the default. The
-configs keep their keys, so the results are those of the same spec's configs.
+configs keep their keys, so the results are those of the same spec's configs. --only EXPR
+adds a constraint (the spec's expression language) that keeps only the configs for which
+EXPR holds: two configs to compare need not bring every combination of their values.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -34,9 +37,21 @@ def main(argv: list[str]) -> int:
     if len(argv) < 2:
         raise SystemExit(__doc__)
     text = SPEC.read_text()
-    for item in argv[1:]:
+    items = list(argv[1:])
+    only = None
+    if "--only" in items:
+        i = items.index("--only")
+        if i + 1 >= len(items):
+            raise SystemExit("--only needs an expression")
+        only = items[i + 1]
+        del items[i:i + 2]
+    for item in items:
         name, _, values = item.partition("=")
         text = narrow(text, name, values.split(","))
+    if only is not None:
+        text += ("\n[[constraints]]\nname = \"subspace_only\"\n"
+                 f"expr = {json.dumps(only)}\n"
+                 "reason = \"not one of the configs this sub-space compares (--only)\"\n")
     out = SPEC.with_name(f"{argv[0]}.toml")
     out.write_text(text)
     print(out)
