@@ -471,9 +471,37 @@ def test_an_edit_undone_is_its_revision_again_with_its_own_confirmation_runs():
         for r in range(3):
             runs += [Measurement("v", "s", {"A": 1}, "k", r, Status.OK, value=value + 0.001 * r, finished=start + r),
                      Measurement("v", "s", {"A": 2}, "k", r, Status.OK, value=2.0, finished=start + r + 0.5)]
-    r1, r2 = timeline(history, runs, "ms", "min")[("v", "s")]
+    r1, r2, again = timeline(history, runs, "ms", "min")[("v", "s")]
     assert r2.value == pytest.approx(1.201) and r2.interval.n == 3  # its own 3 runs, not the undone edit's too
-    assert r1.confirmed and r1.value == pytest.approx(1.001)
+    assert r1.confirmed and r1.value == pytest.approx(1.001) and r1.interval.n == 3
+    # measured again after r2, r1 is a point of its own, the last: the timeline ends where the
+    # sources are now (it ended on r2's REGRESSION, r1's new runs folded into its first point)
+    assert (again.revision, again.occurrence, again.label) == ("r1", 2, "r1 (again)")
+    assert again.value == pytest.approx(1.001) and again.interval.n == 3 and again.first_seen == 300
+    assert r2.regression and not again.regression and again.speedup == pytest.approx(1.201 / 1.001)
+
+
+def test_an_uncommitted_edit_undone_and_swept_again_ends_the_history_where_the_source_is(repo):
+    """v1 swept; an uncommitted edit (slower) swept; the edit undone and swept again: the
+    history's last line is v1 again, faster than the edit, not the edit's REGRESSION."""
+    assert cli("run", "sweep.toml", "-q", "--no-confirm", cwd=repo).returncode == 0
+    (repo / "prog.c").write_text(PROGRAM.format(cost=14, slow=0))  # best 24 ms, was 20
+    assert cli("run", "sweep.toml", "-q", "--no-confirm", cwd=repo).returncode == 0
+    git(repo, "checkout", "-q", "--", "prog.c")
+    assert cli("run", "sweep.toml", "-q", "--no-confirm", cwd=repo).returncode == 0
+    h = cli("history", ".ksweep/sweep.db", "--json", cwd=repo)
+    assert h.returncode == 0, h.stderr
+    (line,) = json.loads(h.stdout)
+    points = line["points"]
+    v1 = _head(repo, 1)
+    assert [(p["revision"], p["occurrence"]) for p in points] == [(v1, 1), (points[1]["revision"], 1), (v1, 2)]
+    assert points[1]["revision"].startswith(v1 + "+")
+    assert [p["value"] for p in points] == [20.0, 24.0, 20.0]
+    assert points[1]["regression"] and not points[2]["regression"] and round(points[2]["speedup"], 3) == 1.2
+    assert [p["evaluated"] for p in points] == [3, 3, 3]
+    text = cli("history", ".ksweep/sweep.db", cwd=repo).stdout
+    last = text.strip().splitlines()[-1]
+    assert f"{v1} (again)" in last and "1.20x" in last and "REGRESSION" not in last
 
 
 def test_check_refuses_a_shape_or_variant_the_spec_lacks_in_one_line(tmp_path):
@@ -521,6 +549,11 @@ def test_check_refuses_a_negative_tolerance_or_repeats_in_one_line(tmp_path):
     for bad in ({"tolerance": -0.02}, {"repeats": -1}):  # the library's call
         with pytest.raises(KsweepError, match="give a"):
             check(load_spec(str(tmp_path / "s.toml")), **bad)
+    # history's --tolerance too: a negative one called an improvement of 1% a REGRESSION
+    h = cli("history", ".ksweep/s.db", "--tolerance", "-2", cwd=tmp_path)
+    assert h.returncode == 2 and h.stdout == "", h.stdout + h.stderr
+    assert h.stderr.splitlines() == ["ksweep: error: history: --tolerance -2: give a percentage, 0 or more "
+                                     "(see ksweep history --help)"], h.stderr
 
 
 def test_the_timeline_plot_puts_every_point_above_its_own_revision(tmp_path, monkeypatch):

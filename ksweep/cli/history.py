@@ -8,6 +8,7 @@ from ..errors import require
 from ..report.history import plot, render, timeline
 from ..store.sqlite import Store
 from .report import check_names
+from .run import percent_of
 
 
 def add_parser(sub) -> None:
@@ -15,7 +16,7 @@ def add_parser(sub) -> None:
     p.add_argument("db", help="results database")
     p.add_argument("--shape", help="only this shape")
     p.add_argument("--variant", help="only this variant")
-    p.add_argument("--tolerance", type=float, default=2.0, metavar="PCT",
+    p.add_argument("--tolerance", type=percent_of("--tolerance"), default=2.0, metavar="PCT",
                    help="a revision slower than the previous by more than PCT %% (and not within noise) is a "
                         "regression (default 2)")
     p.add_argument("--plot", metavar="FILE.png", help="also draw the timeline")

@@ -1,6 +1,7 @@
 """The evolution of a kernel across source revisions (pure): seed 002's timeline.
 
-Per shape × variant, one point per source revision in the order they were first measured:
+Per shape × variant, one point per source revision in time order (a revision measured again
+after another, an edit undone, is a point of its own):
 the best result of that revision — the confirmed best (median and 95% interval of its
 confirmation runs) where the confirmation ran, else the best single value — and its
 change against the previous revision, as a speed-up (``0.88×``: 12% slower). A change is
@@ -11,7 +12,7 @@ change against the previous revision, as a speed-up (``0.88×``: 12% slower). A 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
 from ..confirm import Interval
@@ -35,10 +36,19 @@ class Point:
     beyond_noise: bool | None = None  # None: not known (no intervals)
     regression: bool = False
     confirmed: bool = False
+    occurrence: int = 1  # 2: the revision measured again after another one (an edit undone)
+
+    @property
+    def label(self) -> str:
+        """The revision, and for a revision measured again after another, which time."""
+        if self.occurrence == 1:
+            return self.revision
+        return f"{self.revision} (again)" if self.occurrence == 2 else f"{self.revision} (again x{self.occurrence - 1})"
 
     def to_json(self) -> dict:
         iv = self.interval
-        return {"revision": self.revision, "first_seen": self.first_seen, "value": self.value,
+        return {"revision": self.revision, "occurrence": self.occurrence, "first_seen": self.first_seen,
+                "value": self.value,
                 "params": dict(self.params), "confirmed": self.confirmed, "evaluated": self.evaluated,
                 "ci95": None if iv is None else [iv.lo, iv.hi], "n": None if iv is None else iv.n,
                 "speedup": self.speedup, "beyond_noise": self.beyond_noise, "regression": self.regression}
@@ -46,53 +56,65 @@ class Point:
 
 def timeline(history: Iterable[Result], measurements: Iterable[Measurement], metric: str, direction: str,
              tolerance: float = 0.02) -> dict[tuple[str, str], list[Point]]:
-    """(variant, shape) -> its points in time order."""
-    rows_by: dict[tuple[str, str], dict[str, list[Result]]] = {}
-    first: dict[tuple, float | None] = {}
+    """(variant, shape) -> its points in time order.
+
+    A point is a run of consecutive results (in the order they finished) of one revision: a
+    revision measured again after another one (an edit undone, then swept again) is a point
+    of its own, its ``occurrence`` counting the times, so that the last point is what was
+    measured last."""
+    rows_by: dict[tuple[str, str], list[Result]] = {}
     for r in history:
-        rev = r.revision or BEFORE
-        rows_by.setdefault((r.variant, r.shape), {}).setdefault(rev, []).append(r)
-        key = (r.variant, r.shape, rev)
-        if key not in first:
-            first[key] = r.finished
+        rows_by.setdefault((r.variant, r.shape), []).append(r)
+    segments: dict[tuple[str, str], list[tuple[str, list[Result]]]] = {}
+    for group, rows in rows_by.items():
+        runs: list[tuple[str, list[Result]]] = []
+        # sorted() is stable: rows of one time (or of none: before the history) keep their order
+        for r in sorted(rows, key=lambda r: r.finished or 0.0):
+            rev = r.revision or BEFORE
+            if not runs or runs[-1][0] != rev:
+                runs.append((rev, []))
+            runs[-1][1].append(r)
+        segments[group] = runs
     ms = list(measurements)
-    # a confirmation run belongs to the revision of its config's latest row measured before it
+    # a confirmation run belongs to the point of its config's latest row measured before it
     # (a header edit keeps the key, and an edit undone is the same revision again)
-    rows_of: dict[tuple, list[tuple[float, str]]] = {}
-    for group, revisions in rows_by.items():
-        for rev, rows in revisions.items():
+    rows_of: dict[tuple, list[tuple[float, int]]] = {}
+    for group, runs in segments.items():
+        for i, (_, rows) in enumerate(runs):
             for r in rows:
-                rows_of.setdefault((*group, config_id(r.params)), []).append((r.finished or 0.0, rev))
+                rows_of.setdefault((*group, config_id(r.params)), []).append((r.finished or 0.0, i))
 
     def owner(m):
-        seen = [(t, rev) for t, rev in rows_of.get((m.variant, m.shape, config_id(m.params)), ())
+        seen = [(t, i) for t, i in rows_of.get((m.variant, m.shape, config_id(m.params)), ())
                 if m.finished is None or t <= m.finished]
         return max(seen)[1] if seen else None
     owners = [owner(m) for m in ms]
     out = {}
-    for group, revisions in rows_by.items():
+    for group, runs in segments.items():
         points: list[Point] = []
-        for rev, rows in revisions.items():
-            own = [m for m, o in zip(ms, owners) if o == rev]
-            points.append(_point(group, rev, rows, own, metric, direction, first[(*group, rev)]))
+        times: dict[str, int] = {}
+        for i, (rev, rows) in enumerate(runs):
+            own = [m for m, o in zip(ms, owners) if o == i and (m.variant, m.shape) == group]
+            times[rev] = times.get(rev, 0) + 1
+            points.append(_point(group, rev, rows, own, metric, direction, rows[0].finished, times[rev]))
         out[group] = _changes(points, direction, tolerance)
     return out
 
 
-def _point(group, rev, rows: Sequence[Result], ms, metric, direction, first_seen) -> Point:
+def _point(group, rev, rows: Sequence[Result], ms, metric, direction, first_seen, occurrence: int = 1) -> Point:
     valid = [r for r in rows if finite_value(r, metric) is not None]
     evaluated = len({config_id(r.params) for r in rows})  # distinct configs: one measured again counts once
     if not valid:
-        return Point(rev, first_seen, None, evaluated=evaluated)
+        return Point(rev, first_seen, None, evaluated=evaluated, occurrence=occurrence)
     latest = {config_id(r.params): r for r in valid}  # a config measured twice: its last result
     conf = confirmed(list(latest.values()), [m for m in ms if (m.variant, m.shape) == group], direction).get(group)
     if conf is not None and conf.best is not None:
         v = conf.verdicts[conf.best]
         return Point(rev, first_seen, v.interval.median, latest[conf.best].params, v.interval, evaluated,
-                     confirmed=True)
+                     confirmed=True, occurrence=occurrence)
     sign = 1 if direction == "min" else -1
     best = min(latest.values(), key=lambda r: sign * finite_value(r, metric))
-    return Point(rev, first_seen, finite_value(best, metric), best.params, None, evaluated)
+    return Point(rev, first_seen, finite_value(best, metric), best.params, None, evaluated, occurrence=occurrence)
 
 
 def _changes(points: list[Point], direction: str, tolerance: float) -> list[Point]:
@@ -108,8 +130,7 @@ def _changes(points: list[Point], direction: str, tolerance: float) -> list[Poin
         if p.interval is not None and prev.interval is not None and p.interval.n > 1 and prev.interval.n > 1:
             beyond = not p.interval.overlaps(prev.interval)
         regression = speed < 1 - tolerance and beyond is not False
-        out.append(Point(p.revision, p.first_seen, p.value, p.params, p.interval, p.evaluated, speed, beyond,
-                         regression, p.confirmed))
+        out.append(replace(p, speedup=speed, beyond_noise=beyond, regression=regression))
         prev = p
     return out
 
@@ -140,7 +161,7 @@ def render(lines_of: Mapping[tuple[str, str], list[Point]], metric: str) -> str:
             elif p.speedup is not None and p.beyond_noise is not None:  # faster, or slower within the tolerance
                 note = "  beyond noise" if p.beyond_noise else "  within noise"
             cfg = " ".join(f"{k}={v}" for k, v in p.params.items())
-            lines.append(f"  {p.revision:<22} {when:<16} {value:>12} {ci:>9} {change:>8}  {p.evaluated:>7}  {cfg}{note}")
+            lines.append(f"  {p.label:<22} {when:<16} {value:>12} {ci:>9} {change:>8}  {p.evaluated:>7}  {cfg}{note}")
     return "\n".join(lines)
 
 
@@ -150,14 +171,14 @@ def revision_axis(lines_of: Mapping[tuple[str, str], list[Point]]) -> list[str]:
     of the revisions that may come next, the one first measured earliest (then the one met
     first) goes first. Should two timelines order two revisions both ways, the one first
     measured earliest goes first."""
-    orders = [list(dict.fromkeys(p.revision for p in points)) for points in lines_of.values()]
+    orders = [list(dict.fromkeys(p.label for p in points)) for points in lines_of.values()]
     met: dict[str, int] = {}
     when: dict[str, float] = {}
     for points in lines_of.values():
         for p in points:
-            met.setdefault(p.revision, len(met))
+            met.setdefault(p.label, len(met))
             if p.first_seen is not None:
-                when[p.revision] = min(when.get(p.revision, p.first_seen), p.first_seen)
+                when[p.label] = min(when.get(p.label, p.first_seen), p.first_seen)
 
     def key(rev: str):  # a revision of unknown time (results before the history) first
         return (rev in when, when.get(rev, 0.0), met[rev])
@@ -186,10 +207,10 @@ def plot(lines_of: Mapping[tuple[str, str], list[Point]], metric: str, out, titl
     ax = fig.subplots()
     for (variant, shape), points in lines_of.items():
         shown = [p for p in points if p.value is not None]
-        ax.plot([at[p.revision] for p in shown], [p.value for p in shown], marker="o",
+        ax.plot([at[p.label] for p in shown], [p.value for p in shown], marker="o",
                 label=shape + (f" / {variant}" if variant != "base" else ""))
         for p in shown:
-            i = at[p.revision]
+            i = at[p.label]
             if p.interval is not None and p.interval.n > 1:
                 # the interval is of the mean, the point the median: it may lie outside (a
                 # zero-width interval a rounding away), and matplotlib refuses a negative bar
