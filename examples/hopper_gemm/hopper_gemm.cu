@@ -128,14 +128,27 @@ using namespace cute;
 // rows, POS_ROWS >= 64) reads are one contiguous strided block starting at (m0 mod rows): each
 // thread loads its part of an epilogue subtile straight from global memory (the table stays in
 // L2), POS_VEC elements per load where the register layout allows.
-template <class ElementTable, class ElementCompute, int Vec, bool Prefetch>
-struct Sm90ModRowTable {
-  struct SharedStorage {};
+// What both table nodes (below) take, and their workspace: none.
+template <class ElementTable>
+struct ModRowTableCommon {
   struct Arguments {
     ElementTable const *ptr = nullptr;
     int rows = POS_ROWS;
     int64_t ld = 0;  // elements between rows
   };
+  template <class ProblemShape, class Args>
+  static size_t get_workspace_size(ProblemShape const &, Args const &) { return 0; }
+  template <class ProblemShape, class Args>
+  static cutlass::Status initialize_workspace(ProblemShape const &, Args const &, void *, cudaStream_t,
+                                              cutlass::CudaHostAdapter * = nullptr) {
+    return cutlass::Status::kSuccess;
+  }
+};
+
+template <class ElementTable, class ElementCompute, int Vec, bool Prefetch>
+struct Sm90ModRowTable : ModRowTableCommon<ElementTable> {
+  struct SharedStorage {};
+  using Arguments = typename ModRowTableCommon<ElementTable>::Arguments;
   using Params = Arguments;
 
   template <class ProblemShape>
@@ -144,13 +157,6 @@ struct Sm90ModRowTable {
   static bool can_implement(ProblemShape const &problem_shape, Arguments const &args) {
     auto [M, N, K, L] = problem_shape;
     return args.ptr != nullptr && args.rows >= 64 && args.ld >= N;
-  }
-  template <class ProblemShape>
-  static size_t get_workspace_size(ProblemShape const &, Arguments const &) { return 0; }
-  template <class ProblemShape>
-  static cutlass::Status initialize_workspace(ProblemShape const &, Arguments const &, void *, cudaStream_t,
-                                              cutlass::CudaHostAdapter * = nullptr) {
-    return cutlass::Status::kSuccess;
   }
 
   CUTLASS_HOST_DEVICE Sm90ModRowTable() {}
@@ -245,14 +251,12 @@ struct Sm90ModRowTable {
 // instead of the tile's own rows: TMA takes any start row, and the table's rows repeated three
 // times keep a tile's rows one contiguous block. It costs the load pipeline's shared memory.
 template <class Base, class ElementTable, int Rows>
-struct Sm90ModRowTableTma : Base {
+struct Sm90ModRowTableTma : Base, ModRowTableCommon<ElementTable> {
   using Params = typename Base::Params;
   using SharedStorage = typename Base::SharedStorage;
-  struct Arguments {
-    ElementTable const *ptr = nullptr;
-    int rows = Rows;
-    int64_t ld = 0;  // elements between rows
-  };
+  using Arguments = typename ModRowTableCommon<ElementTable>::Arguments;
+  using ModRowTableCommon<ElementTable>::get_workspace_size;  // not Base's, which takes its own Arguments
+  using ModRowTableCommon<ElementTable>::initialize_workspace;
 
   template <class ProblemShape>
   static constexpr Params to_underlying_arguments(ProblemShape const &problem_shape, Arguments const &args, void *) {
@@ -265,13 +269,6 @@ struct Sm90ModRowTableTma : Base {
   static bool can_implement(ProblemShape const &problem_shape, Arguments const &args) {
     auto [M, N, K, L] = append<4>(problem_shape, 1);
     return args.ptr != nullptr && args.rows == Rows && args.ld >= N && args.ld * sizeof(ElementTable) % 16 == 0;
-  }
-  template <class ProblemShape>
-  static size_t get_workspace_size(ProblemShape const &, Arguments const &) { return 0; }
-  template <class ProblemShape>
-  static cutlass::Status initialize_workspace(ProblemShape const &, Arguments const &, void *, cudaStream_t,
-                                              cutlass::CudaHostAdapter * = nullptr) {
-    return cutlass::Status::kSuccess;
   }
 
   CUTLASS_HOST_DEVICE Sm90ModRowTableTma() {}
