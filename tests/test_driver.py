@@ -201,6 +201,15 @@ def test_patience_stops_after_that_many_evaluations_without_improvement(tmp_path
     assert summary.evaluated == 4
 
 
+def test_a_search_that_patience_ended_is_still_confirmed(tmp_path):
+    from ksweep.confirm import Confirmation
+
+    spec = toy(tmp_path, a=[2, 3, 4, 5, 6, 7], b=[1])  # patience ends it after 4: the usual end, not a cut
+    sweep(spec, tmp_path / "r.db", FakeExecutor(timed), patience=3, lookahead=1, confirm=Confirmation(2, 2))
+    with Store(tmp_path / "r.db") as store:
+        assert store.measurements(), "the leaders were not measured again"
+
+
 def test_the_window_is_kept_for_the_target_and_reused(tmp_path):
     spec = toy(tmp_path, a=range(8), b=range(6))
     db = tmp_path / "r.db"

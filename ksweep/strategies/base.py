@@ -146,6 +146,7 @@ class Budget:
         return self.exhausted_by_time_or_patience()
 
     def exhausted_by_time_or_patience(self) -> bool:
-        if self.time_limit is not None and time.monotonic() - self.started >= self.time_limit:
-            return True
-        return self.patience is not None and self.since_improvement >= self.patience
+        return self.exhausted_by_time() or (self.patience is not None and self.since_improvement >= self.patience)
+
+    def exhausted_by_time(self) -> bool:
+        return self.time_limit is not None and time.monotonic() - self.started >= self.time_limit

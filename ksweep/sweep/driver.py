@@ -321,7 +321,8 @@ class Sweep:
         target.reference = self._reference(target)
         self._judge_again(target, ref_id, variant.name, shape.name, changed)
         target.loop()
-        if self.options.confirm is not None and not budget.exhausted_by_time_or_patience():
+        # patience ends a search as it should end: its leaders are confirmed; a time limit leaves no time
+        if self.options.confirm is not None and not budget.exhausted_by_time():
             self._confirm(target, shape.name, variant.name)
         self._judge_later(variant.name, shape.name, target)
 
