@@ -400,17 +400,19 @@ def measured_cost(db: str | Path | None, warm_start: Sequence[str] = ()):
     return None
 
 
-def _stored(db: str | Path | None, groups: Sequence[tuple[str, str]]) -> tuple[int, ...]:
+def _stored(db: str | Path | None, spec: Spec, groups: Sequence[tuple[str, str]]) -> tuple[int, ...]:
     """Current results (not PRUNED) of each (variant, shape) in ``db``: what a sweep resumes
-    when its keys still match."""
+    when its keys still match (another spec's database is refused, as the sweep refuses it)."""
     if db is None or not Path(db).exists():
         return tuple(0 for _ in groups)
     from .replay.warm import is_database
+    from .sweep.driver import check_store_spec
 
     if not is_database(db):
         return tuple(0 for _ in groups)
     counts: dict[tuple[str, str], int] = {}
     with Store(db, create=False) as store:
+        check_store_spec(store, spec)
         for r in store.results():
             if r.status is not Status.PRUNED:
                 counts[(r.variant, r.shape)] = counts.get((r.variant, r.shape), 0) + 1
@@ -465,7 +467,7 @@ def estimate(spec: Spec, *, db: str | Path | None = None, warm_start: Sequence[s
     entries = [e for e in plan.entries
                if (not shapes or e.shape in shapes) and (not variants or e.variant in variants)]
     sizes = tuple(e.valid for e in entries)
-    stored = _stored(db, [(e.variant, e.shape) for e in entries])
+    stored = _stored(db, spec, [(e.variant, e.shape) for e in entries])
     measured = measured_cost(db, warm_start)
     cost = measured if cost is None else with_runs(cost, measured)
     warm = bool(warm_start)

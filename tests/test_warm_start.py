@@ -403,6 +403,19 @@ def test_plan_prints_the_estimate_from_the_database(tmp_path, capsys):
     assert "--effort quick: auto, 25 per shape × variant" in out and "confirmation runs included" in out
 
 
+def test_plan_refuses_another_specs_database_as_run_does(tmp_path, capsys):
+    """``plan --db`` of another spec's sweep counted its results as resumed ("4 of them in the
+    database, resumed", quick "expected 0 s") while ``run`` with that --db refuses it."""
+    spec = toy(tmp_path, a=tuple(range(1, 41)), b=(1, 2))
+    db = _db_with(tmp_path / "other.db", [Result("base", "default", {"A": a, "B": 1}, Status.OK, build_seconds=30.0,
+                                                 run_seconds=2.0, metrics={"ms": 1.0}) for a in range(1, 5)])
+    with Store(db) as store:
+        store.set_meta("spec_name", "other")
+    assert main(["plan", str(spec.path), "--db", str(db)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "holds the results of spec 'other', not 'toy'" in err[0]
+
+
 def test_run_refuses_a_missing_warm_start_source_in_one_line(tmp_path, capsys):
     spec = toy(tmp_path)
     assert main(["run", str(spec.path), "--warm-start", str(tmp_path / "nope.db"), "--no-gpu-check"]) == 2

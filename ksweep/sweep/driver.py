@@ -158,6 +158,14 @@ class _Entry:
     remeasured: bool = False  # its first run was throttled and it was run again
 
 
+def check_store_spec(store: Store, spec: Spec) -> None:
+    """A database holds one spec's results: refuse another spec's."""
+    name = store.get_meta("spec_name")
+    if name is not None and name != spec.name:
+        raise StoreError(f"{store.path} holds the results of spec '{name}', not '{spec.name}': "
+                         f"give this spec its own --db")
+
+
 class Sweep:
     def __init__(self, spec: Spec, store: Store, executor: Executor, options: SweepOptions = SweepOptions(),
                  observer: Observer | None = None, strategy_factory: Callable | None = None,
@@ -262,11 +270,7 @@ class Sweep:
                 self._sweep_target(shape, variant, budget)
 
     def _check_store(self) -> None:
-        """A database holds one spec's results: refuse another spec's."""
-        name = self.store.get_meta("spec_name")
-        if name is not None and name != self.spec.name:
-            raise StoreError(f"{self.store.path} holds the results of spec '{name}', not '{self.spec.name}': "
-                             f"give this spec its own --db")
+        check_store_spec(self.store, self.spec)
 
     def _preflight(self) -> None:
         """What would make every config fail, found before anything is built."""
