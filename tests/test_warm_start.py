@@ -387,6 +387,19 @@ def test_cost_from_stored_results_and_wall_time():
     assert wall_seconds(100, Cost(1.0, 20.0, 4, 4), cores=16, gpus=2) == pytest.approx(1000 + 21)
 
 
+def test_run_times_borrowed_from_a_warm_start_database_say_so_beside_sample_builds():
+    """``plan --estimate N --warm-start OLD.db``: the sample builds took their run times from
+    OLD.db, and the cost said "runs from the database" (JSON) and nothing at all (text)."""
+    from ksweep.report.estimate import sample_cost, with_runs
+
+    borrowed = Cost(1.0, 0.5, 10, 10, source="--warm-start old.db")
+    cost = with_runs(sample_cost([2.0, 4.0]), borrowed)
+    assert cost.source == "sample builds, runs from --warm-start old.db"
+    assert cost.describe() == "3.0 s per build (2 sample builds), 0.50 s per run (10 runs, from --warm-start old.db)"
+    own = with_runs(sample_cost([2.0]), Cost(1.0, 0.5, 10, 10))
+    assert own.source == "sample builds, runs from the database" and "from" not in own.describe()
+
+
 def test_plan_prints_the_estimate_from_the_database(tmp_path, capsys):
     spec = toy(tmp_path, a=tuple(range(1, 41)), b=(1, 2))
     _db_with(tmp_path / "toy.db", [Result("base", "default", {"A": a, "B": 1}, Status.OK, build_seconds=30.0,

@@ -27,7 +27,8 @@ class Cost:
     runs: int
     failed_builds: float = 0.0  # share of configs whose build failed (they take no GPU time)
     source: str = "database"  # "database", "sample builds", "sample builds, runs from the database", or
-    # "--warm-start NAME" (the times of a source database: another shape, GPU or revision)
+    # "--warm-start NAME" (the times of a source database: another shape, GPU or revision), or
+    # "sample builds, runs from --warm-start NAME"
 
     @property
     def lower_bound(self) -> bool:
@@ -35,13 +36,16 @@ class Cost:
         return not self.runs or not self.builds
 
     def describe(self) -> str:
-        run = (f"{self.run_seconds:.2f} s per run ({self.runs} runs)" if self.runs
+        warm = self.source.find("--warm-start")
+        borrowed = f", from {self.source[warm:]}" if warm >= 0 else ""
+        sampled = self.source.startswith("sample builds")  # then only the runs can be borrowed
+        run = (f"{self.run_seconds:.2f} s per run ({self.runs} runs{borrowed if sampled else ''})" if self.runs
                else "no run measured yet: the builds' time alone")
-        borrowed = f", from {self.source}" if self.source.startswith("--warm-start") else ""
+        if sampled:
+            return f"{self.build_seconds:.1f} s per build ({self.builds} sample builds), {run}"
         if not self.builds:
             return f"no fresh build measured (every build came from the cache{borrowed}): the runs' time alone, {run}"
-        where = "sample builds" if self.source.startswith("sample builds") else "builds measured"
-        return f"{self.build_seconds:.1f} s per build ({self.builds} {where}{borrowed}), {run}"
+        return f"{self.build_seconds:.1f} s per build ({self.builds} builds measured{borrowed}), {run}"
 
 
 def cost_of(results: Iterable[Result], source: str = "database") -> Cost | None:
@@ -75,8 +79,9 @@ def with_runs(sample: Cost, measured: Cost | None) -> Cost:
     database measured: the sample builds nothing it runs."""
     if measured is None or not measured.runs:
         return sample
+    where = "the database" if measured.source == "database" else measured.source  # or --warm-start NAME
     return replace(sample, run_seconds=measured.run_seconds, runs=measured.runs,
-                   failed_builds=measured.failed_builds, source="sample builds, runs from the database")
+                   failed_builds=measured.failed_builds, source=f"sample builds, runs from {where}")
 
 
 def wall_seconds(configs: int, cost: Cost, cores: int, gpus: int) -> float:
