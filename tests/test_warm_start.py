@@ -416,6 +416,18 @@ def test_plan_prints_the_estimate_from_the_database(tmp_path, capsys):
     assert "--effort quick: auto, 25 per shape × variant" in out and "confirmation runs included" in out
 
 
+@pytest.mark.parametrize("option", [["--jobs", "0"], ["--jobs", "-4"], ["--estimate", "0"], ["--show", "-1"]])
+def test_plan_refuses_a_count_below_its_least_in_one_line(tmp_path, capsys, option):
+    """``plan --jobs -4`` planned for "-4 cores" (twice the time of one), ``--jobs 0`` for every
+    core, where ``run`` refuses both."""
+    spec = toy(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(["plan", str(spec.path), *option])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{option[0]} {option[1]}: give a whole number of at least" in err[0]
+
+
 def test_plan_refuses_another_specs_database_as_run_does(tmp_path, capsys):
     """``plan --db`` of another spec's sweep counted its results as resumed ("4 of them in the
     database, resumed", quick "expected 0 s") while ``run`` with that --db refuses it."""

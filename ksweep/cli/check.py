@@ -10,7 +10,7 @@ from ..regress import check
 from ..spec.load import load_spec
 from ..sweep.driver import SweepOptions
 from ..sweep.local import check_options
-from .run import count_of, percent_of
+from .main import count_of, percent_of
 
 
 def add_parser(sub) -> None:

@@ -59,6 +59,50 @@ class _Parser(argparse.ArgumentParser):
         self.error(f"unrecognized arguments: {' '.join(extra)}" + (f" — did you mean {close}?" if close else ""))
 
 
+# Option types the commands share: a bad value is one line naming the option (_Parser.error).
+class _OptionError(argparse.ArgumentTypeError):
+    pass
+
+
+def count_of(option: str, least: int = 1):
+    """An argparse type: a whole number of at least ``least``, with a message naming the option."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise _OptionError(f"{option} {text}: give a whole number of at least {least}") from None
+        if value < least:
+            raise _OptionError(f"{option} {text}: give a whole number of at least {least}")
+        return value
+    return parse
+
+
+def percent_of(option: str):
+    """An argparse type: a percentage, 0 or more (``5`` or ``5%``), finite."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text.rstrip("%"))
+        except ValueError:
+            value = float("nan")
+        if not 0 <= value < float("inf"):
+            raise _OptionError(f"{option} {text}: give a percentage, 0 or more")
+        return value
+    return parse
+
+
+def seconds_of(option: str):
+    """An argparse type: seconds, at least 0."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not value >= 0 or value == float("inf"):
+            raise _OptionError(f"{option} {text}: give a number of seconds, 0 or more")
+        return value
+    return parse
+
+
 class _Version(argparse.Action):
     """``--version``: the version looked up only when asked for."""
 

@@ -8,21 +8,23 @@ import sys
 from ..report.plan_view import print_plan, spilled
 from ..space.plan import make_plan
 from ..spec.load import load_spec
+from .main import count_of
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("plan", help="count valid and pruned configs per shape and variant")
     p.add_argument("spec", help="the sweep spec (TOML)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--show", type=int, default=5, metavar="N", help="valid configs to show per shape/variant (default 5)")
+    p.add_argument("--show", type=count_of("--show", least=0), default=5, metavar="N",
+                   help="valid configs to show per shape/variant (default 5)")
     p.add_argument("--db", help="results database whose build and run times give the cost estimate "
                                 "(default: .ksweep/<spec>.db beside the spec, when it exists)")
-    p.add_argument("--estimate", type=int, metavar="N",
+    p.add_argument("--estimate", type=count_of("--estimate"), metavar="N",
                    help="build N random valid configs now to measure the build time (kept in the build cache)")
     p.add_argument("--warm-start", action="append", metavar="SOURCE",
                    help="the sweep will be warm-started from SOURCE (smaller presets; its times are used "
                         "when the database has none)")
-    p.add_argument("--jobs", "-j", type=int, help="parallel builds to plan for (default: all cores)")
+    p.add_argument("--jobs", "-j", type=count_of("--jobs"), help="parallel builds to plan for (default: all cores)")
     p.add_argument("--cache", metavar="DIR", help="build cache for --estimate's builds (default: as ksweep run's, "
                                                    "cache/ beside --db when it is given, else .ksweep/cache)")
     p.set_defaults(handler=run)
@@ -65,12 +67,9 @@ def _estimate(spec, args):
     from pathlib import Path
 
     from ..api import estimate, sample_builds
-    from ..errors import KsweepError
     from ..report.estimate import sample_cost
     from ..sweep.local import default_db_path
 
-    if args.estimate is not None and args.estimate < 1:
-        raise KsweepError(f"--estimate {args.estimate}: give a whole number of at least 1")
     from ..api import cache_folder
 
     # the build cache `ksweep run` with the same --db and --cache will use, so that it reuses the samples

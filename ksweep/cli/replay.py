@@ -6,7 +6,7 @@ import argparse
 import json
 
 from ..strategies import DEFAULT, STRATEGIES
-from .run import count_of, seconds_of
+from .main import count_of, seconds_of
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

@@ -22,6 +22,7 @@ from ..spec.load import load_spec
 from ..spec.objectives import parse_objectives, with_objectives
 from ..sweep.driver import SweepOptions
 from ..sweep.local import check_options, default_db_path
+from .main import count_of, seconds_of
 from .report import load_all
 
 
@@ -90,49 +91,6 @@ def add_parser(sub) -> None:
                         "final table (default 20; 0: all)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     p.set_defaults(handler=run)
-
-
-class _OptionError(argparse.ArgumentTypeError):
-    pass
-
-
-def count_of(option: str, least: int = 1):
-    """An argparse type: a whole number of at least ``least``, with a message naming the option."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise _OptionError(f"{option} {text}: give a whole number of at least {least}") from None
-        if value < least:
-            raise _OptionError(f"{option} {text}: give a whole number of at least {least}")
-        return value
-    return parse
-
-
-def percent_of(option: str):
-    """An argparse type: a percentage, 0 or more (``5`` or ``5%``), finite."""
-    def parse(text: str) -> float:
-        try:
-            value = float(text.rstrip("%"))
-        except ValueError:
-            value = float("nan")
-        if not 0 <= value < float("inf"):
-            raise _OptionError(f"{option} {text}: give a percentage, 0 or more")
-        return value
-    return parse
-
-
-def seconds_of(option: str):
-    """An argparse type: seconds, at least 0."""
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = float("nan")
-        if not value >= 0 or value == float("inf"):
-            raise _OptionError(f"{option} {text}: give a number of seconds, 0 or more")
-        return value
-    return parse
 
 
 def seconds(text: str) -> float:
