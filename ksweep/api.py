@@ -447,13 +447,14 @@ def sample_builds(spec: Spec, count: int, seed: int = 0, cache: str | Path | Non
 
 def estimate(spec: Spec, *, db: str | Path | None = None, warm_start: Sequence[str] = (), cost=None,
              jobs: int | None = None, gpus: list[int] | None = None, shapes=None, variants=None,
-             max_evals: int | None = None, confirm_runs: int | None = None) -> Estimate:
+             max_evals: int | None = None, confirm_runs: int | None = None, limited: bool = False) -> Estimate:
     """The expected wall time of an exhaustive sweep and of each effort preset, on this
     machine (``jobs`` build jobs, the GPUs ``gpus`` selects), from ``cost`` or the times
     measured in ``db`` (or the --warm-start databases). The configs ``db`` already holds are
     not counted (a sweep resumes them); each shape × variant adds its confirmation's
     ``confirm_runs`` runs (at most the default --confirm's 5 leaders and the default, 3
-    rounds). ``max_evals``: the user's budget, in place of the presets'. With no run time
+    rounds). ``max_evals``: the user's budget, in place of the presets'; ``limited``: a time
+    limit or patience may end the sweep (strategies.effort.choose). With no run time
     measured the figures are the builds' alone (``Estimate.lower_bound``), and a preset does
     not choose a whole-space sweep on them."""
     from .confirm import Confirmation
@@ -482,7 +483,7 @@ def estimate(spec: Spec, *, db: str | Path | None = None, warm_start: Sequence[s
     exhaustive = seconds(list(sizes)) if cost else None
     presets = []
     for name in EFFORTS:
-        effort = choose(name, max(sizes, default=0), warm=warm, budget=max_evals,
+        effort = choose(name, max(sizes, default=0), warm=warm, budget=max_evals, limited=limited,
                         exhaustive_seconds=None if cost is None or cost.lower_bound else exhaustive)
         if cost is None:
             presets.append((effort, None))

@@ -592,6 +592,17 @@ def test_a_budget_given_with_a_preset_is_searched_not_a_grid_cut_short():
     assert choose("full", 5000, exhaustive_seconds=60.0, budget=50).max_evals == 50
 
 
+def test_a_preset_that_sweeps_the_whole_space_under_a_time_limit_orders_it_by_promise():
+    """``--effort default --time-limit 60`` on a space expected to take 18 min chose ``grid``:
+    the time limit then stopped it after the space's first configs in spec order. A whole
+    space that a time limit or a patience may cut short is left to ``auto``, which then
+    searches it in the order of promise (surrogate) until the limit."""
+    cut = choose("default", 24000, exhaustive_seconds=18 * 60.0, limited=True)
+    assert (cut.strategy, cut.max_evals) == ("auto", None) and "--time-limit or --patience" in cut.reason
+    assert choose("default", 24000, exhaustive_seconds=18 * 60.0).strategy == "grid"
+    assert choose("quick", 20, limited=True).strategy == "auto"  # within the budget: the same
+
+
 def test_a_source_with_nothing_that_succeeded_is_refused_before_anything_is_made(tmp_path, capsys):
     """An empty database stopped the run, a dataset whose configs all failed stopped it with
     "nothing to replay", and a database whose results all failed was taken silently (the

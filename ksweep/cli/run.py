@@ -151,6 +151,7 @@ def run(args) -> int:
         conf = _confirmation(args.confirm)
         est = estimate(spec, db=db0, warm_start=warm_start, jobs=args.jobs, gpus=parse_gpus(args.gpus),
                        shapes=shapes, variants=variants, max_evals=args.max_evals,
+                       limited=args.time_limit is not None or args.patience is not None,
                        confirm_runs=0 if conf is None else (conf.k + conf.default) * conf.rounds)
         effort, seconds = dict((e.name, (e, t)) for e, t in est.presets)[args.effort]
         strategy = args.strategy or effort.strategy
