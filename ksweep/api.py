@@ -420,14 +420,18 @@ def _stored(db: str | Path | None, spec: Spec, groups: Sequence[tuple[str, str]]
 
 
 def sample_builds(spec: Spec, count: int, seed: int = 0, cache: str | Path | None = None) -> list[float]:
-    """Build ``count`` random valid configs of the spec's first shape × variant (through the
-    build cache, so the sweep reuses them) and return each one's build wall seconds (for a
-    config the cache already held, what its build took when it was made)."""
+    """Build ``count`` random valid configs of the spec's first shape × variant that has any
+    (through the build cache, so the sweep reuses them) and return each one's build wall
+    seconds (for a config the cache already held, what its build took when it was made)."""
     from .space.space import Space
     from .sweep.jobs import JobFactory
 
-    shape, variant = spec.shape_list()[0], spec.variant_list()[0]
-    space = Space.from_spec(spec, shape.name, variant.name)
+    spaces = ((shape, variant, Space.from_spec(spec, shape.name, variant.name))
+              for variant in spec.variant_list() for shape in spec.shape_list())  # in the sweep's order
+    found = next((s for s in spaces if s[2].size), None)
+    if found is None:
+        return []
+    shape, variant, space = found
     factory = JobFactory(spec, shape, variant, space, mode_for(spec))
     builder = make_builder(spec, cache and Path(cache))
     rng = np.random.default_rng(seed)

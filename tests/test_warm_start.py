@@ -567,6 +567,18 @@ def test_plan_estimate_builds_sample_configs_that_the_sweep_then_reuses(tmp_path
     assert again["source"] == "sample builds, runs from the database" and again["runs"] == 10 and again["run_seconds"] > 0
 
 
+def test_sample_builds_come_from_a_shape_that_has_valid_configs(tmp_path, capsys):
+    """``plan --estimate 2`` whose first shape has no valid config built nothing and said "no
+    build or run time measured yet (give --estimate N ...)"."""
+    spec_path = _gcc_toy(tmp_path, a=[5, 6, 7], b=[3, 4])
+    with open(spec_path, "a") as f:
+        f.write('[[constraints]]\nname = "fits"\nexpr = "A <= LIMIT"\nreason = "too big"\n'
+                '[shapes.tiny]\nconstants = { LIMIT = 1 }\n[shapes.large]\nconstants = { LIMIT = 9 }\n')
+    assert main(["plan", spec_path, "--estimate", "2", "--jobs", "2", "--json"]) == 0
+    est = json.loads(capsys.readouterr().out)["estimate"]
+    assert est["cost"] is not None and est["cost"]["builds"] == 2
+
+
 def test_sample_builds_alone_are_a_lower_bound_and_choose_no_whole_space_sweep(tmp_path, capsys):
     """``plan --estimate N`` measures builds, not runs: the figures are the builds' time alone
     ("at least"), and a preset does not take a whole-space sweep for cheap on them (it did: a
