@@ -504,6 +504,14 @@ def test_stored_results_make_the_same_source_whatever_order_they_finished_in():
     assert a == b and a[0].ranked() == b[0].ranked()
 
 
+def test_a_source_swept_without_a_gpu_is_not_said_to_be_on_one():
+    """A run on a host without a GPU printed "warm start from this run: base/small on none"."""
+    from ksweep.replay.warm import results_sources
+
+    rows = [Result("v", "s", {"A": a}, Status.OK, metrics={"ms": float(a)}, gpu_name="none") for a in range(3)]
+    assert [s.label for s in results_sources(rows, "ms", "min", label="this run: ")] == ["this run: v/s"]
+
+
 def test_the_estimate_says_when_it_saw_no_gpu():
     """On a host without GPUs `plan` said '2 cores, 1 GPU'."""
     from ksweep.api import Estimate

@@ -55,7 +55,7 @@ def results_sources(results: Iterable[Result], metric: str, direction: str, labe
             # in a fixed order (the store's is the order results finished in), so that the
             # prior, and the search it informs, is the same whatever the timing of a sweep
             items = sorted(items + gpuless, key=lambda cv: config_id(cv[0]))
-            name = f"{label}{variant}/{shape}" + (f" on {gpu}" if gpu else "")
+            name = f"{label}{variant}/{shape}" + (f" on {gpu}" if gpu not in (None, "none") else "")  # "none": no GPU
             out.append(Source(label=name, configs=tuple(c for c, _ in items), values=tuple(v for _, v in items)))
     return out
 
