@@ -123,6 +123,10 @@ def test_load_errors_are_one_line_user_errors(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(DatasetError, match="not JSON"):
         load_dataset(bad)
+    db = tmp_path / "sweep.db"  # a newcomer's first guess: the sweep's own database
+    db.write_bytes(b"SQLite format 3\x00" + bytes(100))
+    with pytest.raises(DatasetError, match="a ksweep database, not a recorded dataset: ksweep export"):
+        load_dataset(db)
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"hello": 1}))
     with pytest.raises(DatasetError, match="neither a Kernel Tuner cache"):

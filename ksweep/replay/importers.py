@@ -52,6 +52,9 @@ def load_dataset(path: str | Path) -> Dataset:
         raw = path.read_bytes()
     except OSError as exc:
         raise DatasetError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    if raw.startswith(b"SQLite format 3\x00"):
+        raise DatasetError(f"{path}: a ksweep database, not a recorded dataset: ksweep export {path} --format "
+                           f"kt-cache -o FILE writes one shape's results as one")
     try:
         text = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
         doc = json.loads(text)
