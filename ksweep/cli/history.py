@@ -8,7 +8,7 @@ from ..errors import require
 from ..report.history import plot, render, timeline
 from ..store.sqlite import Store
 from .report import check_names
-from .run import percent_of
+from .main import percent_of
 
 
 def add_parser(sub) -> None:
