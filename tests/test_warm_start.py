@@ -428,6 +428,16 @@ def test_plan_refuses_a_count_below_its_least_in_one_line(tmp_path, capsys, opti
     assert len(err) == 1 and f"{option[0]} {option[1]}: give a whole number of at least" in err[0]
 
 
+@pytest.mark.parametrize("jobs", ["0", "-3"])
+def test_bench_strategies_refuses_jobs_below_one_in_one_line(capsys, jobs):
+    """``bench-strategies --jobs 0`` meant every CPU and ``--jobs -3`` one worker, silently."""
+    with pytest.raises(SystemExit) as exc:
+        main(["bench-strategies", "any.json", "--jobs", jobs])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--jobs {jobs}: give a whole number of at least 1" in err[0]
+
+
 def test_plan_refuses_another_specs_database_as_run_does(tmp_path, capsys):
     """``plan --db`` of another spec's sweep counted its results as resumed ("4 of them in the
     database, resumed", quick "expected 0 s") while ``run`` with that --db refuses it."""

@@ -8,6 +8,7 @@ import sys
 
 from ..errors import KsweepError
 from ..strategies import STRATEGIES, missing
+from .main import count_of
 
 
 def _int_list(text: str) -> list[int]:
@@ -43,7 +44,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "is not installed are left out, with a note)")
     p.add_argument("--budgets", type=_int_list, default=[25, 50, 100, 200], help="comma-separated (default 25,50,100,200)")
     p.add_argument("--repeats", type=int, default=30, help="repeats per strategy, dataset and budget (default 30)")
-    p.add_argument("--jobs", type=int, default=None, help="worker processes (default: the CPU count)")
+    p.add_argument("--jobs", type=count_of("--jobs"), default=None, help="worker processes (default: the CPU count)")
     p.add_argument("--json", action="store_true", help="print the records as JSON")
     p.add_argument("--save", metavar="FILE.json", help="also write the records to FILE.json")
     p.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
