@@ -394,6 +394,32 @@ def test_another_specs_database_is_refused(tmp_path):
         run_sweep(load_spec(other), db=db, options=SweepOptions())
 
 
+def test_a_database_of_another_program_is_refused_and_left_as_it_was(tmp_path):
+    """`--db` (or report's DB) naming another program's SQLite file: ksweep's tables were
+    written into it, by a sweep and by a report alike, and the report printed nothing, exit 0."""
+    import sqlite3
+
+    spec = toy(tmp_path, a=[1, 2], b=[1])
+    other = tmp_path / "notes.db"
+    with sqlite3.connect(other) as c:
+        c.execute("CREATE TABLE notes (text TEXT)")
+        c.execute("INSERT INTO notes VALUES ('mine')")
+    c.close()
+    before = other.read_bytes()
+    for create in (True, False):
+        with pytest.raises(StoreError, match="not a ksweep results database .*notes"):
+            Store(other, create=create)
+    for args in (["run", str(spec), "--db", str(other), "-q"], ["report", str(other)], ["history", str(other)]):
+        r = cli(*args)
+        assert r.returncode == 2 and "not a ksweep results database" in r.stderr, (args, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    assert other.read_bytes() == before
+    empty = tmp_path / "empty.db"  # nothing in it: a reader says so and writes nothing
+    empty.touch()
+    r = cli("report", str(empty))
+    assert r.returncode == 2 and "not a ksweep results database" in r.stderr and empty.stat().st_size == 0
+
+
 # -- kill -9 at random moments over a whole sweep ---------------------------------------------
 
 @pytest.mark.parametrize("strategy, evals, wanted_kills", [

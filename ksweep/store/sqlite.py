@@ -141,16 +141,30 @@ class Store:
             raise StoreError(f"{self.path}: the file is not writable: choose another --db")
         try:
             self.db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+            self._refuse_foreign(create)  # before anything is written to the file
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             fresh = not self._has_table("results")
-            self.db.executescript(_SCHEMA)
+            self.db.executescript(f"BEGIN;{_SCHEMA}COMMIT;")  # every table or none (kill -9)
         except sqlite3.OperationalError as exc:
             raise StoreError(f"{self.path}: cannot open it ({exc}): check that it is a writable file, "
                              f"or choose another --db") from None
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: not a ksweep results database ({exc})") from None
         self._check_schema(fresh)
+
+    def _refuse_foreign(self, create: bool) -> None:
+        """Another program's SQLite file (its own tables, not ksweep's) is never written to; a
+        reader is also refused a file that holds no tables (an empty one): it has no results."""
+        tables = {row[0] for row in self.db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
+        if tables and not {"meta", "results"} <= tables:
+            self.db.close()
+            raise StoreError(f"{self.path}: not a ksweep results database (it holds other tables: "
+                             f"{', '.join(sorted(tables))}): choose another --db")
+        if not tables and not create:
+            self.db.close()
+            raise StoreError(f"{self.path}: not a ksweep results database (it holds no tables)")
 
     def _has_table(self, name: str) -> bool:
         return self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
