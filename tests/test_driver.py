@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ksweep.confirm import Confirmation
 from ksweep.errors import EnvironmentProblem, Interrupted, KsweepError
 from ksweep.job import config_id
 from ksweep.spec.load import load_spec
@@ -238,6 +239,21 @@ def test_rerun_failed_evaluates_the_failures_again_and_all_everything(tmp_path):
     assert sorted(tuple(j.params.values()) for j in fake.builds) == [(2, 1), (2, 2)]
     assert all(r.status is Status.OK for r in stored(db).values())
     assert sweep(spec, db, FakeExecutor(timed), rerun="all").evaluated == 6
+
+
+def test_rerun_all_runs_the_default_config_once_before_its_confirmation_rounds(tmp_path):
+    """--rerun all evaluated the default config in the sweep, then again before confirming
+    (a second history row, a hanging default's timeout twice)."""
+    spec = toy(tmp_path)  # the default A=1 B=1 is not among the leaders
+    db = tmp_path / "r.db"
+    conf = Confirmation(1, 2)
+    sweep(spec, db, FakeExecutor(timed), confirm=conf)
+    fake = FakeExecutor(timed)
+    assert sweep(spec, db, fake, rerun="all", confirm=conf).evaluated == 6
+    default = {"A": 1, "B": 1}
+    assert sum(dict(j.params) == default for j, _ in fake.runs) == 1 + 2  # evaluated, then its 2 rounds
+    with Store(db) as store:
+        assert sum(h.params == default for h in store.history()) == 2  # once per sweep
 
 
 def test_a_result_of_another_gpu_model_is_run_again(tmp_path):

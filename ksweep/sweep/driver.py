@@ -522,8 +522,9 @@ class Sweep:
             self.store.set_meta(f"default:{variant}:{shape}", job.config_id)  # the speed-up's baseline
             if job.config_id not in jobs:
                 stored = self.store.get(variant, shape, job.config_id)
-                if stored is None or stored.cache_key != job.cache_key or self.options.rerun == "all":  # it is now, as
-                    # part of the confirmation (not counted by --max-evals, nor shown as progress)
+                rerun = self.options.rerun == "all" and job.config_id not in current  # not evaluated by this sweep
+                if stored is None or stored.cache_key != job.cache_key or rerun:  # it is now, as part of the
+                    # confirmation (not counted by --max-evals, nor shown as progress)
                     build, outcome = self._measure(target, replace(job, phase="default"))
                     stored = self.finish(replace(job, phase="default"), build, outcome, target.reference,
                                          observe=False)
