@@ -84,6 +84,20 @@ def test_table_of_nan_and_inf_rows(old_db, capsys):
     assert ["CHECKSUM_MISMATCH", "checksum=inf"] in [c[-2:] for c in cells]
 
 
+def test_a_parameter_the_spec_no_longer_has_keeps_its_column(tmp_path, capsys):
+    """B taken out of the spec: the table's columns were the spec's (A alone), so the results
+    swept with B (superseded, shown by --superseded) read as one config twice, A=2 at 1 ms and 2 ms."""
+    path = tmp_path / "p.db"
+    with Store(path) as store:
+        store.set_meta("objective", {"metric": "ms", "direction": "min"})
+        store.put_many([ok(2, 1, ms=1.0), ok(2, 2, ms=2.0)])
+        store.put(Result("v", "s", {"A": 3}, Status.OK, metrics={"ms": 3.0}))
+        store.set_meta("params:v:s", ["A"])  # as the sweep without B kept it
+    lines = report(capsys, str(path)).splitlines()
+    assert lines[1].split()[:2] == ["A", "B"]
+    assert [ln.split()[:3] for ln in lines[2:5]] == [["2", "1", "-"], ["2", "2", "-"], ["3", "-", "-"]]
+
+
 def test_json_of_nan_and_inf_rows_is_strict_json(old_db, capsys):
     records = strict_json(report(capsys, old_db, "--format", "json"))
     metrics = {(r["params"]["A"], r["params"]["B"]): r["metrics"] for r in records}

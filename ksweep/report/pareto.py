@@ -23,7 +23,7 @@ from ..spec.model import Objective
 from ..spec.objectives import ENERGY_METRICS
 from ..status import Status
 from .rank import finite_value, group_results
-from .table import fmt_cell
+from .table import fmt_cell, param_names
 
 def nondominated(points: Sequence[Sequence[float]], maximise: Sequence[bool]) -> list[bool]:
     """For each point (one value per objective), whether no other point dominates it."""
@@ -80,7 +80,7 @@ def render_fronts(results: Sequence[Result], objectives: Sequence[Objective], co
                       soft_wrap=True)
         return
     for (variant, shape, gpu, phase), rows in found.items():
-        names = (param_order or {}).get((variant, shape)) or list(rows[0].params)
+        names = param_names(param_order, variant, shape, rows)
         metrics = [o.metric for o in objectives]
         metrics += [m for m in ENERGY_METRICS if m not in metrics and any(m in r.metrics for r in rows)]
         title = (f"Pareto front over {describe(objectives)} · variant {variant} · shape {shape}"

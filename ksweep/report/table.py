@@ -75,7 +75,7 @@ def render(results: Iterable[Result], objective: str, direction: str, console: C
     said: set[tuple[str, str]] = set()  # the shape × variants whose confirmation line is printed
     for (variant, shape, gpu, phase), rows in groups.items():
         ranked = rank(rows, objective, direction)
-        names = (param_order or {}).get((variant, shape)) or list(ranked[0].params)
+        names = param_names(param_order, variant, shape, ranked)
         ok = [r for r in ranked if finite_value(r, objective) is not None]
         # OK rows whose objective is missing or not finite (older databases): never ranked
         unranked = [r for r in ranked if r.status is Status.OK and finite_value(r, objective) is None]
@@ -265,6 +265,14 @@ def _more_note(more_ok: int, hidden: Sequence[Result]) -> str:
     if not parts:
         return ""
     return escape(f"  … and {', '.join(parts)} (ksweep report --top 0 / --all)")
+
+
+def param_names(param_order: Mapping[tuple[str, str], list[str]] | None, variant: str, shape: str,
+                rows: Sequence[Result]) -> list[str]:
+    """The parameter columns of one table: the spec's order as the sweep kept it, then any
+    other parameter a row has (one the spec no longer has: its results must not read alike)."""
+    names = list((param_order or {}).get((variant, shape)) or ())
+    return names + list(dict.fromkeys(n for r in rows for n in r.params if n not in names))
 
 
 def _row(r: Result, names, metrics, has_checksum, has_kernel=False) -> list[str]:
