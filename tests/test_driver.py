@@ -434,6 +434,37 @@ def test_ctrl_c_after_the_sweep_ended_still_says_what_it_evaluated(tmp_path):
     assert caught.value.summary.evaluated == 6 and len(stored(tmp_path / "r.db")) == 6
 
 
+def test_a_second_ctrl_c_while_the_first_stops_the_executor_still_says_what_was_evaluated(tmp_path):
+    """Ctrl-C twice (or a signal sent to ksweep and to its process group: `timeout -s INT`):
+    the second one, arriving while the driver killed the programs, replaced the sweep's
+    Interrupted by a bare KeyboardInterrupt, and the command line said 'interrupted: 0 evaluated'."""
+    class StoppedAgainOnCancel(FakeExecutor):
+        def shutdown(self, cancel=False):
+            super().shutdown(cancel)
+            if cancel:
+                raise KeyboardInterrupt
+
+    def answer(job):
+        return (Status.OK, STOPPED) if tuple(job.params.values()) == (2, 2) else timed(job)
+
+    class StoppedAgainAfterwards(FakeExecutor):  # ... or while the sweep's executor is closed
+        def shutdown(self, cancel=False):
+            super().shutdown(cancel)
+            if not cancel:
+                raise KeyboardInterrupt
+
+    from ksweep.sweep.local import run_with
+
+    spec = toy(tmp_path)
+    with pytest.raises(Interrupted) as caught:
+        sweep(spec, tmp_path / "r.db", StoppedAgainOnCancel(answer), lookahead=1)
+    assert caught.value.summary.interrupted and caught.value.summary.evaluated == 3
+    with pytest.raises(Interrupted) as caught:
+        run_with(spec, lambda: StoppedAgainAfterwards(answer), db=tmp_path / "again.db",
+                 options=SweepOptions(strategy="grid", lookahead=1))
+    assert caught.value.summary.interrupted and caught.value.summary.evaluated == 3
+
+
 # -- replayed data ---------------------------------------------------------------------------------
 
 def test_a_sweep_of_recorded_results_stores_what_was_recorded(tmp_path):

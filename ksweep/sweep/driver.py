@@ -241,9 +241,12 @@ class Sweep:
             self.flush_held()
         except KeyboardInterrupt:
             self.summary.interrupted = True
-            self.flush_held()  # finished compile errors are results: Ctrl-C loses nothing finished
-            self.executor.shutdown(cancel=True)
-            raise Interrupted(self.summary) from None
+            try:
+                self.flush_held()  # finished compile errors are results: Ctrl-C loses nothing finished
+                self.executor.shutdown(cancel=True)
+            finally:  # a second Ctrl-C meanwhile (or the signal sent to the process group too) still
+                # says what the sweep evaluated; what the cut clean-up left, the session's reaping stops
+                raise Interrupted(self.summary) from None
         except BaseException:
             self.summary.failed = True
             raise

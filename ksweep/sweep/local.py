@@ -146,10 +146,17 @@ def check_options(spec: Spec, options: SweepOptions, own_strategy: bool = False,
 @contextlib.contextmanager
 def finished_sweep(summary: Summary | None):
     """Ctrl-C in what follows a sweep (shutting down, cleaning up): Interrupted with what the
-    sweep had evaluated, when it had ended (not a bare KeyboardInterrupt that counts 0)."""
+    sweep had evaluated, when it had ended or was itself interrupted (not a bare
+    KeyboardInterrupt that counts 0)."""
     try:
         yield
     except KeyboardInterrupt as exc:
-        if summary is not None and not isinstance(exc, Interrupted):
+        if isinstance(exc, Interrupted):
+            raise
+        # a second Ctrl-C while the sweep's own Interrupted was on its way: that one's count
+        first = exc.__context__ if isinstance(exc.__context__, Interrupted) else None
+        if summary is None and first is not None:
+            summary = first.summary
+        if summary is not None:
             raise Interrupted(summary) from None
         raise
