@@ -175,8 +175,9 @@ def best_result(db: str | Path, shape: str | None = None, variant: str | None = 
 
 
 def write_csv(db: Path) -> Path | None:
-    """Every result of a database as CSV beside it (``.csv``); None when there is no database."""
-    if not db.exists():
+    """Every result of a database as CSV beside it (``.csv``); None when there is no database
+    (nothing, or a folder: the sweep's own error about it is the one to say)."""
+    if not db.is_file():
         return None
     with Store(db, create=False) as store:
         results = store.results()

@@ -420,6 +420,25 @@ def test_a_database_of_another_program_is_refused_and_left_as_it_was(tmp_path):
     assert r.returncode == 2 and "not a ksweep results database" in r.stderr and empty.stat().st_size == 0
 
 
+def test_a_reader_given_a_folder_is_told_to_give_the_database_file_not_db(tmp_path):
+    """`ksweep report FOLDER` said "give --db a file name", an option report does not have;
+    it now asks for a database file and names the ones the folder holds. `run --db FOLDER`
+    says so too (its own error was replaced by the one of writing the CSV afterwards)."""
+    (tmp_path / ".ksweep").mkdir()
+    with Store(tmp_path / ".ksweep" / "s.db"):
+        pass
+    for command in (["report"], ["history"], ["export", "--format", "json"]):
+        r = cli(*command, str(tmp_path))
+        assert r.returncode == 2, r.stderr
+        (line,) = r.stderr.strip().splitlines()
+        assert "--db" not in line and "is a directory, not a results database: give a database file" in line
+        assert str(tmp_path / ".ksweep" / "s.db") in line
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = cli("run", str(toy(tmp_path, a=[1], b=[1])), "--db", str(empty), "-q")  # a writer: a name for a new one
+    assert r.returncode == 2 and f"give a database file, e.g. {empty / 'results.db'}" in r.stderr
+
+
 # -- kill -9 at random moments over a whole sweep ---------------------------------------------
 
 @pytest.mark.parametrize("strategy, evals, wanted_kills", [
