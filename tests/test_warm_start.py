@@ -21,7 +21,7 @@ from ksweep.replay.importers import parse_kernel_tuner
 from ksweep.replay.stats import evals_to_within
 from ksweep.replay.warm import database_prior, dataset_prior, load_prior
 from ksweep.job import config_id
-from ksweep.report.estimate import Cost, cost_of, wall_seconds
+from ksweep.report.estimate import Cost, cost_of, duration, wall_seconds
 from ksweep.result import Result
 from ksweep.spec.model import Param
 from ksweep.status import Status
@@ -717,3 +717,10 @@ def test_a_search_with_a_prior_killed_and_resumed_ends_as_an_uninterrupted_one(t
         run(tmp_path / "killed", 30, kill_after=10)
     resumed = run(tmp_path / "killed", 30)
     assert resumed == clean
+
+
+def test_a_duration_beyond_two_years_is_said_in_years():
+    """A 40-parameter space's exhaustive estimate read "4282290418815.6 days"."""
+    assert [duration(s) for s in (45, 12 * 60, 3.4 * 3600, 5.2 * 86400)] == ["45 s", "12 min", "3.4 h", "5.2 days"]
+    assert duration(3.1 * 365.25 * 86400) == "3.1 years"
+    assert duration(4282290418815.6 * 86400) == "about 1e+10 years"

@@ -101,7 +101,7 @@ def confirmation_seconds(runs: int, cost: Cost, gpus: int) -> float:
 
 
 def duration(seconds: float) -> str:
-    """'45 s', '12 min', '3.4 h', '5.2 days'."""
+    """'45 s', '12 min', '3.4 h', '5.2 days', '3.1 years', 'about 4e+09 years'."""
     if not math.isfinite(seconds):
         return "unknown"
     if seconds < 90:
@@ -110,4 +110,7 @@ def duration(seconds: float) -> str:
         return f"{seconds / 60:.0f} min"
     if seconds < 48 * 3600:
         return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
+    if seconds < 730 * 86400:
+        return f"{seconds / 86400:.1f} days"
+    years = seconds / (365.25 * 86400)
+    return f"{years:.1f} years" if years < 1000 else f"about {years:.0e} years"
