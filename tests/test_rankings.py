@@ -115,6 +115,9 @@ def test_the_stored_confirmation_pairs_its_rounds():
     assert confirmation_line(conf).startswith("  confirmed: 2 configs x 3 rounds")
     alone = confirmed(results, tuned_runs[:1], "min")[("v", "s")]
     assert confirmation_line(alone) == "  confirmed: 1 config x 1 round"  # not "1 configs x 1 rounds"
+    # a confirmation cut short (Ctrl-C in round 2): the default has 2 runs, not the 3 the line said
+    cut = confirmed(results, interleaved[:-1], "min", {("v", "s"): config_id(default)})[("v", "s")]
+    assert confirmation_line(cut).startswith("  confirmed: 2 configs x 2-3 rounds")
     assert "TIE" not in confirmation_line(conf)
     # the default confirmed by one sweep, the tuned config by a later one (the sweep extended):
     # their rounds 0, 1, 2 were not taken together, so they are not paired

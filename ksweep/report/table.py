@@ -205,7 +205,11 @@ def confirmation_line(conf: Confirmed) -> str:
     """'  confirmed: 6 configs × 3 rounds; BEST is 1.27x the default (95% interval 1.21-1.33); 1 TIE'."""
     ties = sum(v.mark == "TIE" for v in conf.verdicts.values())
     n = len(conf.verdicts)
-    text = f"  confirmed: {n} config{'s' if n != 1 else ''} x {conf.rounds} round{'s' if conf.rounds != 1 else ''}"
+    # a confirmation cut short (Ctrl-C) leaves some configs with fewer rounds: the range, not the plan
+    fewest = min((v.interval.n + v.failed for v in conf.verdicts.values()), default=conf.rounds)
+    rounds = f"{fewest}-{conf.rounds} rounds" if fewest < conf.rounds else \
+        f"{conf.rounds} round{'s' if conf.rounds != 1 else ''}"
+    text = f"  confirmed: {n} config{'s' if n != 1 else ''} x {rounds}"
     if conf.best is None:
         return text + "; no config passed every confirmation run: no BEST"
     if conf.speedup is not None and conf.best != conf.default:
