@@ -481,6 +481,43 @@ def test_an_edit_undone_is_its_revision_again_with_its_own_confirmation_runs():
     assert r2.regression and not again.regression and again.speedup == pytest.approx(1.201 / 1.001)
 
 
+def test_a_revision_again_keeps_its_results_not_measured_again_and_takes_its_own_confirmation_runs():
+    """r1 (A=2 the leader), a partial sweep of r2 (A=1 alone), r1 again (A=1 measured, A=2
+    resumed): A=2's new confirmation runs went to r1's first point (a median of both times)
+    and r1 (again) knew only A=1."""
+    from ksweep.report.history import timeline
+    from ksweep.result import Measurement
+
+    def res(ms, rev, t, a):
+        return Result("v", "s", {"A": a}, Status.OK, metrics={"ms": ms}, cache_key="k", finished=t, revision=rev)
+
+    history = [res(1.0, "r1", 100, 1), res(0.9, "r1", 101, 2), res(1.2, "r2", 200, 1), res(1.0, "r1", 300, 1)]
+    runs = []
+    for start, lead in ((150, 0.9), (350, 0.8)):
+        for r in range(3):
+            runs += [Measurement("v", "s", {"A": 2}, "k", r, Status.OK, value=lead + 0.001 * r, finished=start + r),
+                     Measurement("v", "s", {"A": 1}, "k", r, Status.OK, value=1.0, finished=start + r + 0.5)]
+    first, r2, again = timeline(history, runs, "ms", "min")[("v", "s")]
+    assert (first.value, first.interval.n, first.params) == (pytest.approx(0.901), 3, {"A": 2})
+    assert r2.value == 1.2 and not r2.confirmed and r2.regression
+    assert again.label == "r1 (again)" and again.evaluated == 1  # A=1 measured then; A=2's result stands
+    assert (again.value, again.interval.n, again.params) == (pytest.approx(0.801), 3, {"A": 2})
+
+
+def test_again_is_counted_over_every_shape_so_the_shared_axis_keeps_time_order():
+    """Shape a swept on r1; shape b on r2, then on r1: b's r1 was labelled "r1" like a's, and on
+    the shared axis (r1, r2) its line went back from r2 to r1."""
+    from ksweep.report.history import revision_axis, timeline
+
+    def res(shape, rev, t):
+        return Result("v", shape, {"A": 1}, Status.OK, metrics={"ms": 1.0}, cache_key="k", finished=t, revision=rev)
+
+    lines = timeline([res("a", "r1", 100), res("b", "r2", 200), res("b", "r1", 300)], [], "ms", "min")
+    assert [p.label for p in lines[("v", "a")]] == ["r1"]
+    assert [p.label for p in lines[("v", "b")]] == ["r2", "r1 (again)"]
+    assert revision_axis(lines) == ["r1", "r2", "r1 (again)"]
+
+
 def test_an_uncommitted_edit_undone_and_swept_again_ends_the_history_where_the_source_is(repo):
     """v1 swept; an uncommitted edit (slower) swept; the edit undone and swept again: the
     history's last line is v1 again, faster than the edit, not the edit's REGRESSION."""

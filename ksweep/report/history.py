@@ -60,53 +60,64 @@ def timeline(history: Iterable[Result], measurements: Iterable[Measurement], met
 
     A point is a run of consecutive results (in the order they finished) of one revision: a
     revision measured again after another one (an edit undone, then swept again) is a point
-    of its own, its ``occurrence`` counting the times, so that the last point is what was
-    measured last."""
-    rows_by: dict[tuple[str, str], list[Result]] = {}
-    for r in history:
-        rows_by.setdefault((r.variant, r.shape), []).append(r)
+    of its own, so that the last point is what was measured last. Its ``occurrence`` counts
+    the times the revision was measured, over every shape and variant (a shape swept on r1,
+    then only another on r2, then the first on r1 again: "r1 (again)"), so that one label is
+    one time on a shared axis. A point's best is of every result of its revision up to its
+    end: those of an earlier time that were not measured again (a sweep that resumed them)
+    stand, as they do in the report."""
+    rows_all = sorted(history, key=lambda r: r.finished or 0.0)  # stable: rows of one time keep their order
+    times: list[tuple[str, float]] = []  # every time a revision was measured: (revision, its start)
+    for r in rows_all:
+        rev = r.revision or BEFORE
+        if not times or times[-1][0] != rev:
+            times.append((rev, r.finished or 0.0))
     segments: dict[tuple[str, str], list[tuple[str, list[Result]]]] = {}
-    for group, rows in rows_by.items():
-        runs: list[tuple[str, list[Result]]] = []
-        # sorted() is stable: rows of one time (or of none: before the history) keep their order
-        for r in sorted(rows, key=lambda r: r.finished or 0.0):
-            rev = r.revision or BEFORE
-            if not runs or runs[-1][0] != rev:
-                runs.append((rev, []))
-            runs[-1][1].append(r)
-        segments[group] = runs
+    for r in rows_all:
+        runs = segments.setdefault((r.variant, r.shape), [])
+        rev = r.revision or BEFORE
+        if not runs or runs[-1][0] != rev:
+            runs.append((rev, []))
+        runs[-1][1].append(r)
     ms = list(measurements)
-    # a confirmation run belongs to the point of its config's latest row measured before it
-    # (a header edit keeps the key, and an edit undone is the same revision again)
-    rows_of: dict[tuple, list[tuple[float, int]]] = {}
-    for group, runs in segments.items():
-        for i, (_, rows) in enumerate(runs):
-            for r in rows:
-                rows_of.setdefault((*group, config_id(r.params)), []).append((r.finished or 0.0, i))
+    # a confirmation run belongs to its config's revision (of its latest row measured before the
+    # run: a header edit keeps the key, and an edit undone is the same revision again), at the
+    # point of that revision current when the run was taken
+    rows_of: dict[tuple, list[tuple[float, str]]] = {}
+    for r in rows_all:
+        rows_of.setdefault((r.variant, r.shape, config_id(r.params)), []).append((r.finished or 0.0, r.revision or BEFORE))
 
-    def owner(m):
-        seen = [(t, i) for t, i in rows_of.get((m.variant, m.shape, config_id(m.params)), ())
+    def owner(m) -> int | None:
+        seen = [(t, rev) for t, rev in rows_of.get((m.variant, m.shape, config_id(m.params)), ())
                 if m.finished is None or t <= m.finished]
-        return max(seen)[1] if seen else None
+        if not seen:
+            return None
+        rev = max(seen)[1]
+        runs = segments[(m.variant, m.shape)]
+        return max(i for i, (r, rows) in enumerate(runs)
+                   if r == rev and (m.finished is None or (rows[0].finished or 0.0) <= m.finished))
     owners = [owner(m) for m in ms]
     out = {}
     for group, runs in segments.items():
         points: list[Point] = []
-        times: dict[str, int] = {}
         for i, (rev, rows) in enumerate(runs):
             own = [m for m, o in zip(ms, owners) if o == i and (m.variant, m.shape) == group]
-            times[rev] = times.get(rev, 0) + 1
-            points.append(_point(group, rev, rows, own, metric, direction, rows[0].finished, times[rev]))
+            start = rows[0].finished or 0.0
+            occurrence = sum(1 for r, t in times if r == rev and t <= start)
+            standing = [x for r, seg in runs[:i + 1] if r == rev for x in seg]  # in time order
+            evaluated = len({config_id(x.params) for x in rows})  # distinct configs: one measured again counts once
+            points.append(_point(group, rev, standing, own, metric, direction, rows[0].finished, evaluated,
+                                 max(1, occurrence)))
         out[group] = _changes(points, direction, tolerance)
     return out
 
 
-def _point(group, rev, rows: Sequence[Result], ms, metric, direction, first_seen, occurrence: int = 1) -> Point:
-    valid = [r for r in rows if finite_value(r, metric) is not None]
-    evaluated = len({config_id(r.params) for r in rows})  # distinct configs: one measured again counts once
-    if not valid:
+def _point(group, rev, rows: Sequence[Result], ms, metric, direction, first_seen, evaluated: int,
+           occurrence: int = 1) -> Point:
+    # a config measured twice: its last result (one that failed since stands as failed)
+    latest = {cid: r for cid, r in {config_id(r.params): r for r in rows}.items() if finite_value(r, metric) is not None}
+    if not latest:
         return Point(rev, first_seen, None, evaluated=evaluated, occurrence=occurrence)
-    latest = {config_id(r.params): r for r in valid}  # a config measured twice: its last result
     conf = confirmed(list(latest.values()), [m for m in ms if (m.variant, m.shape) == group], direction).get(group)
     if conf is not None and conf.best is not None:
         v = conf.verdicts[conf.best]
