@@ -4,7 +4,7 @@ spec's own build command (the kernel alone: CI has no cuBLASLt to link), ptxas r
 parsed, and the shared memory the spec estimates is checked against the kernel's own
 SharedStorage size; the harness's host-side logic runs its self-test.
 
-The three compiles take about two minutes on a 2-core machine (45-70 CPU-seconds each with CUDA 13).
+The three compiles take most of the file's 90 s on a 2-core machine (45-70 CPU-seconds each with CUDA 13).
 """
 
 from __future__ import annotations
