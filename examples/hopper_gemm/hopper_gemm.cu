@@ -124,8 +124,9 @@ namespace hg {
 using namespace cute;
 
 // An epilogue visitor node: the value of a [rows, N] table at row (m mod rows), column n.
-// The table is stored with its rows repeated three times, so the rows a CTA tile (at most 256
-// rows, POS_ROWS >= 64) reads are one contiguous strided block starting at (m0 mod rows): each
+// The table is stored with its rows repeated three times, so the rows a CTA tile reads are one
+// contiguous strided block starting at (m0 mod rows), at most row rows - 1 + TILE_M - 1, inside
+// the 3 * rows rows while TILE_M <= 2 * rows + 1 (a static_assert below): each
 // thread loads its part of an epilogue subtile straight from global memory (the table stays in
 // L2), POS_VEC elements per load where the register layout allows.
 // What both table nodes (below) take, and their workspace: none.
@@ -156,7 +157,7 @@ struct Sm90ModRowTable : ModRowTableCommon<ElementTable> {
   template <class ProblemShape>
   static bool can_implement(ProblemShape const &problem_shape, Arguments const &args) {
     auto [M, N, K, L] = problem_shape;
-    return args.ptr != nullptr && args.rows >= 64 && args.ld >= N;
+    return args.ptr != nullptr && args.rows == POS_ROWS && args.ld >= N;  // POS_ROWS: the static_assert's
   }
 
   CUTLASS_HOST_DEVICE Sm90ModRowTable() {}
@@ -340,6 +341,7 @@ using Fusion = fusion::LinearCombination<ElementD, ElementCompute, ElementC, Ele
 #elif defined(HG_PROBE_BIAS_ONLY) && EPILOGUE == 1
 using Fusion = fusion::LinCombPerColBias<ElementD, ElementCompute, ElementBias, ElementC, ElementCompute>;
 #elif EPILOGUE == 0
+static_assert(TILE_M <= 2 * POS_ROWS + 1, "a tile's rows of the positional table run past its 3 * POS_ROWS stored rows");
 #if POS_PREFETCH == 2
 using EpiDesc = cutlass::epilogue::collective::detail::EpilogueDescriptor<TileShape, EpilogueTile, ElementC, ElementD, EpilogueSchedule>;
 using TableDesc = cutlass::epilogue::collective::detail::AuxLoadDescriptor<EpiDesc, LayoutD, ElementBias>;
