@@ -126,10 +126,10 @@ class Store:
         self.migrated: str | None = None  # what opening it changed (an older schema), for a message
         self._lock_fd: int | None = None
         self._depsets: set[str] = set()
-        if self.path.is_dir():  # the databases it holds, or for a new one a name in it
-            found = sorted(str(p) for p in (*self.path.glob("*.db"), *self.path.glob(".ksweep/*.db")))[:3]
+        if self.path.is_dir():  # a reader: the databases it holds; a writer (run --db FOLDER): a new name in it
+            found = [] if create else \
+                sorted(str(p) for p in (*self.path.glob("*.db"), *self.path.glob(".ksweep/*.db")))[:3]
             example = " or ".join(found) if found else str(self.path / "results.db") if create else ""
-            # (a writer's: `run --db FOLDER`, a name for a new one in it; a reader's: the ones it holds)
             raise StoreError(f"{self.path} is a directory, not a results database: give a database file"
                              + (f", e.g. {example}" if example else ""))
         if not create and not self.path.exists():
