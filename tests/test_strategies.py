@@ -198,6 +198,17 @@ def test_auto_uses_grid_only_when_the_budget_covers_the_space(space):
     assert make_strategy("auto", space).chosen == "surrogate"
 
 
+
+def test_auto_under_a_time_limit_or_patience_searches_by_promise_even_with_a_budget_covering_the_space(space):
+    """`run --max-evals N --time-limit T` with N at least the space's size ran a grid that the
+    time limit cut short: the space's first configs in spec order (the review's finding)."""
+    from ksweep.sweep.driver import _strategy
+
+    assert _strategy("auto", space, 0, len(space), unbounded=True).chosen == "grid"
+    assert _strategy("auto", space, 0, None, unbounded=True).chosen == "grid"
+    assert _strategy("auto", space, 0, len(space), unbounded=False).chosen == "surrogate"
+
+
 def test_budget_patience_and_failures_count():
     b = Budget(max_evals=10, patience=3)
     for v in (5.0, None, 4.0, None, None):

@@ -1001,8 +1001,10 @@ def _strategy(name: str, space, seed: int, max_evals: int | None, unbounded: boo
     from ..strategies import make_strategy
 
     # auto: a budget that covers the space (no --max-evals, no --time-limit, no --patience
-    # covers any space) means grid; docs/strategies.md
-    hint = max_evals if max_evals is not None else (space_size(space) if unbounded else None)
+    # covers any space) means grid; a time limit or patience may end it first, and a grid cut
+    # short evaluates the space's first configs: no hint then (a search by promise);
+    # docs/strategies.md
+    hint = (max_evals if max_evals is not None else space_size(space)) if unbounded else None
     return make_strategy(name, space, seed=seed, budget_hint=hint, prior=prior)
 
 
