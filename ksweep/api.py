@@ -420,10 +420,9 @@ def _stored(db: str | Path | None, spec: Spec, groups: Sequence[tuple[str, str]]
     return tuple(counts.get(g, 0) for g in groups)
 
 
-def sample_builds(spec: Spec, count: int, seed: int = 0, cache: str | Path | None = None) -> list[float]:
-    """Build ``count`` random valid configs of the spec's first shape × variant that has any
-    (through the build cache, so the sweep reuses them) and return each one's build wall
-    seconds (for a config the cache already held, what its build took when it was made)."""
+def _sample_jobs(spec: Spec, count: int, seed: int):
+    """The jobs of ``count`` random valid configs of the spec's first shape × variant that has
+    any; the first k of them are the same whatever ``count`` (at least k)."""
     from .space.space import Space
     from .sweep.jobs import JobFactory
 
@@ -434,19 +433,40 @@ def sample_builds(spec: Spec, count: int, seed: int = 0, cache: str | Path | Non
         return []
     shape, variant, space = found
     factory = JobFactory(spec, shape, variant, space, mode_for(spec))
-    builder = make_builder(spec, cache and Path(cache))
     rng = np.random.default_rng(seed)
     size = space.size
-    picks: set[int] = set()
+    picks: list[int] = []
     while len(picks) < min(count, size):  # distinct configs (a space may be too large for numpy's choice)
-        picks.add(int(rng.integers(size)) if size < 2**63 else int(rng.random() * size))
-    picks = sorted(picks)
+        i = int(rng.integers(size)) if size < 2**63 else int(rng.random() * size)
+        if i not in picks:
+            picks.append(i)
+    return [factory.make(space[i]) for i in sorted(picks)]
+
+
+def sample_builds(spec: Spec, count: int, seed: int = 0, cache: str | Path | None = None) -> list[float]:
+    """Build ``count`` random valid configs of the spec's first shape × variant that has any
+    (through the build cache, so the sweep reuses them) and return each one's build wall
+    seconds (for a config the cache already held, what its build took when it was made)."""
+    builder = make_builder(spec, cache and Path(cache))
     seconds = []
-    for i in picks:
-        result = builder.build(factory.make(space[i]))
+    for job in _sample_jobs(spec, count, seed):
+        result = builder.build(job)
         took = getattr(result, "built_seconds", 0.0)  # none for a build that Ctrl-C stopped
         if took > 0:
             seconds.append(took)
+    return seconds
+
+
+def cached_sample_builds(spec: Spec, cache: str | Path | None = None, most: int = 64) -> list[float]:
+    """The build seconds of ``plan --estimate``'s sample configs that the build cache holds
+    (the same configs: the same seed), building nothing: ``run --effort`` estimates from them
+    when its database has no build time yet."""
+    builder = make_builder(spec, cache and Path(cache))
+    seconds = []
+    for job in _sample_jobs(spec, most, 0):
+        meta = builder.cache.lookup(job.build_cache_key)
+        if meta and meta.get("seconds", 0) > 0:
+            seconds.append(float(meta["seconds"]))
     return seconds
 
 

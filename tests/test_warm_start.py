@@ -585,6 +585,19 @@ def test_plan_estimate_builds_sample_configs_that_the_sweep_then_reuses(tmp_path
     assert again["source"] == "sample builds, runs from the database" and again["runs"] == 10 and again["run_seconds"] > 0
 
 
+def test_run_effort_estimates_from_the_sample_builds_plan_estimate_left_in_the_cache(tmp_path, capsys):
+    """``plan --estimate 3`` then ``run --effort quick``: the run said "no build or run time
+    measured yet", although the build cache held the three sample builds."""
+    spec_path = _gcc_toy(tmp_path, a=list(range(1, 11)), b=[1, 2, 3, 4])
+    assert main(["plan", spec_path, "--estimate", "3", "--jobs", "2", "--json"]) == 0
+    planned = json.loads(capsys.readouterr().out)["estimate"]["cost"]
+    assert main(["run", spec_path, "--effort", "quick", "--max-evals", "2", "--no-confirm", "-q"]) == 0
+    err = capsys.readouterr().err
+    line = next(ln for ln in err.splitlines() if "effort quick:" in ln)
+    assert "no build or run time measured" not in line
+    assert f"{planned['build_seconds']:.1f} s per build ({planned['builds']} sample builds)" in line, line
+
+
 def test_sample_builds_come_from_a_shape_that_has_valid_configs(tmp_path, capsys):
     """``plan --estimate 2`` whose first shape has no valid config built nothing and said "no
     build or run time measured yet (give --estimate N ...)"."""
