@@ -64,43 +64,34 @@ class _OptionError(argparse.ArgumentTypeError):
     pass
 
 
-def count_of(option: str, least: int = 1):
-    """An argparse type: a whole number of at least ``least``, with a message naming the option."""
-    def parse(text: str) -> int:
+def _option_type(option: str, convert, accept, wanted: str):
+    """An argparse type: ``convert(text)`` when it converts and ``accept`` takes it, else one
+    line naming the option and what to give (``wanted``)."""
+    def parse(text: str):
         try:
-            value = int(text)
+            value = convert(text)
         except ValueError:
-            raise _OptionError(f"{option} {text}: give a whole number of at least {least}") from None
-        if value < least:
-            raise _OptionError(f"{option} {text}: give a whole number of at least {least}")
+            value = None
+        if value is None or not accept(value):
+            raise _OptionError(f"{option} {text}: give {wanted}")
         return value
     return parse
+
+
+def count_of(option: str, least: int = 1):
+    """An argparse type: a whole number of at least ``least``."""
+    return _option_type(option, int, lambda v: v >= least, f"a whole number of at least {least}")
 
 
 def percent_of(option: str):
     """An argparse type: a percentage, 0 or more (``5`` or ``5%``), finite."""
-    def parse(text: str) -> float:
-        try:
-            value = float(text.rstrip("%"))
-        except ValueError:
-            value = float("nan")
-        if not 0 <= value < float("inf"):
-            raise _OptionError(f"{option} {text}: give a percentage, 0 or more")
-        return value
-    return parse
+    return _option_type(option, lambda t: float(t.rstrip("%")), lambda v: 0 <= v < float("inf"),
+                        "a percentage, 0 or more")
 
 
 def seconds_of(option: str):
-    """An argparse type: seconds, at least 0."""
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = float("nan")
-        if not value >= 0 or value == float("inf"):
-            raise _OptionError(f"{option} {text}: give a number of seconds, 0 or more")
-        return value
-    return parse
+    """An argparse type: seconds, 0 or more, finite."""
+    return _option_type(option, float, lambda v: 0 <= v < float("inf"), "a number of seconds, 0 or more")
 
 
 class _Version(argparse.Action):
