@@ -7,7 +7,7 @@ from ..report.pareto import stored_objectives
 from ..report.plot import plot_convergence, plot_heatmap
 from ..spec.objectives import metric_direction
 from ..store.sqlite import Store
-from .report import load_results
+from .report import check_names
 
 DIRECTION_HELP = ("min: lower is better, max: higher is better (default: the sweep's direction for one of its "
                   "objectives, max for a throughput such as gflops, tflops, bandwidth, else min)")
@@ -36,27 +36,26 @@ def add_parser(sub) -> None:
     c.set_defaults(handler=run_convergence)
 
 
-def metric_and_direction(args, objective) -> tuple[str, str]:
-    """The metric to plot and which way is better: --direction, else metric_direction's rule
-    over the sweep's objectives."""
+def _load(args):
+    """The results to plot, the metric and which way is better (--direction, else
+    metric_direction's rule over the sweep's objectives), read in one transaction."""
+    with Store(args.db, create=False) as store, store.snapshot():
+        check_names(store, args.shape, args.variant)
+        results = store.results(variant=args.variant, shape=args.shape)
+        objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
+        stored = store.get_meta("objectives") or ()
     metric = args.metric or objective["metric"]
-    if args.direction:
-        return metric, args.direction
-    with Store(args.db, create=False) as store:
-        objectives = stored_objectives([objective, *(store.get_meta("objectives") or ())])
-    return metric, metric_direction(metric, objectives)
+    return results, metric, args.direction or metric_direction(metric, stored_objectives([objective, *stored]))
 
 
 def run(args) -> int:
-    results, objective, _ = load_results(args.db, args.shape, args.variant)
-    metric, direction = metric_and_direction(args, objective)
+    results, metric, direction = _load(args)
     out = plot_heatmap(results, args.x, args.y, metric, direction, args.out)
     print(out)
     return 0
 
 
 def run_convergence(args) -> int:
-    results, objective, _ = load_results(args.db, args.shape, args.variant)
-    metric, direction = metric_and_direction(args, objective)
+    results, metric, direction = _load(args)
     print(plot_convergence(results, metric, direction, args.out))
     return 0

@@ -45,11 +45,6 @@ def count(text: str) -> int:
     return value
 
 
-def load_results(db: str, shape=None, variant=None):
-    results, objective, order, _ = load_all(db, shape, variant)
-    return results, objective, order
-
-
 def check_names(store: Store, shape=None, variant=None) -> None:
     """--shape and --variant must name one the database has (a typo would print nothing)."""
     for what, name in (("shape", shape), ("variant", variant)):
