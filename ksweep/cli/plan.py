@@ -66,11 +66,9 @@ def _spilled(spec, args) -> dict:
 def _estimate(spec, args):
     from pathlib import Path
 
-    from ..api import estimate, sample_builds
+    from ..api import cache_folder, estimate, sample_builds
     from ..report.estimate import sample_cost
     from ..sweep.local import default_db_path
-
-    from ..api import cache_folder
 
     # the build cache `ksweep run` with the same --db and --cache will use, so that it reuses the samples
     cache = cache_folder(args.db, args.cache)

@@ -103,11 +103,11 @@ def timeline(history: Iterable[Result], measurements: Iterable[Measurement], met
         for i, (rev, rows) in enumerate(runs):
             own = [m for m, o in zip(ms, owners) if o == i and (m.variant, m.shape) == group]
             start = rows[0].finished or 0.0
-            occurrence = sum(1 for r, t in times if r == rev and t <= start)
+            occurrence = sum(1 for r, t in times if r == rev and t <= start)  # 1 at least: its own time
             standing = [x for r, seg in runs[:i + 1] if r == rev for x in seg]  # in time order
             evaluated = len({config_id(x.params) for x in rows})  # distinct configs: one measured again counts once
             points.append(_point(group, rev, standing, own, metric, direction, rows[0].finished, evaluated,
-                                 max(1, occurrence)))
+                                 occurrence))
         out[group] = _changes(points, direction, tolerance)
     return out
 
