@@ -472,18 +472,21 @@ def cached_sample_builds(spec: Spec, cache: str | Path | None = None, most: int 
 
 def estimate(spec: Spec, *, db: str | Path | None = None, warm_start: Sequence[str] = (), cost=None,
              jobs: int | None = None, gpus: list[int] | None = None, shapes=None, variants=None,
-             max_evals: int | None = None, confirm_runs: int | None = None, limited: bool = False) -> Estimate:
+             max_evals: int | None = None, confirm_runs: int | None = None, limited: bool = False,
+             cached_samples: bool = False, cache: str | Path | None = None) -> Estimate:
     """The expected wall time of an exhaustive sweep and of each effort preset, on this
     machine (``jobs`` build jobs, the GPUs ``gpus`` selects), from ``cost`` or the times
     measured in ``db`` (or the --warm-start databases). The configs ``db`` already holds are
     not counted (a sweep resumes them); each shape × variant adds its confirmation's
     ``confirm_runs`` runs (at most the default --confirm's 5 leaders and the default, 3
     rounds). ``max_evals``: the user's budget, in place of the presets'; ``limited``: a time
-    limit or patience may end the sweep (strategies.effort.choose). With no run time
+    limit or patience may end the sweep (strategies.effort.choose); ``cached_samples``: with
+    no ``cost`` and no build time measured, the ``plan --estimate`` sample builds the build
+    cache ``cache`` holds (``cached_sample_builds``: nothing is built). With no run time
     measured the figures are the builds' alone (``Estimate.lower_bound``), and a preset does
     not choose a whole-space sweep on them."""
     from .confirm import Confirmation
-    from .report.estimate import confirmation_seconds, wall_seconds, with_runs
+    from .report.estimate import confirmation_seconds, sample_cost, wall_seconds, with_runs
     from .space.plan import make_plan
     from .strategies.effort import EFFORTS, choose
 
@@ -495,6 +498,9 @@ def estimate(spec: Spec, *, db: str | Path | None = None, warm_start: Sequence[s
     sizes = tuple(e.valid for e in entries)
     stored = _stored(db, spec, [(e.variant, e.shape) for e in entries])
     measured = measured_cost(db, warm_start)
+    if cost is None and cached_samples and (measured is None or not measured.builds):
+        seconds = cached_sample_builds(spec, cache)
+        cost = sample_cost(seconds) if seconds else None
     cost = measured if cost is None else with_runs(cost, measured)
     warm = bool(warm_start)
     if confirm_runs is None:

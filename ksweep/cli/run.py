@@ -145,18 +145,14 @@ def run(args) -> int:
     check_options(spec, SweepOptions(strategy=args.strategy or "auto", shapes=shapes, variants=variants,
                                      warm_start=warm_start if args.effort else ()), cli=True)
     if args.effort:
-        from ..api import cache_folder, cached_sample_builds, estimate, measured_cost
-        from ..report.estimate import sample_cost
+        from ..api import cache_folder, estimate
 
         db0 = Path(args.db) if args.db else default_db_path(spec)
         conf = _confirmation(args.confirm)
         # no build measured in the database (or a --warm-start one): `plan --estimate`'s sample
         # builds, when the build cache holds them (nothing is built here)
-        measured = measured_cost(db0, warm_start)
-        samples = [] if measured is not None and measured.builds else \
-            cached_sample_builds(spec, cache_folder(args.db, args.cache))
-        est = estimate(spec, db=db0, warm_start=warm_start, cost=sample_cost(samples) if samples else None,
-                       jobs=args.jobs, gpus=parse_gpus(args.gpus),
+        est = estimate(spec, db=db0, warm_start=warm_start, cached_samples=True,
+                       cache=cache_folder(args.db, args.cache), jobs=args.jobs, gpus=parse_gpus(args.gpus),
                        shapes=shapes, variants=variants, max_evals=args.max_evals,
                        limited=args.time_limit is not None or args.patience is not None,
                        confirm_runs=0 if conf is None else (conf.k + conf.default) * conf.rounds)
