@@ -49,6 +49,7 @@ class Result:
     driver: str | None = None
     build_seconds: float | None = None
     run_seconds: float | None = None
+    started: float | None = None  # when its run began (wall clock); None when it did not run
     finished: float | None = None
     deps: tuple = ()  # (path, digest) of every file its build read beyond the listed sources
     # the GPU around the run (NVML: clocks, temperature, power, throttle reasons; run/gpu_state.py)

@@ -54,6 +54,13 @@ def test_every_status(program_dir):
     assert results[8].metrics["ms"] == 3.0  # the result line after 200 MB of output is still found
     assert results[0].metrics == {"ms": 3.0, "gflops": pytest.approx(100 / 3, rel=1e-4), "checksum": 1.0}
     assert summary.counts == {s.value: list(EXPECTED.values()).count(s) for s in set(EXPECTED.values())}
+    # when each run began is stored (the wall clock); a config that never ran has none
+    for mode, r in results.items():
+        if r.status is Status.COMPILE_ERROR:
+            assert r.started is None and r.run_seconds is None
+        else:
+            assert r.started is not None and r.started <= r.finished, mode
+            assert r.finished - r.started >= r.run_seconds * 0.99, mode
 
 
 def test_hang_kills_the_whole_process_group(program_dir):

@@ -126,7 +126,7 @@ class KernelExecutor(SlotExecutor):
         with self._lock:
             req["bar_ms"] = self._best_ms.get(bar_key) if raced else None
         worker = self._worker(gpu, job.shape)
-        t0 = time.monotonic()
+        t0, started = time.monotonic(), time.time()
         timeout = eval_timeout(self.kspec)
         with watch(self.monitor, gpu.index) as watched:  # the GPU's clocks and throttling meanwhile
             answer = worker.request(req, timeout=timeout)
@@ -136,7 +136,7 @@ class KernelExecutor(SlotExecutor):
             with self._lock:
                 self._best_ms[bar_key] = min(ms, self._best_ms.get(bar_key, ms))
         return RunOutcome(status, message, metrics, time.monotonic() - t0, gpu, outputs_checked=checked,
-                          gpu_state=watched.state)
+                          gpu_state=watched.state, started=started)
 
     def shutdown(self, cancel: bool = False) -> None:
         for w in list(self._workers.values()):

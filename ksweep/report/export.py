@@ -19,7 +19,7 @@ from ..job import config_id
 from ..result import Result
 
 FIXED = ("variant", "shape", "phase", "status", "message", "regs", "spills", "smem", "cached",
-         "gpu_index", "gpu_name", "gpu_uuid", "driver", "build_seconds", "run_seconds", "finished", "cache_key")
+         "gpu_index", "gpu_name", "gpu_uuid", "driver", "build_seconds", "run_seconds", "started", "finished", "cache_key")
 
 
 def _confirmation(r: Result, conf) -> dict | None:

@@ -67,6 +67,7 @@ class PersistentHost:
                 captures[-1].start()
             request = {"op": "run", "lib": argv[0], "argv": argv, "cwd": str(workdir), "env": dict(job.run_env),
                        "stdout": str(logs / "stdout"), "stderr": str(logs / "stderr")}
+            started = time.time()
             try:
                 # [run] env is the host's environment too: what is read at start-up (LD_PRELOAD,
                 # CUDA_* settings of the driver) must be there before the host starts
@@ -76,7 +77,7 @@ class PersistentHost:
                     capture.finish()
             outcome, context_error = host_outcome(answer, elapsed, *captures)
             status, message, metrics = classify(outcome, job.run_timeout, job.shape, context_error)
-            return RunOutcome(status, message, metrics, outcome.seconds, gpu)
+            return RunOutcome(status, message, metrics, outcome.seconds, gpu, started=started)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
             shutil.rmtree(logs, ignore_errors=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,7 @@ class RunOutcome:
     gpu: Gpu | None = None
     outputs_checked: bool = False  # kernel mode: the run compared its outputs with the reference's itself
     gpu_state: dict = field(default_factory=dict)  # the GPU during the run (run/gpu_state.py)
+    started: float | None = None  # when the run began (wall clock, time.time()); None when it did not begin
 
 
 def run_argv(job: Job, build: BuildResult, workdir: Path, harness: Path | None) -> list[str]:
@@ -55,11 +57,12 @@ def run_job(job: Job, build: BuildResult, gpu: Gpu, scratch_root: Path, gate: St
             env["CUDA_VISIBLE_DEVICES"] = str(gpu.index)
         if gate is not None:
             gate.wait()
+        started = time.time()
         out = run_process(argv, cwd=workdir, timeout=job.run_timeout, env=env, output_limit=job.output_limit,
                           registry=registry, leftovers=True)
         if out.stopped:
             return STOPPED
         status, message, metrics = classify(out, job.run_timeout, job.shape)
-        return RunOutcome(status, message, metrics, out.seconds, gpu)
+        return RunOutcome(status, message, metrics, out.seconds, gpu, started=started)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -260,7 +260,7 @@ class Store:
             r.status.value, r.message, _dumps(dict(r.metrics)), r.regs, r.spills, r.smem,
             _dumps(list(r.kernels)), _dumps(list(r.build_argv)), r.cache_key, int(r.cached), r.phase,
             r.gpu_index, r.gpu_name, r.gpu_uuid, r.driver, r.build_seconds, r.run_seconds,
-            None, r.finished if r.finished is not None else time.time(), self._depset(r.deps),
+            r.started, r.finished if r.finished is not None else time.time(), self._depset(r.deps),
             int(r.verified), _dumps(dict(r.gpu_state)) if r.gpu_state else None,
             r.revision if r.revision is not None else self.revision,
         )
@@ -508,7 +508,7 @@ def _to_result(row, deps=lambda key: ()) -> Result:
         kernels=tuple(json.loads(d["kernels"] or "[]")), build_argv=tuple(json.loads(d["build_argv"] or "[]")),
         cache_key=d["cache_key"], cached=bool(d["cached"]), phase=d["phase"], gpu_index=d["gpu_index"],
         gpu_name=d["gpu_name"], gpu_uuid=d["gpu_uuid"], driver=d["driver"],
-        build_seconds=d["build_seconds"], run_seconds=d["run_seconds"], 
-        finished=d["finished"], deps=deps(d["deps"]), verified=bool(d["verified"]),
+        build_seconds=d["build_seconds"], run_seconds=d["run_seconds"],
+        started=d["started"], finished=d["finished"], deps=deps(d["deps"]), verified=bool(d["verified"]),
         gpu_state=json.loads(d["gpu_state"]) if d.get("gpu_state") else {}, revision=d.get("revision"),
     )

@@ -431,7 +431,7 @@ class Sweep:
             gpu_index=gpu.index if gpu else None, gpu_name=gpu.name if gpu else None,
             gpu_uuid=gpu.uuid if gpu else None, driver=gpu.driver if gpu else None,
             build_seconds=build.seconds, run_seconds=outcome.seconds if outcome else None,
-            finished=time.time(), deps=tuple(dict.fromkeys((*build.deps, *harness_deps, *job.inputs))),
+            started=outcome.started if outcome else None, finished=time.time(), deps=tuple(dict.fromkeys((*build.deps, *harness_deps, *job.inputs))),
             gpu_state=dict(outcome.gpu_state) if outcome is not None else {},
         )
         if outcome is not None and outcome.gpu_state:

@@ -127,8 +127,11 @@ class ExecutorSuite:
         assert models is None or (isinstance(models, tuple) and models and all(isinstance(m, str) for m in models))
 
     def test_a_good_job_builds_and_runs(self, executor, case):
+        before = time.time()
         built, outcome = build_and_run(executor, case.good)
         assert outcome.status is Status.OK, f"{outcome.status}: {outcome.message}"
+        # when the run began, on the wall clock (stored as the result's ``started``)
+        assert outcome.started is not None and before <= outcome.started <= time.time()
         assert case.metric in outcome.metrics
         assert outcome.gpu is not None
         if executor.gpu_models is not None:

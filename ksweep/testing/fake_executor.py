@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import random
 import threading
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -283,7 +284,8 @@ class FakeExecutor(Executor):
             return STOPPED, harness_path
         message = "" if plan.run is Status.OK else plan.failure_message(plan.run)
         metrics = dict(plan.metrics) if plan.run is Status.OK else {}
-        return RunOutcome(plan.run, message, metrics, RUN_SECONDS, gpu, gpu_state=dict(plan.gpu_state)), harness_path
+        return RunOutcome(plan.run, message, metrics, RUN_SECONDS, gpu, gpu_state=dict(plan.gpu_state),
+                          started=time.time()), harness_path
 
     # -- futures -----------------------------------------------------------------------------
     def _check_open(self) -> None:
