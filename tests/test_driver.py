@@ -256,6 +256,54 @@ def test_rerun_all_runs_the_default_config_once_before_its_confirmation_rounds(t
         assert sum(h.params == default for h in store.history()) == 2  # once per sweep
 
 
+def test_a_reader_during_rerun_all_sees_only_what_it_measured_again(tmp_path):
+    """During --rerun all, a reader (report, a plot) showed the stored results the sweep was
+    measuring again beside its new ones, and so the previous sweep's confirmed BEST. They
+    stand for nothing until measured again: a reader sees them once a plain run resumes."""
+    from ksweep.insight import best_result
+    from ksweep.observer import NullObserver
+
+    spec = toy(tmp_path)
+    db = tmp_path / "r.db"
+    conf = Confirmation(1, 2)
+    sweep(spec, db, FakeExecutor(timed), confirm=conf)
+    with Store(db) as store:
+        assert dict(best_result(store, "base", "default").params) == {"A": 2, "B": 1}
+
+    seen = []
+
+    class Reader(NullObserver):
+        def result(self, result, *_, **__):
+            with Store(db, create=False) as reader:
+                best = best_result(reader, "base", "default")
+                seen.append((len(reader.results()), dict(best.params) if best else None))
+
+    def slower_two(job):  # A=2 is now the slowest, A=1 B=1 the fastest
+        status, run, metrics = timed(job)
+        slower = 10.0 * (job.params["A"] == 2) + 0.5 * (job.params["A"] == 3)
+        return status, run, {**metrics, "ms": metrics["ms"] + slower}
+
+    with Store(db) as store:
+        Sweep(spec, store, FakeExecutor(slower_two), SweepOptions(rerun="all", confirm=conf, strategy="grid"),
+              observer=Reader()).run()
+    assert [n for n, _ in seen] == list(range(1, 7))  # the rows measured again so far, and those only
+    assert all(best != {"A": 2, "B": 1} for _, best in seen)
+    with Store(db, create=False) as store:
+        assert dict(best_result(store, "base", "default").params) == {"A": 1, "B": 1}
+
+
+def test_a_rerun_all_cut_short_is_resumed_by_a_plain_run_with_the_old_results(tmp_path):
+    spec = toy(tmp_path)
+    db = tmp_path / "r.db"
+    sweep(spec, db, FakeExecutor(timed))
+    assert sweep(spec, db, FakeExecutor(timed), rerun="all", max_evals=2, strategy="grid").evaluated == 2
+    assert len(stored(db)) == 2  # the four not measured again are left out of reports
+    with Store(db) as store:
+        assert len(store.results(superseded=True)) == 6 and len(store.history()) == 8
+    assert sweep(spec, db, FakeExecutor(timed), strategy="grid").evaluated == 0  # they stand again
+    assert len(stored(db)) == 6
+
+
 def test_a_result_of_another_gpu_model_is_run_again(tmp_path):
     spec = toy(tmp_path, a=[1, 2], b=[1])
     db = tmp_path / "r.db"

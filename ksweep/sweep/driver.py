@@ -290,6 +290,10 @@ class Sweep:
             self._record_pruned(space, variant.name, shape.name)
         standing = self._standing(space, factory, variant.name, shape.name)
         stored = {cid: r for cid, r in standing.items() if self._reused(r, space)}
+        if self.options.rerun == "all":  # they stand for nothing until measured again: a reader
+            # (report, plot) sees the sweep's new results only, not the old BEST beside them;
+            # a plain run judges them again (_standing) and resumes with those it did not reach
+            self.store.supersede(variant.name, shape.name, [cid for cid in standing if cid not in stored], [])
         # --max-evals counts what the store holds already, but for the default config evaluated
         # by a confirmation (those runs are counted apart)
         budget.evals = sum(r.phase != "default" for r in stored.values())
