@@ -4,6 +4,7 @@ Kernel Tuner 1.5 and by ksweep's kernel mode, both building with NVRTC (GPU mach
     bench/fetch_kt_examples.sh KERNEL_TUNER_CHECKOUT kt-examples     # the two .cu files
     python bench/kt_examples_vs_kerneltuner.py --kt-examples kt-examples --smoke [--out DIR]
     python bench/kt_examples_vs_kerneltuner.py --kt-examples kt-examples [--reps 3] [--out DIR]
+    python bench/kt_examples_vs_kerneltuner.py --kt-examples kt-examples --examples pnpoly,matmul --contenders --reps 10
 
 Needs Kernel Tuner 1.5, CuPy and cuda-python (ksweep's gpu extra) on a machine with an
 NVIDIA GPU. The sources are Kernel Tuner's and are not part of this repository:
@@ -82,6 +83,14 @@ re-measurements 15-20 s each; both in one call take about 11 minutes, so give on
 per call where a call is limited to 10. ``--smoke``: 6 convolution and 8 pnpoly configs,
 one round, two re-measurements.
 
+``--contenders``: each example's space cut to the two configs whole sweeps' picks parted on
+(convolution: use_padding 0 and 1 at block 16 x 4, tiles 2 x 2; pnpoly: block_size_x 128 and
+256 at tile 8, between_method 0, no precomputed slopes, use_method 1; matmul: tile_size_x 4 and
+8 at block 32 x 4, tile_size_y 8), so that many rounds show how often each tool picks which.
+``--examples matmul`` adds the project's own matmul (examples/kernel_mode/matmul.cu, the space
+of bench/kernel_vs_kerneltuner.py) through this script's calling code: both tools'
+``tune_kernel`` with the same keywords. The default examples are Kernel Tuner's two.
+
 Written to --out: kt_examples_vs_kerneltuner.json (everything: every sweep's facts, its
 per-config times, versions) and kt_examples_vs_kerneltuner.md (the tables printed).
 """
@@ -97,7 +106,7 @@ import platform
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -178,6 +187,28 @@ def pnpoly_data(seed: int = SEED, n: int = 20_000_000, vertices: int = 600,
             "answer": (r < inner).astype(np.int32), "n": np.array(n, np.int32)}
 
 
+def matmul_data(seed: int = SEED, n: int = 4096) -> dict[str, np.ndarray]:
+    """The inputs of the project's own matmul_kernel (examples/kernel_mode/matmul.cu) as
+    bench/kernel_vs_kerneltuner.py makes them: uniform in [-1, 1) as float32, and C = A B."""
+    rng = np.random.default_rng(seed)
+    a = rng.random((n, n), dtype=np.float32) * 2 - 1
+    b = rng.random((n, n), dtype=np.float32) * 2 - 1
+    return {"c": np.zeros((n, n), np.float32), "a": a, "b": b, "answer": a @ b}
+
+
+def matmul_call(data: Mapping[str, np.ndarray], tune_params: Mapping[str, list]) -> dict:
+    n = data["a"].shape[0]
+    return {
+        "kernel_name": "matmul_kernel", "problem_size": (n, n), "arguments": [data["c"], data["a"], data["b"]],
+        "tune_params": {**tune_params, "WIDTH": [n]}, "grid_div_x": ["block_size_x*tile_size_x"],
+        "grid_div_y": ["block_size_y*tile_size_y"],
+        "restrictions": ["block_size_x == block_size_y * tile_size_y",
+                         "4 * (block_size_y * tile_size_y * block_size_x + block_size_x * block_size_x * tile_size_x)"
+                         " <= 49152"],
+        "answer": [data["answer"], None, None], "atol": 1e-2,
+    }
+
+
 def convolution_call(data: Mapping[str, np.ndarray], tune_params: Mapping[str, list]) -> dict:
     return {
         "kernel_name": "convolution_kernel", "problem_size": tuple(int(s) for s in data["problem_size"]),
@@ -206,9 +237,17 @@ class Example:
     smoke_params: dict
     make_data: Callable[..., dict]
     make_call: Callable[[Mapping[str, np.ndarray], Mapping[str, list]], dict]
+    # the configs whole sweeps' picks parted on, alone (--contenders): how often each tool
+    # picks which, when nothing else is in the space
+    contenders: dict = field(default_factory=dict)
+    in_repo: str | None = None  # the source's path in this repository (else it is in --kt-examples)
 
-    def params(self, smoke: bool) -> dict:
-        return self.smoke_params if smoke else self.tune_params
+    def params(self, space: str = "full") -> dict:
+        """The space tuned: "full", "smoke" or "contenders"."""
+        return {"full": self.tune_params, "smoke": self.smoke_params, "contenders": self.contenders}[space]
+
+    def path(self, kt_examples: Path | None) -> Path:
+        return ROOT / self.in_repo if self.in_repo else Path(kt_examples or ".") / self.source
 
 
 EXAMPLES = {
@@ -219,15 +258,29 @@ EXAMPLES = {
                      "use_padding": [0, 1], "read_only": [1]},
         smoke_params={"filter_height": [17], "filter_width": [17], "block_size_x": [16, 32], "block_size_y": [4],
                       "tile_size_x": [1], "tile_size_y": [1, 2], "use_padding": [0, 1], "read_only": [1]},
-        make_data=convolution_data, make_call=convolution_call),
+        make_data=convolution_data, make_call=convolution_call,
+        contenders={"filter_height": [17], "filter_width": [17], "block_size_x": [16], "block_size_y": [4],
+                    "tile_size_x": [2], "tile_size_y": [2], "use_padding": [0, 1], "read_only": [1]}),
     "pnpoly": Example(
         "pnpoly", "pnpoly.cu",
         tune_params={"block_size_x": [128, 256], "tile_size": [8, 20], "between_method": [0, 1, 2, 3],
                      "use_precomputed_slopes": [0, 1], "use_method": [0, 1]},
         smoke_params={"block_size_x": [128, 256], "tile_size": [8], "between_method": [0, 2],
                       "use_precomputed_slopes": [0, 1], "use_method": [0]},
-        make_data=pnpoly_data, make_call=pnpoly_call),
+        make_data=pnpoly_data, make_call=pnpoly_call,
+        contenders={"block_size_x": [128, 256], "tile_size": [8], "between_method": [0],
+                    "use_precomputed_slopes": [0], "use_method": [1]}),
+    # the project's matmul (bench/kernel_vs_kerneltuner.py's space), through the same calling code
+    "matmul": Example(
+        "matmul", "matmul.cu",
+        tune_params={"block_size_x": [16, 32, 64], "block_size_y": [1, 2, 4, 8, 16, 32], "tile_size_x": [1, 2, 4, 8],
+                     "tile_size_y": [1, 2, 4, 8]},
+        smoke_params={"block_size_x": [16, 32], "block_size_y": [4, 8], "tile_size_x": [1, 2], "tile_size_y": [4]},
+        make_data=matmul_data, make_call=matmul_call,
+        contenders={"block_size_x": [32], "block_size_y": [4], "tile_size_x": [4, 8], "tile_size_y": [8]},
+        in_repo="examples/kernel_mode/matmul.cu"),
 }
+DEFAULT_EXAMPLES = ("convolution", "pnpoly")  # Kernel Tuner's own
 
 # ksweep.kt.tune_kernel's keywords beside the shared calling code: none (lang="cupy" makes
 # it build as Kernel Tuner's CuPy backend does); kept so that a trial can add some
@@ -302,7 +355,7 @@ def ksweep_timeline(db: str, epoch: float) -> dict:
             "phases": sorted({str(r.phase) for r in rows})}
 
 
-def child(tool: str, example: Example, data_file: Path, source: Path, result: Path, smoke: bool) -> int:
+def child(tool: str, example: Example, data_file: Path, source: Path, result: Path, space: str) -> int:
     """One sweep of one tool, its facts written to ``result`` (run in a process of its own)."""
     t0 = time.perf_counter()
     with np.load(data_file) as npz:
@@ -313,11 +366,11 @@ def child(tool: str, example: Example, data_file: Path, source: Path, result: Pa
     else:
         from ksweep.kt import tune_kernel
         extra = KSWEEP_EXTRA
-    call = tune_call(example, data, source.read_text(), example.params(smoke))
+    call = tune_call(example, data, source.read_text(), example.params(space))
     start, epoch = time.perf_counter(), time.time()
     results, env = tune_kernel(**call, **extra)
     wall = time.perf_counter() - start
-    facts = sweep_facts(results, list(call["tune_params"]), env.get("best_config"))
+    facts = sweep_facts(results, list(example.tune_params), env.get("best_config"))
     facts.update(tool=tool, call_wall_s=wall, before_call_s=start - t0, device=env.get("device_name"),
                  compiler=env.get("compiler"), versions=tool_versions(tool))
     if tool == "ks":
@@ -330,11 +383,11 @@ def child(tool: str, example: Example, data_file: Path, source: Path, result: Pa
 
 
 def sweep_in_process(tool: str, example: Example, data_file: Path, source: Path, work: Path, tag: str,
-                     smoke: bool) -> dict:
+                     space: str) -> dict:
     folder = fresh_folder(work / f"{tool}-{tag}")
     result = folder / "facts.json"
     argv = [sys.executable, str(Path(__file__).resolve()), "--child", tool, "--example", example.name,
-            "--data", str(data_file), "--source", str(source), "--result", str(result)] + (["--smoke"] if smoke else [])
+            "--data", str(data_file), "--source", str(source), "--result", str(result), "--space", space]
     env = cupy_cache_env(work, tag) if tool == "kt" else None
     return run_child(argv, result, env=env, cwd=folder, what=f"{TOOLS[tool]} on {example.name}")
 
@@ -421,7 +474,7 @@ def own_time_of_other_pick(own: dict, other: dict, names: Sequence[str]) -> floa
     return t / own["best_ms"] if t else None
 
 
-def run_example(example: Example, source: Path, work: Path, reps: int, remeasure_rounds: int, smoke: bool) -> dict:
+def run_example(example: Example, source: Path, work: Path, reps: int, remeasure_rounds: int, space: str) -> dict:
     folder = fresh_folder(work / example.name)
     t0 = time.perf_counter()
     data = example.make_data()
@@ -435,7 +488,7 @@ def run_example(example: Example, source: Path, work: Path, reps: int, remeasure
         got = {"order": list(round_order(i))}
         for tool in round_order(i):
             try:
-                got[tool] = sweep_in_process(tool, example, data_file, source, folder, f"{i + 1}", smoke)
+                got[tool] = sweep_in_process(tool, example, data_file, source, folder, f"{i + 1}", space)
             except ChildFailed as exc:
                 got[tool] = None
                 errors.append(f"round {i + 1} {TOOLS[tool]}: {exc}")
@@ -473,7 +526,7 @@ def run_example(example: Example, source: Path, work: Path, reps: int, remeasure
     for r in rounds:
         if r.get("kt") and r.get("ks"):
             r["picks"] = compare_picks(r["kt"]["best"], r["ks"]["best"], verdicts, names)
-    return {"example": example.name, "source": source.name, "tune_params": example.params(smoke),
+    return {"example": example.name, "source": source.name, "tune_params": example.params(space), "space": space,
             "inputs_s": prepared, "rounds": rounds, "remeasured": measured, "verdicts": verdicts,
             "summary": summarize(example.name, rounds), "errors": errors}
 
@@ -487,7 +540,9 @@ def summarize(name: str, rounds: Sequence[dict]) -> dict:
            "ksweep_wall_s": spread([r["ks"]["process_wall_s"] for r in complete]),
            "speedup": spread([r["speedup"] for r in complete]),
            "same_best_every_round": all(r["picks"] == "same" for r in complete),
-           "same_or_within_noise_every_round": all(r["picks"] in ("same", "within noise") for r in complete)}
+           "same_or_within_noise_every_round": all(r["picks"] in ("same", "within noise") for r in complete),
+           "same_best_rounds": sum(r["picks"] == "same" for r in complete),
+           "picked": {tool: [r[tool]["best"] for r in complete] for tool in ("kt", "ks")}}
     target = TARGET_SPEEDUP.get(name)
     if target is not None:
         out["speedup_target"] = target
@@ -534,6 +589,14 @@ def markdown(report: dict) -> str:
                             if "speedup_target" in s else "")
                          + f"; same best config in every round: {s['same_best_every_round']}; "
                            f"same or within noise: {s['same_or_within_noise_every_round']}.")
+            counts = []
+            for tool in ("kt", "ks"):
+                tally: dict[str, int] = {}
+                for best in s.get("picked", {}).get(tool, []):
+                    tally[short(best, tp)] = tally.get(short(best, tp), 0) + 1
+                counts.append(f"{TOOLS[tool]} " + ", ".join(f"{c} {n}x" for c, n in sorted(tally.items())))
+            lines.append(f"Picks over {s['complete_rounds']} rounds: {'; '.join(counts)}; the same config in "
+                         f"{s.get('same_best_rounds', 0)} of {s['complete_rounds']} rounds.")
             timers = [r["timers"] for r in ex["rounds"] if r.get("timers")]
             if timers:
                 lines.append("Timers: Kernel Tuner's time / ksweep's of each config both timed, per round: "
@@ -559,7 +622,8 @@ def markdown(report: dict) -> str:
 
 def source_facts(folder: Path) -> dict:
     facts = {name: hashlib.sha256((folder / name).read_bytes()).hexdigest()
-             for name in sorted({e.source for e in EXAMPLES.values()})}
+             for name in sorted({e.source for e in EXAMPLES.values() if not e.in_repo})
+             if (folder / name).is_file()}
     if (folder / "SOURCE.txt").exists():
         facts["SOURCE.txt"] = (folder / "SOURCE.txt").read_text().strip()
     return facts
@@ -573,8 +637,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--reps", type=int, default=None, help="rounds of the protocol (default 3; 1 with --smoke)")
     p.add_argument("--remeasure", type=int, default=None,
                    help="times each best config is measured again (default 3; 2 with --smoke; 0: not)")
-    p.add_argument("--examples", default=",".join(EXAMPLES), help="which, comma-separated (default: all)")
+    p.add_argument("--examples", default=",".join(DEFAULT_EXAMPLES),
+                   help=f"which of {', '.join(EXAMPLES)}, comma-separated (default: {','.join(DEFAULT_EXAMPLES)})")
     p.add_argument("--smoke", action="store_true", help="a tiny sub-space of each example, one round")
+    p.add_argument("--contenders", action="store_true",
+                   help="only the configs whole sweeps' picks parted on (how often each tool picks which)")
+    p.add_argument("--space", choices=("full", "smoke", "contenders"), default="full", help=argparse.SUPPRESS)
     p.add_argument("--child", choices=sorted(TOOLS), help=argparse.SUPPRESS)
     p.add_argument("--example", choices=sorted(EXAMPLES), help=argparse.SUPPRESS)
     p.add_argument("--data", type=Path, help=argparse.SUPPRESS)
@@ -590,7 +658,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if unknown or not chosen:
         p.error(f"--examples {args.examples}: choose from {', '.join(EXAMPLES)}")
     args.examples = chosen
-    missing = [EXAMPLES[e].source for e in chosen if not (args.kt_examples / EXAMPLES[e].source).is_file()]
+    if args.smoke and args.contenders:
+        p.error("--smoke and --contenders: choose one")
+    args.space = "smoke" if args.smoke else "contenders" if args.contenders else "full"
+    missing = [EXAMPLES[e].source for e in chosen if not EXAMPLES[e].path(args.kt_examples).is_file()]
     if missing:
         p.error(f"--kt-examples {args.kt_examples}: no {', '.join(missing)} (bench/fetch_kt_examples.sh copies them "
                 "out of a Kernel Tuner checkout)")
@@ -604,7 +675,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.child:
-        return child(args.child, EXAMPLES[args.example], args.data, args.source, args.result, args.smoke)
+        return child(args.child, EXAMPLES[args.example], args.data, args.source, args.result, args.space)
     # every process below (the sweeps, ksweep's workers and NVRTC builds, which start in
     # folders of their own) imports the ksweep this script imports: this checkout's
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
@@ -612,14 +683,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = out / "work"
     work.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    report = {"smoke": args.smoke, "reps": args.reps, "remeasure": args.remeasure, "seed": SEED,
+    report = {"smoke": args.smoke, "space": args.space, "reps": args.reps, "remeasure": args.remeasure, "seed": SEED,
               "kt_examples": source_facts(args.kt_examples), "ksweep_extra": KSWEEP_EXTRA, "common": COMMON,
               "host": {"python": platform.python_version(), "numpy": np.__version__, "cores": os.cpu_count(),
                        **tool_versions("ks")},
               "examples": []}
     for name in args.examples:
-        source = (args.kt_examples / EXAMPLES[name].source).resolve()
-        report["examples"].append(run_example(EXAMPLES[name], source, work, args.reps, args.remeasure, args.smoke))
+        source = EXAMPLES[name].path(args.kt_examples).resolve()
+        report["examples"].append(run_example(EXAMPLES[name], source, work, args.reps, args.remeasure, args.space))
         (out / "kt_examples_vs_kerneltuner.json").write_text(json.dumps(report, indent=2, default=str))
     report["total_wall_s"] = time.perf_counter() - started
     table = markdown(report)

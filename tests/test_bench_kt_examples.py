@@ -41,6 +41,8 @@ def on_fake(monkeypatch):
 def small(name):
     if name == "convolution":
         return bench.convolution_data(image=(32, 32))
+    if name == "matmul":
+        return bench.matmul_data(n=64)
     return bench.pnpoly_data(n=3000)
 
 
@@ -92,7 +94,31 @@ def test_kernel_tuner_sees_the_spaces_the_docstring_says(name, full, smoke):
     assert list(example.smoke_params) == list(example.tune_params)  # one config key for both
 
 
-@pytest.mark.parametrize("name", ["convolution", "pnpoly"])
+@pytest.mark.parametrize("name", ["convolution", "pnpoly", "matmul"])
+def test_the_contenders_are_two_configs_of_the_full_space(name):
+    """--contenders: the two configs the whole sweeps' picks parted on, and nothing else."""
+    from kernel_tuner.searchspace import Searchspace
+
+    example = bench.EXAMPLES[name]
+    data = small(name)
+    full = bench.tune_call(example, data, "", example.params("full"))
+    two = bench.tune_call(example, data, "", example.params("contenders"))
+    assert list(example.contenders) == list(example.tune_params)
+    space = Searchspace(full["tune_params"], full.get("restrictions"), 1024)
+    pair = Searchspace(two["tune_params"], two.get("restrictions"), 1024)
+    assert pair.size == 2 and all(c in space.list for c in pair.list)
+
+
+def test_matmul_data_and_call():
+    data = bench.matmul_data(n=64)
+    assert data["a"].dtype == np.float32 and -1 <= data["a"].min() and data["a"].max() < 1
+    assert np.allclose(data["answer"], data["a"].astype(np.float64) @ data["b"].astype(np.float64), atol=1e-4)
+    call = bench.tune_call(bench.EXAMPLES["matmul"], data, "", bench.EXAMPLES["matmul"].contenders)
+    assert call["tune_params"]["WIDTH"] == [64] and call["problem_size"] == (64, 64)
+    assert bench.EXAMPLES["matmul"].path(None) == ROOT / "examples" / "kernel_mode" / "matmul.cu"
+
+
+@pytest.mark.parametrize("name", ["convolution", "pnpoly", "matmul"])
 def test_kernel_tuner_accepts_the_argument_types(name):
     """Kernel Tuner refuses (TypeError) arguments that are not numpy arrays or scalars."""
     from kernel_tuner.util import check_argument_list
@@ -149,7 +175,7 @@ def test_the_ksweep_child_and_the_remeasurement(tmp_path, monkeypatch, on_fake):
     folder = tmp_path / "ks"
     folder.mkdir()
     monkeypatch.chdir(folder)
-    assert bench.child("ks", example, tmp_path / "data.npz", STANDIN, tmp_path / "facts.json", smoke=True) == 0
+    assert bench.child("ks", example, tmp_path / "data.npz", STANDIN, tmp_path / "facts.json", space="smoke") == 0
     facts = json.loads((tmp_path / "facts.json").read_text())
     assert facts["tool"] == "ks" and facts["valid"] == 6 and facts["compiler"] == "nvrtc"
     assert facts["call_wall_s"] > 0 and "ksweep_nvrtc" in facts["versions"]
@@ -299,6 +325,9 @@ def test_the_table_and_the_summary():
                for line in table)
     assert "| x=1 | Kernel Tuner r1, ksweep r1, ksweep r2 | 0.9900 | 0.9800-1.0000 | 3 | BEST |" in table
     assert "| x=2 | Kernel Tuner r2 | 1.0000 | 0.9900-1.0100 | 3 | TIE |" in table
+    assert summary["same_best_rounds"] == 1
+    assert "Picks over 2 rounds: Kernel Tuner x=1 1x, x=2 1x; ksweep x=1 2x; the same config in 1 of 2 rounds." \
+        in table
     failed = {**report["examples"][0], "rounds": [{"order": ["kt", "ks"], "kt": None, "ks": rounds[0]["ks"]}],
               "summary": {"complete_rounds": 0}, "verdicts": {}, "errors": ["round 1 Kernel Tuner: failed (exit 1):"]}
     text = bench.markdown({"examples": [failed]})
@@ -321,6 +350,11 @@ def test_arguments(tmp_path, capsys):
     with pytest.raises(SystemExit):
         bench.parse_args(["--kt-examples", str(tmp_path), "--examples", "gemm"])
     assert "--examples gemm: choose from convolution, pnpoly" in capsys.readouterr().err
+    args = bench.parse_args(["--kt-examples", str(tmp_path), "--examples", "pnpoly,matmul", "--contenders"])
+    assert (args.examples, args.space) == (["pnpoly", "matmul"], "contenders")  # matmul.cu is this repository's
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--kt-examples", str(tmp_path), "--smoke", "--contenders"])
+    assert "--smoke and --contenders: choose one" in capsys.readouterr().err
     facts = bench.source_facts(tmp_path)
     assert set(facts) == {"convolution.cu", "pnpoly.cu"} and len(facts["pnpoly.cu"]) == 64
 
