@@ -112,6 +112,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
                 for i, d in enumerate((grid_div_x, grid_div_y, grid_div_z))]
     grid = [f"cdiv({sizes[i]}, {divisors[i]})" for i in range(3)]
     restricted = _restrictions(restrictions, tune_params)
+    measures = _metrics(metrics, tune_params)
     objective, higher = _objective(objective, objective_higher_is_better, metrics)
     strategy_name, max_evals, time_limit = _strategy(strategy, strategy_options or {})
     if objective != "time" and strategy_name != "grid":
@@ -179,7 +180,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         row["framework_time"] = 0.0
         row["timestamp"] = datetime.fromtimestamp(r.finished or time.time(), timezone.utc).isoformat()
         if "time" in row:
-            for name, fn in (metrics or {}).items():
+            for name, fn in measures:
                 row[name] = fn(row)
         results.append(row)
     env = _environment(stored, problem_size, iterations, compiler_options, db, spec)
@@ -308,6 +309,32 @@ def _options(compiler_options) -> list[str]:
     if isinstance(compiler_options, str) or not all(isinstance(o, str) for o in compiler_options):
         raise KtUnsupported("compiler_options: give a list of strings, e.g. ['-use_fast_math']")
     return list(compiler_options)
+
+
+def _metrics(metrics, tune_params: Mapping[str, Any]) -> list[tuple[str, Callable[[dict], Any]]]:
+    """Kernel Tuner's metrics, in order: name -> a function of the result's dict, or an
+    expression of the parameters, ``time`` and the metrics before it."""
+    if metrics is None:
+        return []
+    if not isinstance(metrics, Mapping):
+        raise KtUnsupported("metrics: give a dict of name -> a function of the result's dict or an expression")
+    known = {*tune_params, "time"}
+    out: list[tuple[str, Callable[[dict], Any]]] = []
+    for name, metric in metrics.items():
+        if isinstance(metric, str):
+            expr = parse(_expr(metric, f"metric {name}"))
+            unknown = sorted(expr.names - known)
+            if unknown:
+                raise KtUnsupported(f"metric {name} '{metric}': {', '.join(unknown)} is not a parameter, time or "
+                                    "a metric before it")
+            out.append((name, lambda row, e=expr: e.evaluate(row)))
+        elif callable(metric):
+            out.append((name, metric))
+        else:
+            raise KtUnsupported(f"metric {name}: give a function of the result's dict or an expression, not "
+                                f"{metric!r}")
+        known.add(name)
+    return out
 
 
 def _objective(objective, higher, metrics) -> tuple[str, bool]:

@@ -166,6 +166,10 @@ def test_block_size_names_strategy_and_a_function_restriction(here):
     ({"race": "fast"}, "race='fast': give 0"),
     ({"race": "1.5"}, "race='1.5': give 0"),
     ({"race": True}, "race=True: give 0"),
+    ({"metrics": {"GB/s": "bytes / time"}}, "metric GB/s 'bytes / time': bytes is not a parameter, time or a metric"),
+    ({"metrics": {"GB/s": "1 / (time"}}, "metric GB/s '1 / (time'"),
+    ({"metrics": {"GB/s": 4}}, "metric GB/s: give a function of the result's dict or an expression, not 4"),
+    ({"metrics": [("GB/s", "1 / time")]}, "metrics: give a dict of name"),
 ])
 def test_what_cannot_be_honoured_is_one_line(here, keywords, message):
     call = {"kernel_name": "matmul_kernel", "kernel_source": "kt_examples.cu", "problem_size": (32, 32),
@@ -291,3 +295,17 @@ def test_best_config_is_the_confirmations_pick_not_a_lucky_sweep_measurement(tmp
     assert "BLOCK=256" in out.getvalue() and "confirmed: median 1 ms" in out.getvalue(), out.getvalue()
     env = best(confirm=False)
     assert env["best_config"]["BLOCK"] == 128 and "confirmed_time" not in env
+
+
+@nvcc
+def test_metrics_may_be_expressions_of_the_parameters_time_and_earlier_metrics(tmp_path, monkeypatch):
+    """Kernel Tuner's metrics dict takes expressions (strings) as well as functions, each
+    computed in order on the result's dict: a later one may use an earlier one."""
+    monkeypatch.chdir(tmp_path)
+    metrics = {"GB/s": "3 * 4 * 4096 / 1e6 / time", "per_block": lambda p: p["GB/s"] / p["BLOCK"],
+               "twice": "2 * per_block"}
+    results, env = vadd_on("fake_energy.py", [256, 512], metrics=metrics, confirm=False)
+    for r in results:
+        assert r["GB/s"] == pytest.approx(3 * 4 * 4096 / 1e6 / r["time"])
+        assert r["twice"] == pytest.approx(2 * r["GB/s"] / r["BLOCK"])
+    assert env["best_config"]["BLOCK"] == 256
