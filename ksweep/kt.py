@@ -33,6 +33,9 @@ DEFAULT_BLOCK = (256, 1, 1)  # Kernel Tuner's block where a dimension's name is 
 STRATEGIES = {"brute_force": "grid", "random_sample": "random", "bayes_opt": "bayes"}
 CUDA_LANGS = {"CUDA", "CUPY", "NVCUDA"}
 STRATEGY_OPTIONS = {"max_fevals", "time_limit", "fraction"}
+# the objectives whose direction Kernel Tuner knows without objective_higher_is_better
+MAXIMISED = {"fitness", "GFLOP/s", "TFLOP/s", "GB/s", "TB/s", "GFLOPS/W", "TFLOPS/W", "GFLOP/J", "TFLOP/J"}
+MINIMISED = {"time", "energy", "cost", "loss"}
 
 
 class KtUnsupported(KsweepError):
@@ -338,14 +341,26 @@ def _metrics(metrics, tune_params: Mapping[str, Any]) -> list[tuple[str, Callabl
 
 
 def _objective(objective, higher, metrics) -> tuple[str, bool]:
+    # Kernel Tuner 1.5 also takes one objective (and its direction) as a list of one
+    if isinstance(objective, (list, tuple)):
+        if len(objective) != 1:
+            raise KtUnsupported(f"objective {list(objective)!r}: ksweep.kt tunes one objective; give one name")
+        objective = objective[0]
+    if isinstance(higher, (list, tuple)):
+        if len(higher) != 1:
+            raise KtUnsupported(f"objective_higher_is_better {list(higher)!r}: give one True or False, for the one "
+                                "objective")
+        higher = higher[0]
     objective = objective or "time"
+    if not isinstance(objective, str):
+        raise KtUnsupported(f"objective {objective!r}: give the name of time or of one of the metrics")
     if objective != "time" and objective not in (metrics or {}):
         raise KtUnsupported(f"objective '{objective}': ksweep measures time; another objective must be one of the "
                             "metrics given")
     if higher is None:
-        if objective != "time":
+        if objective not in MAXIMISED | MINIMISED:
             raise KtUnsupported(f"objective '{objective}': say objective_higher_is_better")
-        higher = False
+        higher = objective in MAXIMISED
     return objective, bool(higher)
 
 

@@ -170,6 +170,9 @@ def test_block_size_names_strategy_and_a_function_restriction(here):
     ({"metrics": {"GB/s": "1 / (time"}}, "metric GB/s '1 / (time'"),
     ({"metrics": {"GB/s": 4}}, "metric GB/s: give a function of the result's dict or an expression, not 4"),
     ({"metrics": [("GB/s", "1 / time")]}, "metrics: give a dict of name"),
+    ({"objective": ["time", "GFLOP/s"]}, "objective ['time', 'GFLOP/s']: ksweep.kt tunes one objective"),
+    ({"objective_higher_is_better": [False, True]}, "objective_higher_is_better [False, True]: give one True"),
+    ({"objective": "speed", "metrics": {"speed": "1 / time"}}, "objective 'speed': say objective_higher_is_better"),
 ])
 def test_what_cannot_be_honoured_is_one_line(here, keywords, message):
     call = {"kernel_name": "matmul_kernel", "kernel_source": "kt_examples.cu", "problem_size": (32, 32),
@@ -309,3 +312,23 @@ def test_metrics_may_be_expressions_of_the_parameters_time_and_earlier_metrics(t
         assert r["GB/s"] == pytest.approx(3 * 4 * 4096 / 1e6 / r["time"])
         assert r["twice"] == pytest.approx(2 * r["GB/s"] / r["BLOCK"])
     assert env["best_config"]["BLOCK"] == 256
+
+
+@nvcc
+@pytest.mark.parametrize("keywords", [
+    {"objective": "GB/s"},  # a name whose direction Kernel Tuner knows: higher is better
+    {"objective": ["GB/s"], "objective_higher_is_better": [True]},  # Kernel Tuner 1.5's lists of one
+    {"objective": ["GB/s"]},
+])
+def test_an_objective_as_kernel_tuner_takes_it(tmp_path, monkeypatch, keywords):
+    monkeypatch.chdir(tmp_path)
+    results, env = vadd_on("fake_energy.py", [512, 256, 128], metrics={"GB/s": "3 * 4 * 4096 / 1e6 / time"},
+                           **keywords)
+    assert len(results) == 3 and env["best_config"]["BLOCK"] == 256  # the most GB/s: the fastest
+
+
+@nvcc
+def test_time_as_a_list_of_one_is_time(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    results, env = vadd_on("fake_energy.py", [512, 256], objective=["time"], objective_higher_is_better=[False])
+    assert env["best_config"]["BLOCK"] == 256 and env["confirmed_time"] == pytest.approx(1.0)
