@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import time
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -133,6 +134,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         outputs = [i for i, a in enumerate(arrays) if isinstance(a, np.ndarray)]
         reference = None
     source = _source_file(kernel_name, kernel_source)
+    kernel_name = _kernel_name(kernel_name, tune_params)
     arch = arch or DEFAULT_ARCH
     compiler, flags = lang_build(lang, compiler, _options(compiler_options))
     spec = kernel_tuning_spec(
@@ -147,7 +149,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     threads = " * ".join(f"({b})" for b in block)
     limit = Constraint("threads per block", expr=parse(f"{threads} <= MAX_THREADS_PER_BLOCK"),
                        reason=f"{threads} threads per block > the device's MAX_THREADS_PER_BLOCK")
-    spec = replace(spec, derived=tuple(derived),
+    spec = replace(spec, derived=tuple(derived), kernel=replace(spec.kernel, defines=True),  # templated ones too
                    constraints=(*restricted, limit), build=Build(allow_spills=True))
     if strategy_options and "fraction" in strategy_options:
         from .space.space import Space
@@ -411,6 +413,17 @@ def _function_constraint(name: str, fn: Callable[[Mapping[str, Any]], bool]) -> 
         return bool(fn(config))
 
     return Constraint(name, function=PyFunction(path=Path(name), function=name, fn=check))
+
+
+def _kernel_name(kernel_name: str, tune_params: Mapping[str, Any]) -> str:
+    """A templated name as Kernel Tuner reads it (each tunable parameter named among the
+    template arguments stands for its value) in ksweep's form, those names placeholders:
+    ``"vscale<float, TILE>"`` -> ``"vscale<float, {TILE}>"``. A name with placeholders already
+    is left as it is."""
+    base, sep, arguments = kernel_name.partition("<")
+    if not sep or "{" in arguments:
+        return kernel_name
+    return base + sep + re.sub(r"\w+", lambda m: f"{{{m[0]}}}" if m[0] in tune_params else m[0], arguments)
 
 
 def _source_file(kernel_name: str, kernel_source) -> Path:

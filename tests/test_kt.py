@@ -332,3 +332,31 @@ def test_time_as_a_list_of_one_is_time(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     results, env = vadd_on("fake_energy.py", [512, 256], objective=["time"], objective_higher_is_better=[False])
     assert env["best_config"]["BLOCK"] == 256 and env["confirmed_time"] == pytest.approx(1.0)
+
+
+@nvcc
+def test_a_templated_kernel_name_takes_the_parameters_it_names(tmp_path, monkeypatch):
+    """Kernel Tuner's templated names: "vscale<TILE>" instantiates vscale<128> for TILE 128,
+    and the parameters are defined for the source as well (with a stand-in GPU whose 'kernels'
+    are those instantiations' mangled names). As with Kernel Tuner's #defines, the template's
+    own parameter needs a name other than the tunable parameter's."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "vscale.cu").write_text(
+        "template <int tile>\n"
+        "__global__ void vscale(float *c, const float *a, float s, int n) {\n"
+        "    int i = blockIdx.x * tile + threadIdx.x;\n"
+        "    if (i < n && TILE == tile) c[i] = s * a[i];\n"
+        "}\n")
+    (tmp_path / "fake_vscale.py").write_text(
+        "def scale(params, grid, block, smem, c, a, s, n):\n"
+        "    c[:] = s * a\n\n\n"
+        "_Z6vscaleILi128EEvPfPKffi = _Z6vscaleILi256EEvPfPKffi = scale\n")
+    n = 4096
+    a = np.arange(n, dtype=np.float32)
+    results, env = tune_kernel("vscale<TILE>", "vscale.cu", n, [np.zeros(n, np.float32), a, np.float32(2), np.int32(n)],
+                               {"TILE": [128, 256]}, block_size_names=["TILE"], answer=[2 * a, None, None, None],
+                               quiet=True, jobs=1, backend=f"fake:{tmp_path / 'fake_vscale.py'}")
+    assert [r.get("__error__") for r in results] == [None, None] and all(r["time"] > 0 for r in results)
+    with Store(env["ksweep_db"]) as store:
+        argv = {r.params["TILE"]: r.build_argv for r in store.results()}
+    assert "-DTILE=128" in argv[128] and "-Dgrid_size_x=32" in argv[128] and "-DTILE=256" in argv[256]
