@@ -259,8 +259,8 @@ def _problem_size(problem_size) -> list[str]:
     for s in items:
         if isinstance(s, (int, np.integer)) and not isinstance(s, bool):
             out.append(str(int(s)))
-        elif isinstance(s, str):
-            out.append(f"({_expr(s, 'problem_size')})")
+        elif isinstance(s, str):  # an integer, as Kernel Tuner truncates it
+            out.append(f"int({_expr(s, 'problem_size')})")
         else:
             raise KtUnsupported(f"problem_size entry {s!r}: give integers or strings")
     return out + ["1"] * (3 - len(out))
@@ -268,13 +268,14 @@ def _problem_size(problem_size) -> list[str]:
 
 def _divisor(div, default: str, tune_params: Mapping[str, Any], what: str) -> str:
     """Kernel Tuner's grid divisor as an expression: None -> the block size name (1 when it
-    is not tuned), an int, an expression, or a list of those multiplied."""
+    is not tuned), an int, an expression (its value truncated to an integer), or a list of
+    those multiplied."""
     if div is None:
         return default if default in tune_params else "1"
     if isinstance(div, (int, np.integer)) and not isinstance(div, bool):
         return str(int(div))
-    if isinstance(div, str):
-        return f"({_expr(div, what)})"
+    if isinstance(div, str):  # an integer, as Kernel Tuner truncates it: "block_size_x/32"
+        return f"int({_expr(div, what)})"
     if callable(div):
         raise KtUnsupported(f"{what} as a function: give a parameter name, an expression or a list of them")
     parts = [_divisor(d, "1", tune_params, what) for d in div]

@@ -360,3 +360,23 @@ def test_a_templated_kernel_name_takes_the_parameters_it_names(tmp_path, monkeyp
     with Store(env["ksweep_db"]) as store:
         argv = {r.params["TILE"]: r.build_argv for r in store.results()}
     assert "-DTILE=128" in argv[128] and "-Dgrid_size_x=32" in argv[128] and "-DTILE=256" in argv[256]
+
+
+@nvcc
+@pytest.mark.parametrize("problem_size, grid_div_x, grid_size_x", [
+    (4096, ["BLOCK/3"], 49),  # Kernel Tuner: 4096 / int(256 / 3) = 4096 / 85, rounded up
+    (("4095 / 2",), None, 8),  # int(2047.5) / 256, rounded up
+    (4096, ["BLOCK/2", 2], 16),
+])
+def test_string_sizes_and_divisors_are_integers_as_kernel_tuner_takes_them(tmp_path, monkeypatch, problem_size,
+                                                                           grid_div_x, grid_size_x):
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(KERNELS / "vadd.cu", "vadd.cu")
+    n = 4096
+    a, b = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
+    results, env = tune_kernel("vadd", "vadd.cu", problem_size, [np.zeros(n, np.float32), a, b, np.int32(n)],
+                               {"BLOCK": [256]}, block_size_names=["BLOCK"], grid_div_x=grid_div_x, quiet=True,
+                               jobs=1, backend=f"fake:{KERNELS / 'fake_energy.py'}")
+    with Store(env["ksweep_db"]) as store:
+        argv = store.results()[0].build_argv
+    assert f"-Dgrid_size_x={grid_size_x}" in argv, argv
