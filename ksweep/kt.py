@@ -67,7 +67,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
                 device=0, platform=0, smem_args=None, cmem_args=None, texmem_args=None, compiler=None,
                 compiler_options=None, defines=None, log=None, iterations=7, block_size_names=None, quiet=False,
                 strategy=None, strategy_options=None, cache=None, metrics=None, simulation_mode=False,
-                observers=None, objective=None, objective_higher_is_better=None, parallel=None, objectives=None,
+                parallel=None, observers=None, objective=None, objective_higher_is_better=None, objectives=None,
                 seed=None, *, backend: str = "cuda", arch: str | None = None, jobs: int | None = None,
                 race: float | None = None, confirm: bool = True):
     """Tune ``kernel_name`` as Kernel Tuner 1.5's ``tune_kernel`` does, in ksweep's kernel mode.

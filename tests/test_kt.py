@@ -380,3 +380,18 @@ def test_string_sizes_and_divisors_are_integers_as_kernel_tuner_takes_them(tmp_p
     with Store(env["ksweep_db"]) as store:
         argv = store.results()[0].build_argv
     assert f"-Dgrid_size_x={grid_size_x}" in argv, argv
+
+
+def test_the_keywords_come_in_kernel_tuners_order():
+    """A call that passes Kernel Tuner 1.5's arguments by position means the same here."""
+    import inspect
+
+    kernel_tuner_1_5 = [
+        "kernel_name", "kernel_source", "problem_size", "arguments", "tune_params", "grid_div_x", "grid_div_y",
+        "grid_div_z", "restrictions", "answer", "atol", "verify", "verbose", "lang", "device", "platform",
+        "smem_args", "cmem_args", "texmem_args", "compiler", "compiler_options", "defines", "log", "iterations",
+        "block_size_names", "quiet", "strategy", "strategy_options", "cache", "metrics", "simulation_mode",
+        "parallel", "observers", "objective", "objective_higher_is_better", "objectives", "seed"]
+    positional = [p.name for p in inspect.signature(tune_kernel).parameters.values()
+                  if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    assert positional == kernel_tuner_1_5
