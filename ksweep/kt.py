@@ -88,7 +88,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     ``env["confirmed_time"]``): one sweep measurement can be lucky, or taken while the GPU
     ran at another clock. ``log`` and ``platform`` (OpenCL) are ignored.
     """
-    from .api import kernel_tuning_spec, run_sweep
+    from .api import _of_this_space, kernel_tuning_spec, run_sweep
     from .confirm import Confirmation
     from .job import config_id
     from .confirm import confirmed
@@ -165,8 +165,9 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     gpus = None if parallel else [int(device)]
     _, db = run_sweep(spec, db=db, options=options, gpus=gpus, jobs=jobs, kernel_backend=backend,
                       observer=None if quiet or not verbose else _verbose_observer())
+    _, mine = _of_this_space(spec, db)  # a cache shared with calls of other tune_params keeps theirs too
     with Store(db) as store:
-        stored = sorted(store.results(), key=lambda r: r.finished or 0.0)
+        stored = sorted(mine, key=lambda r: r.finished or 0.0)
         verdicts = confirmed(stored, store.measurements(), "min", store.default_configs()) if confirming else {}
     results = []
     for r in stored:

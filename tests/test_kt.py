@@ -395,3 +395,17 @@ def test_the_keywords_come_in_kernel_tuners_order():
     positional = [p.name for p in inspect.signature(tune_kernel).parameters.values()
                   if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
     assert positional == kernel_tuner_1_5
+
+
+@nvcc
+def test_a_shared_cache_returns_this_calls_configs_only(tmp_path, monkeypatch):
+    """Two calls with one cache: the second (of other tune_params, or restricted) returns its
+    own configs, resumed from the cache, and its best among them, not the first call's."""
+    monkeypatch.chdir(tmp_path)
+    results, env = vadd_on("fake_energy.py", [128, 256, 512], cache="shared.json")
+    assert sorted(r["BLOCK"] for r in results) == [128, 256, 512] and env["best_config"]["BLOCK"] == 256
+    results, env = vadd_on("fake_energy.py", [128, 512], cache="shared.json")
+    assert sorted(r["BLOCK"] for r in results) == [128, 512] and env["best_config"]["BLOCK"] == 512
+    results, env = vadd_on("fake_energy.py", [128, 256, 512], cache="shared.json", restrictions=["BLOCK != 256"])
+    assert sorted(r["BLOCK"] for r in results) == [128, 512] and env["best_config"]["BLOCK"] == 512
+    assert env["ksweep_db"] == "shared.db"
