@@ -73,7 +73,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     """Tune ``kernel_name`` as Kernel Tuner 1.5's ``tune_kernel`` does, in ksweep's kernel mode.
 
     Returns ``(results, env)``: one dict per evaluated config (each tunable parameter;
-    ``time``, the median of the timed launches in ms, with ``times`` where measured, or
+    ``time``, the median of the timed launches in ms (no ``times``: they are not kept), or
     ``__error__`` naming the failure; ``compile_time``, ``verification_time``,
     ``benchmark_time`` in ms; ``timestamp``; each metric), and the environment (device,
     problem size, iterations, compiler options, best config, totals). ``backend``,
