@@ -123,11 +123,13 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         raise KtUnsupported(f"objective '{objective}': ksweep searches on time; a metric as the objective works with "
                             f"strategy='brute_force' only (every config is measured, then ranked by the metric)")
     arrays = list(arguments)
+    answer = list(answer) if answer is not None else None
+    if answer is not None and len(answer) != len(arrays):
+        raise KtUnsupported(f"answer has {len(answer)} entries for {len(arrays)} arguments: give one per "
+                            "argument, None where there is nothing to check")
+    if answer is not None and all(a is None for a in answer):
+        answer = None  # Kernel Tuner checks nothing then: every array may be written
     if answer is not None:
-        answer = list(answer)
-        if len(answer) != len(arrays):
-            raise KtUnsupported(f"answer has {len(answer)} entries for {len(arrays)} arguments: give one per "
-                                "argument, None where there is nothing to check")
         outputs = [i for i, a in enumerate(answer) if a is not None]
         reference = [np.asarray(answer[i]) for i in outputs]
     else:  # nothing to check: every array may be written

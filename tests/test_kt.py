@@ -75,6 +75,19 @@ def test_a_wrong_grid_divisor_is_caught_by_the_answer(here):
 
 
 @nvcc
+def test_an_answer_of_nones_checks_nothing_as_kernel_tuner_takes_it(here):
+    """answer=[None, None, None] made every config a RuntimeFailedConfig (each argument was
+    an input the kernel must not change); Kernel Tuner checks nothing then."""
+    n = 64
+    A = np.ones((n, n), np.float32)
+    results, env = kt("matmul_kernel", "kt_examples.cu", (n, n), [np.zeros_like(A), A, A],
+                      {"block_size_x": [16], "block_size_y": [4], "tile_size_x": [1, 2], "tile_size_y": [4]},
+                      grid_div_x=["block_size_x", "tile_size_x"], grid_div_y=["block_size_y", "tile_size_y"],
+                      answer=[None, None, None])
+    assert len(results) == 2 and all(r["time"] > 0 and "__error__" not in r for r in results)
+
+
+@nvcc
 def test_convolution_example_with_constant_memory(here):
     n = 32
     rng = np.random.default_rng(2)
