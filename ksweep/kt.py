@@ -119,6 +119,14 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     measures = _metrics(metrics, tune_params)
     objective, higher = _objective(objective, objective_higher_is_better, metrics)
     strategy_name, max_evals, time_limit = _strategy(strategy, strategy_options or {})
+    confirming = bool(confirm) and objective == "time"
+    try:  # its values checked now, before anything is written
+        options = SweepOptions(strategy=strategy_name, max_evals=max_evals, time_limit=time_limit,
+                               seed=int(seed or 0), record_pruned=False,  # as Kernel Tuner: restricted configs are not results
+                               confirm=Confirmation(default=False) if confirming else None)  # no extra config
+    except KsweepError as exc:
+        raise KtUnsupported(str(exc).replace("max_evals", "strategy_options max_fevals")
+                            .replace("time_limit", "strategy_options time_limit")) from None
     if objective != "time" and strategy_name != "grid":
         raise KtUnsupported(f"objective '{objective}': ksweep searches on time; a metric as the objective works with "
                             f"strategy='brute_force' only (every config is measured, then ranked by the metric)")
@@ -156,14 +164,11 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     if strategy_options and "fraction" in strategy_options:
         from .space.space import Space
 
-        max_evals = max(1, math.ceil(float(strategy_options["fraction"]) * Space.from_spec(spec).size))
+        options = replace(options, max_evals=max(1, math.ceil(float(strategy_options["fraction"])
+                                                              * Space.from_spec(spec).size)))
     # cache: a ksweep database beside it (resumed as Kernel Tuner resumes its cache); without
     # one, a fresh database per call, so that nothing is taken from an earlier call
     db = Path(cache).with_suffix(".db") if cache else _fresh_db(source, kernel_name)
-    confirming = bool(confirm) and objective == "time"
-    options = SweepOptions(strategy=strategy_name, max_evals=max_evals, time_limit=time_limit,
-                           seed=int(seed or 0), record_pruned=False,  # as Kernel Tuner: restricted configs are not results
-                           confirm=Confirmation(default=False) if confirming else None)  # no extra config
     gpus = None if parallel else [int(device)]
     _, db = run_sweep(spec, db=db, options=options, gpus=gpus, jobs=jobs, kernel_backend=backend,
                       observer=None if quiet or not verbose else _verbose_observer())

@@ -186,6 +186,9 @@ def test_block_size_names_strategy_and_a_function_restriction(here):
     ({"objective": ["time", "GFLOP/s"]}, "objective ['time', 'GFLOP/s']: ksweep.kt tunes one objective"),
     ({"objective_higher_is_better": [False, True]}, "objective_higher_is_better [False, True]: give one True"),
     ({"objective": "speed", "metrics": {"speed": "1 / time"}}, "objective 'speed': say objective_higher_is_better"),
+    ({"seed": -1}, "seed -1: give a whole number of at least 0"),
+    ({"strategy_options": {"max_fevals": 0}}, "strategy_options max_fevals 0: give a whole number of at least 1"),
+    ({"strategy_options": {"time_limit": -5}}, "strategy_options time_limit -5: give a number of seconds"),
 ])
 def test_what_cannot_be_honoured_is_one_line(here, keywords, message):
     call = {"kernel_name": "matmul_kernel", "kernel_source": "kt_examples.cu", "problem_size": (32, 32),
