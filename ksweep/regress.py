@@ -177,9 +177,12 @@ def _shipped(store: Store, variant: str, shape: str, metric: str, direction: str
     else the ranked best, as report and export choose; None when there is none. Results
     resumed from an earlier revision count, as they do there (the history's point of a
     revision holds only what was measured under it)."""
-    results = [r for r in store.results(variant, shape)
-               if (models is None or r.gpu_name is None or r.gpu_name in models) and dict(r.params) in space]
-    conf = confirmed(results, store.measurements(variant, shape), direction,
+    here = [r for r in store.results(variant, shape)
+            if models is None or r.gpu_name is None or r.gpu_name in models]
+    results = [r for r in here if dict(r.params) in space]
+    # confirmed among every config it measured: a BEST taken out of the space leaves the ranked
+    # best of the configs in it, not the default (confirmed only as the reference) as BEST
+    conf = confirmed(here, store.measurements(variant, shape), direction,
                      store.default_configs()).get((variant, shape))
     best = confirmed_best(results, conf.best if conf is not None else None, metric, direction)
     if best is None:

@@ -686,3 +686,16 @@ def test_history_labels_every_change_with_what_the_noise_says():
     rows = render({("base", "s"): points}, "ms").splitlines()[2:]
     notes = [row.split("X=1", 1)[1].strip() for row in rows]
     assert notes == ["", "within noise", "beyond noise", "REGRESSION (beyond noise)", "", "beyond noise"]
+
+
+def test_check_takes_the_best_of_a_narrowed_space_not_the_only_confirmed_config_left_in_it(repo):
+    """The confirmed BEST (X=1) is taken out of the space: the baseline is the best of the
+    configs left (X=2, measured once), not the default (X=3), confirmed only as the reference."""
+    spec = repo / "sweep.toml"
+    spec.write_text(spec.read_text().replace("X = [2, 1, 3]", "X = { values = [2, 1, 3], default = 3 }"))
+    assert cli("run", "sweep.toml", "--confirm", "1,2", "-q", cwd=repo).returncode == 0
+    spec.write_text(spec.read_text().replace("values = [2, 1, 3]", "values = [2, 3]"))
+    r = cli("check", "sweep.toml", "--repeats", "1", "--json", cwd=repo)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (v,) = json.loads(r.stdout)
+    assert (v["verdict"], v["params"], v["baseline"]) == ("ok", {"X": 2}, 30.0)
