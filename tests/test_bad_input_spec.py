@@ -432,3 +432,17 @@ def test_a_constraint_where_int64_would_wrap_keeps_the_valid_config(tmp_path, ca
     data = json.loads(out)
     # 2**32 * 2**32 * C wraps to 0 in int64: it would pass; 2 * 2**32 * 4 etc. are valid
     assert code == 0 and data["valid"] == 6 and data["pruned"] == {"fits": 2}
+
+
+@pytest.mark.parametrize("command", ["plan", "run", "check"])
+def test_a_results_database_instead_of_a_spec(tmp_path, capsys, command):
+    """`ksweep check .ksweep/x.db` (history, report and export take the database): the line
+    says the file is a database and where it goes, not that the spec is not UTF-8."""
+    from ksweep.store.sqlite import Store
+    db = tmp_path / "sweep.db"
+    Store(db).close()
+    code, _, err = cli(capsys, command, str(db))
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, err
+    assert "a results database, not a spec" in lines[0] and "--db" in lines[0], lines[0]
+    assert "UTF-8" not in lines[0], lines[0]

@@ -44,6 +44,9 @@ def load_spec(path: str | Path) -> Spec:
         raise SpecError("is a folder, not a spec file: give the path of the .toml file", path=str(path)) from None
     except OSError as exc:
         raise SpecError(f"cannot read: {exc.strerror}", path=str(path)) from None
+    if raw.startswith(b"SQLite format 3\x00"):
+        raise SpecError("is a results database, not a spec: give the spec (.toml) it was swept from, "
+                        "and this database with --db", path=label)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
