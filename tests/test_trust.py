@@ -636,3 +636,16 @@ def test_a_new_default_makes_new_verdicts(tmp_path):
     with Store(tmp_path / ".ksweep" / "s.db") as store:  # judged again in place: no new evaluation in the history
         history = store.history()
         assert len(history) == 3 and {r.params["X"]: r.status for r in history} == statuses
+
+
+def test_a_reader_given_the_spec_is_told_where_its_database_is(tmp_path):
+    """`ksweep history sweep.toml` (check and run take the spec, history, report and export the
+    database): the line names the database a sweep of that spec writes."""
+    spec = tmp_path / "sweep.toml"
+    spec.write_text("[params]\nA = [1, 2]\n")
+    for args in (["history"], ["report"], ["export", "--format", "header"]):
+        r = cli(*args, str(spec))
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "a spec, not a results database" in r.stderr and str(Path(".ksweep") / "sweep.db") in r.stderr, \
+            r.stderr
+    assert spec.read_text() == "[params]\nA = [1, 2]\n"

@@ -29,6 +29,7 @@ from typing import Any, Iterable
 from ..errors import StoreError, StoreInUse
 from ..result import Measurement, Result
 from ..status import Status
+from ..workspace import workspace
 
 SCHEMA_VERSION = "6"  # 2: results.deps and the depsets table; 3: results.verified;
 # 4: results.gpu_state and the measurements table (confirmation runs); 5: the profiles table;
@@ -154,6 +155,10 @@ class Store:
             raise StoreError(f"{self.path}: cannot open it ({exc}): check that it is a writable file, "
                              f"or choose another --db") from None
         except sqlite3.DatabaseError as exc:
+            if self.path.suffix == ".toml":  # `ksweep history sweep.toml`: the spec, not its results
+                db = workspace(self.path.parent) / f"{self.path.stem}.db"
+                raise StoreError(f"{self.path}: a spec, not a results database: a sweep of it keeps its "
+                                 f"results in {db} (unless it ran with --db)") from None
             raise StoreError(f"{self.path}: not a ksweep results database ({exc})") from None
         self._check_schema(fresh)
 
