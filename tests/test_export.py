@@ -544,3 +544,17 @@ def test_user_mistakes_are_one_line_and_exit_2(tmp_path, capsys):
     assert stop.value.code == 2 and "--cover" in capsys.readouterr().err
     code, _, err = export(capsys, str(tmp_path / "missing.db"), "--format", "json")
     assert code == 2 and "no such results database" in err
+
+
+def test_a_shape_with_no_ok_config_is_said_to_be_left_out(tmp_path, capsys):
+    """A shape whose every config failed has no entry: the header must not drop it silently."""
+    rows = planted(seed=0, shapes=("square",)) + [row("broken", 32, 2, status=Status.RUN_ERROR),
+                                                   row("broken", 64, 2, status=Status.COMPILE_ERROR)]
+    db = make_db(tmp_path / "p.db", rows)
+    for fmt in ("header", "json"):
+        code, out, err = export(capsys, db, "--format", fmt, "-o", str(tmp_path / f"x.{fmt}"))
+        assert code == 0, err
+        notes = [line for line in out.splitlines() if "broken" in line]
+        assert len(notes) == 1 and notes[0].startswith("note: shape broken (variant base): no config ran OK"), out
+        assert "square" not in " ".join(notes)
+    assert "KSWEEP_SHAPE_broken" not in (tmp_path / "x.header").read_text()

@@ -44,7 +44,7 @@ def export(results: Sequence[Result], metric: str, direction: str, fmt: str, *,
         sel = select(results, metric, direction, conf, cover_pct=cover, gpu=gpu)
         text = header(sel, name=name, source=source, generator=generator) if fmt == "header" \
             else selection_json(sel, conf) + "\n"
-        return Exported(text, _summary(sel))
+        return Exported(text, _summary(sel), _left_out(results, sel, fmt, gpu))
     if cover is not None:
         raise ExportError(f"--cover applies to --format header and json, not {fmt}: a {fmt} file records "
                           f"every config of one shape")
@@ -64,6 +64,16 @@ def export(results: Sequence[Result], metric: str, direction: str, fmt: str, *,
                      f"database's best ({_params(rec.best.result)}): a replay will find that config best"
                      + (" (single measurements beside confirmed medians)" if rec.best.confirmed else ""))
     return Exported(text, lines, notes)
+
+
+def _left_out(results: Sequence[Result], sel: Selection, fmt: str, gpu: str | None) -> list[str]:
+    """A note per shape × variant the export has no entry for: none of its configs ran OK."""
+    shipped = {(e.variant, e.shape) for e in sel.entries}
+    missing = [key for key in dict.fromkeys((r.variant, r.shape) for r in results) if key not in shipped]
+    what = "header" if fmt == "header" else "JSON"
+    return [f"shape {shape} (variant {variant}): no config ran OK with a finite {sel.metric}"
+            f"{f' on {gpu!r}' if gpu is not None else ''}: it is not in the {what} "
+            f"(ksweep report --shape {shape} says why)" for variant, shape in missing]
 
 
 def _only(results: Sequence[Result], what: str, name: str | None) -> list[Result]:
