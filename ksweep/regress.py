@@ -61,7 +61,7 @@ class ShapeVerdict:
     def line(self, metric: str) -> str:
         head = f"{self.shape}/{self.variant}: "
         if self.verdict == "no baseline":
-            return head + "no baseline in the history (sweep it first): not checked"
+            return head + f"no baseline: {self.message or 'not in the history (sweep it first)'}: not checked"
         if self.verdict == "FAILED":
             return head + f"FAILED: the best known config ({_cfg(self.params)}) {self.message}"
         noise = {True: "beyond noise", False: "within noise", None: "noise unknown"}[self.beyond_noise]
@@ -131,8 +131,10 @@ def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, 
                 continue
             points = [p for p in lines.get((va.name, sh.name), []) if p.value is not None]
             base = shipped.get((va.name, sh.name)) or (points[-1] if points else None)
-            if base is None:
-                verdicts.append(ShapeVerdict(va.name, sh.name, "no baseline", {}))
+            if base is None:  # never swept, or swept with no config that ran OK
+                verdicts.append(ShapeVerdict(va.name, sh.name, "no baseline", {}, message=(
+                    f"no config ran OK in its sweeps (ksweep report --shape {sh.name} says why)"
+                    if lines.get((va.name, sh.name)) else "")))
                 continue
             space = spaces[(va.name, sh.name)]
             default = {p.name: p.default for p in spec.effective_params(sh, va)}

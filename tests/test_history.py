@@ -699,3 +699,12 @@ def test_check_takes_the_best_of_a_narrowed_space_not_the_only_confirmed_config_
     assert r.returncode == 0, r.stdout + r.stderr
     (v,) = json.loads(r.stdout)
     assert (v["verdict"], v["params"], v["baseline"]) == ("ok", {"X": 2}, 30.0)
+
+
+def test_check_of_a_shape_whose_sweep_had_no_ok_config_does_not_ask_for_a_sweep(repo):
+    """Swept, every config failed: the line says so, not 'sweep it first'."""
+    (repo / "prog.c").write_text('int main(void) { return 3; }\n')
+    assert cli("run", "sweep.toml", "-q", cwd=repo).returncode == 1
+    r = cli("check", "sweep.toml", "--repeats", "1", cwd=repo)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "no config ran OK in its sweeps" in r.stdout and "sweep it first" not in r.stdout, r.stdout
