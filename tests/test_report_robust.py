@@ -336,3 +336,12 @@ def test_plotting_leaves_the_callers_matplotlib_backend_alone(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "svg" and (tmp_path / "h.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_database_with_no_result_yet_says_so(tmp_path, capsys):
+    """A sweep stopped before its first result (`--time-limit 0`): report printed nothing at all."""
+    db = make_db(tmp_path / "empty.db", [])
+    assert "empty.db: no evaluated result yet" in report(capsys, db)
+    assert main(["history", db, "--plot", str(tmp_path / "t.png")]) == 0
+    assert "no evaluated result yet: no plot written" in capsys.readouterr().out
+    assert not (tmp_path / "t.png").exists()

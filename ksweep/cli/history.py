@@ -37,7 +37,8 @@ def run(args) -> int:
         print(json.dumps([{"variant": v, "shape": s, "points": [p.to_json() for p in pts]}
                           for (v, s), pts in lines.items()], indent=2))
     else:
-        print(render(lines, objective["metric"]) if lines else f"{args.db}: no evaluated result yet")
+        print(render(lines, objective["metric"]) if lines else
+              f"{args.db}: no evaluated result yet" + (": no plot written" if args.plot else ""))
     if args.plot and lines:
         print(plot(lines, objective["metric"], args.plot))
     return 0

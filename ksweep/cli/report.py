@@ -102,6 +102,8 @@ def run(args) -> int:
         print(to_csv(results + old_rows, conf, front_ids(results, objectives), marked), end="")
     elif args.format == "json":
         print(to_json(results + old_rows, conf, front_ids(results, objectives), marked))
+    elif not results and not old:  # a sweep stopped before its first result: say so, not an empty page
+        print(f"{args.db}: no evaluated result yet")
     else:
         console = wide_console()
         render(results, objective["metric"], objective["direction"], console, param_order=order,
