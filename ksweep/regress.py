@@ -111,6 +111,11 @@ def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, 
     with Store(db_path, create=False) as store:
         objective = store.get_meta("objective", {"metric": spec.objective.metric,
                                                  "direction": spec.objective.direction})
+        if (objective["metric"], objective["direction"]) != (spec.objective.metric, spec.objective.direction):
+            # the baseline's values and the runs' would be of two objectives
+            raise KsweepError(f"{db_path}: its results were swept for {objective['metric']} "
+                              f"({objective['direction']}), the spec's objective is {spec.objective.metric} "
+                              f"({spec.objective.direction}): sweep the spec again (ksweep run), then check")
         models = _local_models(gpus)
         spaces = {(va.name, sh.name): Space.from_spec(spec, sh.name, va.name)
                   for sh in spec.shape_list() for va in spec.variant_list()

@@ -708,3 +708,18 @@ def test_check_of_a_shape_whose_sweep_had_no_ok_config_does_not_ask_for_a_sweep(
     r = cli("check", "sweep.toml", "--repeats", "1", cwd=repo)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "no config ran OK in its sweeps" in r.stdout and "sweep it first" not in r.stdout, r.stdout
+
+
+def test_check_refuses_a_spec_whose_objective_changed_since_the_sweep(repo):
+    """The baseline was ranked by one objective and the check's runs by the spec's new one: it
+    compared a value of one with a value of the other."""
+    assert cli("run", "sweep.toml", "--confirm", "2,2", "-q", cwd=repo).returncode == 0
+    spec = repo / "sweep.toml"
+    spec.write_text(spec.read_text().replace('objective = "ms"', 'objective = "ms"\ndirection = "max"'))
+    r = cli("check", "sweep.toml", "--repeats", "1", cwd=repo)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stdout + r.stderr
+    assert "swept for ms (min), the spec's objective is ms (max)" in r.stderr and "ksweep run" in r.stderr
+    assert cli("run", "sweep.toml", "--confirm", "2,2", "-q", cwd=repo).returncode == 0
+    r = cli("check", "sweep.toml", "--repeats", "1", "--json", cwd=repo)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout)[0]["params"] == {"X": 3}  # the most ms, as the spec now asks
