@@ -142,6 +142,11 @@ def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, 
                     if lines.get((va.name, sh.name)) else "")))
                 continue
             space = spaces[(va.name, sh.name)]
+            if dict(base.params) not in space:  # the history's best, of a spec since changed: not measurable
+                verdicts.append(ShapeVerdict(va.name, sh.name, "no baseline", dict(base.params), message=(
+                    f"its best known config ({_cfg(base.params)}) is not in the spec's space (a parameter added "
+                    f"or renamed, a value or config taken out since): sweep the spec again (ksweep run)")))
+                continue
             default = {p.name: p.default for p in spec.effective_params(sh, va)}
             configs = [dict(base.params)] + ([default] if default != dict(base.params) and default in space else [])
             targets.append((va.name, sh.name, base, configs))

@@ -723,3 +723,15 @@ def test_check_refuses_a_spec_whose_objective_changed_since_the_sweep(repo):
     r = cli("check", "sweep.toml", "--repeats", "1", "--json", cwd=repo)
     assert r.returncode == 0, r.stdout + r.stderr
     assert json.loads(r.stdout)[0]["params"] == {"X": 3}  # the most ms, as the spec now asks
+
+
+def test_check_after_a_parameter_was_added_asks_for_a_sweep_not_fails_a_config_it_cannot_build(repo):
+    """The best known config lacks the spec's new parameter: check said 'FAILED: ... was not
+    measured' and exited 1, as if the source had broken it."""
+    assert cli("run", "sweep.toml", "--confirm", "2,2", "-q", cwd=repo).returncode == 0
+    spec = repo / "sweep.toml"
+    spec.write_text(spec.read_text().replace("X = [2, 1, 3]", "X = [2, 1, 3]\nY = [0, 1]"))
+    r = cli("check", "sweep.toml", "--repeats", "1", cwd=repo)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "FAILED" not in r.stdout and "is not in the spec's space" in r.stdout and "ksweep run" in r.stdout, \
+        r.stdout
