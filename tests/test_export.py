@@ -558,3 +558,16 @@ def test_a_shape_with_no_ok_config_is_said_to_be_left_out(tmp_path, capsys):
         assert len(notes) == 1 and notes[0].startswith("note: shape broken (variant base): no config ran OK"), out
         assert "square" not in " ".join(notes)
     assert "KSWEEP_SHAPE_broken" not in (tmp_path / "x.header").read_text()
+
+
+def test_odd_cover_values(tmp_path, capsys):
+    """-0 is a cover of 0% (it printed 'within -0%'); a negative, NaN or infinite one is one line
+    naming --cover and what to give, as the other commands' percentages are."""
+    db = make_db(tmp_path / "p.db", planted(seed=0))
+    code, out, err = export(capsys, db, "--format", "header", "--cover", "-0", "-o", str(tmp_path / "x.h"))
+    assert code == 0 and "within 0% of its own best" in out and "-0" not in out, out + err
+    for bad in ("-1", "nan", "inf", "abc", ""):
+        with pytest.raises(SystemExit) as stop:
+            main(["export", db, "--format", "header", "--cover", bad])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert stop.value.code == 2 and len(err) == 1 and f"--cover {bad}: give a percentage, 0 or more" in err[0], err

@@ -3,8 +3,6 @@ results for another tuner."""
 
 from __future__ import annotations
 
-import math
-
 import sys
 from pathlib import Path
 
@@ -13,7 +11,7 @@ from ..report.edited import edited_notes
 from ..report.rank import unverified_notes
 from ..report.export_formats import FORMATS, export
 from ..store.sqlite import Store
-from .main import version
+from .main import percent_of, version
 from .report import load_all
 
 
@@ -25,19 +23,12 @@ def add_parser(sub) -> None:
                    help="header: a C/C++ header of each shape's best config; json: the same as JSON; t4: the "
                         "T4 results file of one shape; kt-cache: a Kernel Tuner cache of one shape")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: standard output)")
-    p.add_argument("--cover", type=percent, metavar="PCT",
+    p.add_argument("--cover", type=percent_of("--cover"), metavar="PCT",
                    help="header, json: the fewest configs that keep every shape within PCT%% of its own best")
     p.add_argument("--shape", help="only this shape")
     p.add_argument("--variant", help="only this variant")
     p.add_argument("--gpu", metavar="MODEL", help="only this GPU model (its name or a part of it)")
     p.set_defaults(handler=run)
-
-
-def percent(text: str) -> float:
-    value = float(text.rstrip("%"))
-    if not (value >= 0 and math.isfinite(value)):
-        raise ValueError(text)
-    return value
 
 
 def run(args) -> int:

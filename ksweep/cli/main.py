@@ -85,8 +85,8 @@ def count_of(option: str, least: int = 1):
 
 def percent_of(option: str):
     """An argparse type: a percentage, 0 or more (``5`` or ``5%``), finite."""
-    return _option_type(option, lambda t: float(t.rstrip("%")), lambda v: 0 <= v < float("inf"),
-                        "a percentage, 0 or more")
+    return _option_type(option, lambda t: float(t.rstrip("%")) + 0.0, lambda v: 0 <= v < float("inf"),
+                        "a percentage, 0 or more")  # + 0.0: -0 is 0, never printed "-0%"
 
 
 def seconds_of(option: str):
