@@ -33,7 +33,7 @@ from .spec.model import Spec
 from .status import Status
 from .store.sqlite import Store
 from .strategies.listed import ListedStrategy
-from .sweep.driver import SweepOptions
+from .sweep.driver import SweepOptions, check_store_spec
 from .sweep.local import check_options, default_db_path
 
 
@@ -109,6 +109,7 @@ def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, 
     if not db_path.exists():
         raise KsweepError(f"{db_path}: no results database: sweep the spec first (ksweep run), then check")
     with Store(db_path, create=False) as store:
+        check_store_spec(store, spec)  # another spec's database has no baseline of this one: it would pass
         objective = store.get_meta("objective", {"metric": spec.objective.metric,
                                                  "direction": spec.objective.direction})
         if (objective["metric"], objective["direction"]) != (spec.objective.metric, spec.objective.direction):

@@ -735,3 +735,14 @@ def test_check_after_a_parameter_was_added_asks_for_a_sweep_not_fails_a_config_i
     assert r.returncode == 0, r.stdout + r.stderr
     assert "FAILED" not in r.stdout and "is not in the spec's space" in r.stdout and "ksweep run" in r.stdout, \
         r.stdout
+
+
+def test_check_refuses_another_specs_database(repo, tmp_path):
+    """`check other.toml --db this.db` found none of its shapes there and passed, checking nothing."""
+    assert cli("run", "sweep.toml", "--confirm", "2,2", "-q", cwd=repo).returncode == 0
+    other = repo / "other.toml"
+    other.write_text((repo / "sweep.toml").read_text().replace("[sweep]", '[sweep]\nname = "other"')
+                     + "[shapes.big]\ndefines = { N = 1 }\n")
+    r = cli("check", "other.toml", "--db", ".ksweep/sweep.db", "--repeats", "1", cwd=repo)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stdout + r.stderr
+    assert "holds the results of spec" in r.stderr and "not 'other'" in r.stderr, r.stderr
