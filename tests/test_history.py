@@ -706,8 +706,9 @@ def test_check_of_a_shape_whose_sweep_had_no_ok_config_does_not_ask_for_a_sweep(
     (repo / "prog.c").write_text('int main(void) { return 3; }\n')
     assert cli("run", "sweep.toml", "-q", cwd=repo).returncode == 1
     r = cli("check", "sweep.toml", "--repeats", "1", cwd=repo)
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.returncode == 1, r.stdout + r.stderr  # no shape checked: the gate does not pass
     assert "no config ran OK in its sweeps" in r.stdout and "sweep it first" not in r.stdout, r.stdout
+    assert "no shape was checked" in r.stdout
 
 
 def test_check_refuses_a_spec_whose_objective_changed_since_the_sweep(repo):
@@ -732,9 +733,10 @@ def test_check_after_a_parameter_was_added_asks_for_a_sweep_not_fails_a_config_i
     spec = repo / "sweep.toml"
     spec.write_text(spec.read_text().replace("X = [2, 1, 3]", "X = [2, 1, 3]\nY = [0, 1]"))
     r = cli("check", "sweep.toml", "--repeats", "1", cwd=repo)
-    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.returncode == 1, r.stdout + r.stderr  # nothing measured: a gate that checked nothing fails
     assert "FAILED" not in r.stdout and "is not in the spec's space" in r.stdout and "ksweep run" in r.stdout, \
         r.stdout
+    assert "no shape was checked (1 without a baseline)" in r.stdout
 
 
 def test_check_refuses_another_specs_database(repo, tmp_path):
@@ -746,3 +748,15 @@ def test_check_refuses_another_specs_database(repo, tmp_path):
     r = cli("check", "other.toml", "--db", ".ksweep/sweep.db", "--repeats", "1", cwd=repo)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stdout + r.stderr
     assert "holds the results of spec" in r.stderr and "not 'other'" in r.stderr, r.stderr
+
+
+def test_a_check_that_checks_some_shapes_passes_and_one_that_checks_none_fails(repo):
+    """A gate that measured nothing (no shape with a baseline) passed with exit 0."""
+    spec = repo / "sweep.toml"
+    spec.write_text(spec.read_text() + "[shapes.small]\ndefines = { N = 1 }\n[shapes.big]\ndefines = { N = 2 }\n")
+    assert cli("run", "sweep.toml", "--shape", "small", "--no-confirm", "-q", cwd=repo).returncode == 0
+    r = cli("check", "sweep.toml", "--repeats", "1", cwd=repo)
+    assert r.returncode == 0, r.stdout + r.stderr  # small is checked; big has no baseline yet
+    assert "big/base: no baseline" in r.stdout and "small/base: ok" in r.stdout, r.stdout
+    r = cli("check", "sweep.toml", "--shape", "big", "--repeats", "1", cwd=repo)
+    assert r.returncode == 1 and "no shape was checked (1 without a baseline): nothing to pass" in r.stdout, r.stdout

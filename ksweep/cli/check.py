@@ -50,6 +50,11 @@ def run(args) -> int:
     if unsure:
         print(f"ksweep check: {len(unsure)} of {len(verdicts)} shapes slower beyond the tolerance but within "
               f"noise (inconclusive: not failed)", file=sys.stderr if args.json else sys.stdout)
+    checked = [v for v in verdicts if v.verdict != "no baseline"]
+    if verdicts and not checked:  # a gate that measured nothing must not pass
+        print(f"ksweep check: no shape was checked ({len(verdicts)} without a baseline): nothing to pass",
+              file=sys.stderr if args.json else sys.stdout)
+        return 1
     bad = [v for v in verdicts if v.failed]
     if bad:
         print(f"ksweep check: {len(bad)} of {len(verdicts)} shapes regressed or failed",
