@@ -114,3 +114,11 @@ def test_convergence_of_a_throughput_follows_its_highest_value(shapes_db, tmp_pa
     assert ax.get_ylabel() == "best so far: gflops (max: higher is better)"
     ys = list(ax.lines[0].get_ydata())
     assert ys[-1] == pytest.approx(1000.0 / 3) and ys == sorted(ys)
+
+
+def test_a_heatmap_of_one_parameter_against_itself_is_refused_in_one_line(shapes_db, tmp_path, capsys):
+    out = tmp_path / "h.png"
+    assert main(["plot", "heatmap", shapes_db, "--x", "A", "--y", "A", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--x and --y are both A: give two parameters" in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()

@@ -39,6 +39,9 @@ def heatmap_panels(results: Iterable[Result], x: str, y: str, metric: str, direc
     """(variant, shape) -> (xs, ys, cells) of ``heatmap_grid`` over that shape × variant's
     results alone: shapes (and variants) are never mixed in a cell. In the order the results
     come (pure)."""
+    if x == y:
+        raise KsweepError(f"--x and --y are both {x}: give two parameters (a heat-map of one against itself "
+                          "is its diagonal)")
     groups: dict[tuple[str, str], list[Result]] = {}
     for r in results:
         groups.setdefault((r.variant, r.shape), []).append(r)
