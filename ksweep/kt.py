@@ -174,6 +174,8 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
                       observer=None if quiet or not verbose else _verbose_observer())
     _, mine = _of_this_space(spec, db)  # a cache shared with calls of other tune_params keeps theirs too
     with Store(db) as store:
+        # as Kernel Tuner writes it in its cache, for `ksweep export --format kt-cache`
+        store.set_meta("kt_problem_size", _plain_size(problem_size))
         stored = sorted(mine, key=lambda r: r.finished or 0.0)
         verdicts = confirmed(stored, store.measurements(), "min", store.default_configs()) if confirming else {}
     results = []
@@ -254,6 +256,14 @@ def _expr(text: str, what: str) -> str:
     except ExprError as exc:
         raise KtUnsupported(f"{what} '{text}': {exc}") from None
     return text
+
+
+def _plain_size(problem_size):
+    """The problem size as Kernel Tuner's cache holds it: a number or string as given, a
+    tuple as a list."""
+    if isinstance(problem_size, (list, tuple)):
+        return [_plain(s) for s in problem_size]
+    return _plain(problem_size)
 
 
 def _problem_size(problem_size) -> list[str]:

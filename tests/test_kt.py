@@ -425,3 +425,24 @@ def test_a_shared_cache_returns_this_calls_configs_only(tmp_path, monkeypatch):
     results, env = vadd_on("fake_energy.py", [128, 256, 512], cache="shared.json", restrictions=["BLOCK != 256"])
     assert sorted(r["BLOCK"] for r in results) == [128, 512] and env["best_config"]["BLOCK"] == 512
     assert env["ksweep_db"] == "shared.db"
+
+
+@nvcc
+def test_an_exported_kt_cache_holds_the_problem_size_kernel_tuner_compares(here, capsys):
+    """export --format kt-cache wrote problem_size []: Kernel Tuner's simulation mode, given the
+    call's own problem size, refused the cache ("different problem_size")."""
+    from kernel_tuner.util import check_matching_problem_size
+
+    from ksweep.cli.main import main
+
+    n = 64
+    A = np.ones((n, n), np.float32)
+    _, env = kt("matmul_kernel", "kt_examples.cu", (n, n), [np.zeros_like(A), A, A],
+                {"block_size_x": [16], "block_size_y": [4], "tile_size_x": [1, 2], "tile_size_y": [4]},
+                grid_div_x=["block_size_x", "tile_size_x"], grid_div_y=["block_size_y", "tile_size_y"],
+                answer=[A @ A, None, None], atol=1e-3)
+    out = here / "kt.json"
+    assert main(["export", str(env["ksweep_db"]), "--format", "kt-cache", "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["problem_size"] == [n, n]
+    check_matching_problem_size(doc["problem_size"], (n, n))  # raises when they differ

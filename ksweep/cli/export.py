@@ -35,9 +35,10 @@ def run(args) -> int:
     results, objective, orders, conf = load_all(args.db)
     with Store(args.db, create=False) as store:
         name = store.get_meta("spec_name") or Path(args.db).stem
+        problem_size = store.get_meta("kt_problem_size")  # ksweep.kt.tune_kernel's
     out = export(results, objective["metric"], objective["direction"], args.format, conf=conf, orders=orders,
                  name=name, source=Path(args.db).name, generator=f"ksweep {version()}", cover=args.cover,
-                 shape=args.shape, variant=args.variant, gpu=args.gpu)
+                 shape=args.shape, variant=args.variant, gpu=args.gpu, problem_size=problem_size)
     said = sys.stdout
     if args.output:
         try:

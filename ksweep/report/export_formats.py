@@ -38,7 +38,7 @@ def export(results: Sequence[Result], metric: str, direction: str, fmt: str, *,
            conf: Mapping[tuple[str, str], Confirmed] | None = None,
            orders: Mapping[tuple[str, ...], Sequence[str]] | None = None, name: str = "ksweep",
            source: str = "", generator: str = "ksweep", cover: float | None = None, shape: str | None = None,
-           variant: str | None = None, gpu: str | None = None) -> Exported:
+           variant: str | None = None, gpu: str | None = None, problem_size=None) -> Exported:
     results = _only(_only(results, "variant", variant), "shape", shape)
     if fmt in ("header", "json"):
         sel = select(results, metric, direction, conf, cover_pct=cover, gpu=gpu)
@@ -52,7 +52,7 @@ def export(results: Sequence[Result], metric: str, direction: str, fmt: str, *,
         raise ExportError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
     rec = recording(results, metric, direction, conf, orders, gpu=gpu)
     kernel = name if rec.variant == BASE_VARIANT.name else f"{name}/{rec.variant}"
-    text = kt_cache_text(rec, kernel) if fmt == "kt-cache" else t4_text(rec, kernel, metric, generator)
+    text = kt_cache_text(rec, kernel, problem_size) if fmt == "kt-cache" else t4_text(rec, kernel, metric, generator)
     where = f"shape {rec.shape}" + (f", variant {rec.variant}" if rec.variant != BASE_VARIANT.name else "") + (
         f", {rec.gpu}" if rec.gpu else "")
     best = f"{rec.best_time_ms:.6g} ms" if rec.best_time_ms is not None else f"{rec.best.value:.6g} {metric}"

@@ -9,7 +9,9 @@ forms its keys), holding the parameters, ``time`` in milliseconds (or the name o
 Tuner's failure: ``CompilationFailedConfig``, ``RuntimeFailedConfig``, ``InvalidConfig`` for a
 pruned config), the build's and the run's wall times when known (``compile_time``,
 ``benchmark_time``, ms), a ``timestamp`` and the config's other finite metrics.
-``problem_size`` is empty: the database keeps a shape's name, not its sizes. ``cache`` comes
+``problem_size`` is the one ``ksweep.kt.tune_kernel`` was given (the database keeps it), else
+empty: a spec's sweep keeps a shape's name, not its sizes, and Kernel Tuner's
+``tune_kernel(..., simulation_mode=True)`` then needs ``problem_size=[]``. ``cache`` comes
 last and the text ends with ``}`` on its own line: Kernel Tuner checks the last characters
 to tell a closed cache from one a crash left open.
 
@@ -51,7 +53,7 @@ def parameter_values(rec: Recording) -> dict[str, list]:
     return out
 
 
-def kt_cache(rec: Recording, kernel: str) -> dict:
+def kt_cache(rec: Recording, kernel: str, problem_size=None) -> dict:
     cache = {}
     for x in rec.records:
         p = x.result.params
@@ -69,11 +71,12 @@ def kt_cache(rec: Recording, kernel: str) -> dict:
                           and isinstance(v, (int, float)) and math.isfinite(v)})
         cache.setdefault(key, entry)
     return {
-        "device_name": rec.gpu or "unknown", "kernel_name": kernel, "problem_size": [],
+        "device_name": rec.gpu or "unknown", "kernel_name": kernel,
+        "problem_size": problem_size if problem_size is not None else [],
         "tune_params_keys": list(rec.params), "tune_params": parameter_values(rec), "objective": ["time"],
         "cache": cache,
     }
 
 
-def kt_cache_text(rec: Recording, kernel: str) -> str:
-    return json.dumps(kt_cache(rec, kernel), indent=1, allow_nan=False) + "\n"
+def kt_cache_text(rec: Recording, kernel: str, problem_size=None) -> str:
+    return json.dumps(kt_cache(rec, kernel, problem_size), indent=1, allow_nan=False) + "\n"
