@@ -39,6 +39,16 @@ extern "C" __global__ void axpb(float *y, const float *x, int n) {
 '''
 
 
+TEMPLATED = r'''
+template <int TILE>
+__global__ void vscale(float *y, const float *x, int n) {
+    int base = (blockIdx.x * blockDim.x + threadIdx.x) * TILE;
+    for (int t = 0; t < TILE; ++t)
+        if (base + t < n) y[base + t] = 3.0f * x[base + t];
+}
+'''
+
+
 def main() -> int:
     from ksweep.kt import tune_kernel
 
@@ -77,6 +87,28 @@ def main() -> int:
             cmem_args={"d_coef": coef, "d_offset": np.int32(5)})
         run("40 KB static + 200 KB dynamic is refused by the GPU", False, params={"STATIC_KB": [40]},
             smem_args={"size": 200 * 1024}, cmem_args={"d_coef": coef, "d_offset": np.int32(5)})
+
+        def check(label, good, detail=""):
+            nonlocal failures
+            failures += not good
+            print(f"{'PASS' if good else 'FAIL'} {label}{': ' + detail if detail else ''}")
+
+        # Kernel Tuner's ways of calling, as a migrating script writes them
+        results, _ = run("a string metric is computed from time", True, smem_args=small,
+                         cmem_args={"d_coef": coef, "d_offset": np.int32(5)}, metrics={"us": "time * 1000"})
+        check("  its value", all(abs(r["us"] - 1000 * r["time"]) <= 1e-9 * r["us"] for r in results if "time" in r))
+        results, _ = tune_kernel("axpb", str(src), n, [np.zeros(n, np.float32), x, np.int32(n)],
+                                 {"block_size_x": [128, 256]}, answer=[None, None, None], smem_args=small,
+                                 cmem_args={"d_coef": coef, "d_offset": np.int32(5)}, quiet=True)
+        check("answer of Nones checks nothing", len(results) == 2 and all("time" in r for r in results),
+              str([r.get("__error__") for r in results]))
+        tsrc = Path(tmp) / "vscale.cu"
+        tsrc.write_text(TEMPLATED)
+        results, env = tune_kernel("vscale<TILE>", str(tsrc), n, [np.zeros(n, np.float32), x, np.int32(n)],
+                                   {"block_size_x": [128, 256], "TILE": [1, 2, 4]}, grid_div_x=["block_size_x", "TILE"],
+                                   answer=[3 * x, None, None], atol=1e-5, quiet=True)
+        check("a templated kernel name is instantiated per config",
+              len(results) == 6 and all("time" in r for r in results), str([r.get("__error__") for r in results]))
     return 1 if failures else 0
 
 
