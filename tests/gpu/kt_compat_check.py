@@ -40,10 +40,10 @@ extern "C" __global__ void axpb(float *y, const float *x, int n) {
 
 
 TEMPLATED = r'''
-template <int TILE>
+template <int tile>  // not TILE: as with Kernel Tuner's #defines, -DTILE=2 would rewrite the template's own name
 __global__ void vscale(float *y, const float *x, int n) {
-    int base = (blockIdx.x * blockDim.x + threadIdx.x) * TILE;
-    for (int t = 0; t < TILE; ++t)
+    int base = (blockIdx.x * blockDim.x + threadIdx.x) * tile;
+    for (int t = 0; t < tile; ++t)
         if (base + t < n) y[base + t] = 3.0f * x[base + t];
 }
 '''
