@@ -304,6 +304,30 @@ def test_a_rerun_all_cut_short_is_resumed_by_a_plain_run_with_the_old_results(tm
     assert len(stored(db)) == 6
 
 
+def test_a_rerun_all_on_a_cluster_leaves_another_models_results_standing(tmp_path):
+    """On a cluster (GPU models known as its runs end), --rerun all marked every stored result
+    superseded, another model's too: an executor naming its models never judges those, and no
+    plain run on the cluster brought them back (it resumed them, and reports left them out)."""
+    spec = toy(tmp_path)
+    local, db = tmp_path / "l.db", tmp_path / "r.db"
+    for path in (local, db):
+        sweep(spec, path, FakeExecutor(timed, gpu_models=("A100",)))
+    sweep(spec, local, FakeExecutor(timed, gpu_models=("H100",)), rerun="all", max_evals=2, strategy="grid")
+    cluster = FakeExecutor(timed, gpu_models=None, runs_on="H100")
+    assert sweep(spec, db, cluster, rerun="all", max_evals=2, strategy="grid").evaluated == 2
+    assert len(stored(local)) == 6
+    assert sorted(r.gpu_name for r in stored(db).values()) == sorted(r.gpu_name for r in stored(local).values())
+
+
+def test_a_plain_run_on_a_cluster_resumes_a_rerun_all_cut_short_with_the_old_results(tmp_path):
+    spec = toy(tmp_path)
+    db = tmp_path / "r.db"
+    sweep(spec, db, FakeExecutor(timed, gpu_models=None, runs_on="A100"))
+    sweep(spec, db, FakeExecutor(timed, gpu_models=None, runs_on="A100"), rerun="all", max_evals=2, strategy="grid")
+    assert sweep(spec, db, FakeExecutor(timed, gpu_models=None, runs_on="A100"), strategy="grid").evaluated == 0
+    assert len(stored(db)) == 6
+
+
 def test_a_result_of_another_gpu_model_is_run_again(tmp_path):
     spec = toy(tmp_path, a=[1, 2], b=[1])
     db = tmp_path / "r.db"

@@ -184,6 +184,8 @@ class Sweep:
         self.summary = Summary(gpu_slots=executor.run_slots, has_gpu=models is None or models != {"none"})
         self._gpu_models = models
         self._pending: dict[tuple[str, str], list] = {}  # results whose GPU model is not known yet
+        # of those, the configs --rerun all marked superseded (they were not): another model's get it back
+        self._rerun_marked: dict[tuple[str, str], set[str]] = {}
         self._make_strategy = strategy_factory or self._default_strategy
         # a caller's factory gets the prior only when it takes one (a ``prior`` keyword)
         self._custom_strategy = strategy_factory is not None and not _takes_prior(strategy_factory)
@@ -293,6 +295,10 @@ class Sweep:
         if self.options.rerun == "all":  # they stand for nothing until measured again: a reader
             # (report, plot) sees the sweep's new results only, not the old BEST beside them;
             # a plain run judges them again (_standing) and resumes with those it did not reach
+            marked = {cid for v, s, cid in self.store.superseded(variant.name, shape.name)}
+            late = {cid for cid, _, _ in self._pending.get((variant.name, shape.name), [])}
+            self._rerun_marked[(variant.name, shape.name)] = {cid for cid in standing
+                                                               if cid in late and cid not in marked}
             self.store.supersede(variant.name, shape.name, [cid for cid in standing if cid not in stored], [])
         # --max-evals counts what the store holds already, but for the default config evaluated
         # by a confirmation (those runs are counted apart)
@@ -321,6 +327,7 @@ class Sweep:
             self.resumed(result)
         if size == 0:
             self._pending.pop((variant.name, shape.name), None)
+            self._rerun_marked.pop((variant.name, shape.name), None)
             return
         window = self._window(variant.name, shape.name)
         # the harness builds alongside the first configs; runs start once it is there
@@ -406,11 +413,16 @@ class Sweep:
         """The results of GPU models an executor did not name before the sweep (a Dask
         cluster's): judged now, for the models this target's runs went to."""
         later = self._pending.pop((variant, shape), [])
+        marked = self._rerun_marked.pop((variant, shape), set())
         ran = [e.result for e in target.order if e.result is not None]
         seen, again = {r.gpu_name for r in ran}, {config_id(r.params) for r in ran}
         mine = [(cid, stale) for cid, gpu, stale in later if gpu in seen and cid not in again]
-        if mine:
-            self.store.supersede(variant, shape, [c for c, s in mine if s], [c for c, s in mine if not s])
+        # another model's results are not judged: those --rerun all marked stand again, as on an
+        # executor that names its models (which never marks them); no run here would bring them back
+        others = [cid for cid, gpu, _ in later if gpu not in seen and cid in marked]
+        if mine or others:
+            self.store.supersede(variant, shape, [c for c, s in mine if s],
+                                 [c for c, s in mine if not s] + others)
 
     # -- one result ---------------------------------------------------------------------
     def finish(self, job: Job, build: BuildResult, outcome: RunOutcome | None,
