@@ -163,7 +163,9 @@ def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, 
                 def listed(name, space, seed, max_evals, configs=configs):  # the driver's factory signature
                     return ListedStrategy(space, configs)
 
-                options = SweepOptions(shapes=(sh,), variants=(va,), rerun="all", record_pruned=False,
+                # the shape's other configs are not measured: with --update their results stand
+                options = SweepOptions(shapes=(sh,), variants=(va,), rerun="all", rerun_supersedes=False,
+                                       record_pruned=False,
                                        max_evals=len(configs),
                                        confirm=Confirmation(k=len(configs), rounds=repeats, within=None),
                                        warm_between_shapes=False)

@@ -221,6 +221,19 @@ def test_after_check_update_a_result_of_the_older_source_is_not_ranked(repo):
     assert sorted((x["params"]["X"], x["metrics"]["ms"]) for x in rows) == [(1, 65.0), (2, 60.0), (3, 85.0)]
 
 
+def test_check_update_on_an_unchanged_source_leaves_the_other_configs_results_standing(repo):
+    """check --update measures the best and the default again (a --rerun all of those two):
+    the other configs' results, of the same source, were marked superseded and left out of
+    every report."""
+    assert cli("run", "sweep.toml", "-q", cwd=repo).returncode == 0
+    r = cli("check", "sweep.toml", "--repeats", "1", "--update", cwd=repo)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = json.loads(cli("report", ".ksweep/sweep.db", "--format", "json", cwd=repo).stdout)
+    assert sorted(x["params"]["X"] for x in rows) == [1, 2, 3]
+    with Store(repo / ".ksweep" / "sweep.db", create=False) as store:
+        assert store.superseded() == set()
+
+
 def test_a_source_put_back_makes_its_results_current_again_without_rerunning(repo):
     assert cli("run", "sweep.toml", "-q", cwd=repo).returncode == 0
     revise(repo, 25, "v2")

@@ -113,6 +113,9 @@ class SweepOptions:
     lookahead: int | None = None  # configs asked ahead of the results (default: 2 × build jobs + GPU slots)
     record_pruned: bool = True
     rerun: str | None = None  # "failed": evaluate stored failures again; "all": ignore stored results
+    # --rerun all: the results it measures again are superseded until then (readers see its new
+    # ones only); False for a caller that measures a few configs again and leaves the others (check)
+    rerun_supersedes: bool = True
     gpu_check: bool = True  # refuse, before building, a CUDA program sweep on a host without a GPU
     # re-measure the leaders and the default after each shape × variant (ksweep/confirm.py); None: no
     confirm: Confirmation | None = None
@@ -292,7 +295,7 @@ class Sweep:
             self._record_pruned(space, variant.name, shape.name)
         standing = self._standing(space, factory, variant.name, shape.name)
         stored = {cid: r for cid, r in standing.items() if self._reused(r, space)}
-        if self.options.rerun == "all":  # they stand for nothing until measured again: a reader
+        if self.options.rerun == "all" and self.options.rerun_supersedes:  # they stand for nothing until measured again: a reader
             # (report, plot) sees the sweep's new results only, not the old BEST beside them;
             # a plain run judges them again (_standing) and resumes with those it did not reach
             marked = {cid for v, s, cid in self.store.superseded(variant.name, shape.name)}
