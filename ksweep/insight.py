@@ -238,8 +238,9 @@ def explain(target: str, words: Sequence[str], *, shape: str | None = None, vari
     kernels: tuple[dict, ...] = tuple(c.result.kernels) if c.result is not None and c.result.kernels else ()
     notes = []
     if c.superseded:
-        notes.append("its stored result was measured on another source or spec (superseded: reports leave it "
-                     "out); ksweep run measures it on this one")
+        notes.append("its stored result is superseded (reports leave it out): measured on another source or "
+                     "spec, or not measured again yet by a --rerun all; a plain ksweep run measures it again, or "
+                     "takes it back where it still stands")
     edited = changed(c.result.deps) if c.result is not None else []
     if edited:
         notes.append(f"{', '.join(Path(p).name for p in edited)} changed since its stored result was measured: "

@@ -209,7 +209,7 @@ def test_after_check_update_a_result_of_the_older_source_is_not_ranked(repo):
     rows = json.loads(out.stdout)
     assert sorted((x["params"]["X"], x["metrics"]["ms"]) for x in rows) == [(1, 65.0), (2, 60.0)]
     text = cli("report", ".ksweep/sweep.db", cwd=repo)
-    assert "1 result measured on another source or spec is not shown" in text.stdout, text.stdout
+    assert "1 superseded result is not shown: measured on another source or spec" in text.stdout, text.stdout
     old = cli("report", ".ksweep/sweep.db", "--format", "json", "--superseded", cwd=repo)
     assert sorted((x["params"]["X"], x["superseded"]) for x in json.loads(old.stdout)) == \
         [(1, False), (2, False), (3, True)]
@@ -232,6 +232,23 @@ def test_check_update_on_an_unchanged_source_leaves_the_other_configs_results_st
     assert sorted(x["params"]["X"] for x in rows) == [1, 2, 3]
     with Store(repo / ".ksweep" / "sweep.db", create=False) as store:
         assert store.superseded() == set()
+
+
+def test_the_results_a_rerun_all_cut_short_left_out_are_not_said_to_be_of_another_source(repo):
+    """After a --rerun all cut short, report and explain said the results it had not reached
+    were measured on another source or spec (found out of date): they are of this source."""
+    assert cli("run", "sweep.toml", "-q", "--no-confirm", cwd=repo).returncode == 0
+    r = cli("run", "sweep.toml", "-q", "--no-confirm", "--rerun", "all", "--max-evals", "1", "--strategy", "grid",
+            cwd=repo)
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = cli("report", ".ksweep/sweep.db", cwd=repo).stdout
+    assert "2 superseded results are not shown" in text and "not measured again yet by a --rerun all" in text, text
+    with Store(repo / ".ksweep" / "sweep.db", create=False) as store:
+        left = sorted(c for _, _, c in store.superseded())
+    assert len(left) == 2
+    x = json.loads(left[0])["X"]
+    out = cli("explain", "sweep.toml", f"X={x}", cwd=repo).stdout
+    assert "not measured again yet by a --rerun all" in out, out
 
 
 def test_a_source_put_back_makes_its_results_current_again_without_rerunning(repo):

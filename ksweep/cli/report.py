@@ -33,8 +33,9 @@ def add_parser(sub) -> None:
                         "several): time, energy, power, gflops_per_watt or any metric, NAME:max to maximise; "
                         "CSV and JSON get a pareto column")
     p.add_argument("--superseded", action="store_true",
-                   help="also the results measured on another source or spec, which a later sweep or "
-                        "check --update found out of date (never ranked with the others)")
+                   help="also the superseded results: measured on another source or spec, which a later sweep "
+                        "or check --update found out of date, or not measured again yet by a --rerun all "
+                        "(never ranked with the others)")
     p.set_defaults(handler=run)
 
 
@@ -111,12 +112,14 @@ def run(args) -> int:
         if old_rows:
             render(old_rows, objective["metric"], objective["direction"], console, param_order=order,
                    top=None if args.all else args.top, best=False,
-                   title_suffix=" · superseded: measured on another source or spec, not ranked")
+                   title_suffix=" · superseded: measured on another source or spec, or not measured again yet "
+                                "by a --rerun all; not ranked")
         elif old:
             n = len(old)
-            print(f"{n} result{'s' if n != 1 else ''} measured on another source or spec "
-                  f"{'are' if n != 1 else 'is'} not shown: a later sweep or check --update found "
-                  f"{'them' if n != 1 else 'it'} out of date (--superseded shows {'them' if n != 1 else 'it'})")
+            them = 'them' if n != 1 else 'it'
+            print(f"{n} superseded result{'s' if n != 1 else ''} {'are' if n != 1 else 'is'} not shown: measured on "
+                  f"another source or spec (a later sweep or check --update found {them} out of date), or not "
+                  f"measured again yet by a --rerun all (--superseded shows {them})")
         if len(objectives) >= 2:
             render_fronts(results, objectives, console, order)
         if profiles:
