@@ -77,6 +77,20 @@ def test_no_warning_for_guarded_macros_and_renamed_defines(tmp_path, capsys):
     assert code == 0 and "warning" not in err
 
 
+def test_plan_warns_when_a_source_defines_the_macro_without_a_guard(tmp_path, capsys):
+    """An unguarded #define in a header the build reads replaces -DSTAGES=...: the compiler
+    only warns, and every config would build with the header's value."""
+    spec = _codebase(tmp_path, "K10_BM = [64, 128]\nSTAGES = [1, 2]\nPAD = [0, 1]")
+    (tmp_path / "tiles.hpp").write_text((CODEBASE / "tiles.hpp").read_text()
+                                        + "#define STAGES 2\n#ifndef PAD\n#define PAD 0\n#endif\n")
+    code, _, err = _cli(capsys, "plan", spec)
+    assert code == 0
+    warnings = [ln for ln in err.splitlines() if "warning" in ln]
+    assert len(warnings) == 1, err
+    assert "params.STAGES: -DSTAGES is replaced by the unguarded #define STAGES in tiles.hpp:6" in warnings[0]
+    assert "ksweep guard tiles.hpp STAGES" in warnings[0]
+
+
 def test_a_define_name_and_a_prefix_reach_the_compiler(tmp_path, capsys):
     named = _codebase(tmp_path, 'BM = { values = [64, 128], define = "K10_BM" }\nBN = { values = [32], define = "K10_BN" }')
     code, out, err = _cli(capsys, "run", named, "--db", tmp_path / "a.db", "-q")

@@ -7,6 +7,9 @@ to compile, although the program builds alone. A name is reported when a source 
 build reads *declares* it as an identifier: a template parameter, a constant, a variable,
 a function parameter or a type alias (``int BM``, ``const uint K10_BM =``, ``typename BM``,
 ``using BM =``). Plain uses are not reported: a program may rely on ``-DP0=...`` alone.
+A name a source ``#define``s without an ``#ifndef`` guard is reported too (``unguarded``):
+that definition replaces the ``-D`` value (the compiler only warns), so every config would
+build with the source's value.
 
 The sources read are the spec's, plus the headers they include with quotes, found beside
 the including file or in a ``-I`` folder of the build command (the compiler's own
@@ -75,4 +78,41 @@ def collisions(names: Iterable[str], texts: dict[Path, str]) -> dict[str, tuple[
             if hit is not None:
                 found[name] = (path, hit, texts[path].splitlines()[hit - 1].strip())
                 break
+    return found
+
+
+_DIRECTIVE = re.compile(r"^\s*#\s*(\w+)\s*(.*)")
+_NOT_DEFINED = re.compile(r"^!\s*defined\s*\(?\s*(\w+)\s*\)?$")
+
+
+def unguarded(names: Iterable[str], texts: dict[Path, str]) -> dict[str, tuple[Path, int]]:
+    """name -> (file, line) for each macro name that a source #defines outside the first
+    branch of an ``#ifndef NAME`` (or ``#if !defined(NAME)``) and outside ``#if 0``: that
+    definition replaces the -D value."""
+    wanted = set(names)
+    found: dict[str, tuple[Path, int]] = {}
+    for path, text in texts.items():
+        if not any(name in text for name in wanted):
+            continue
+        stack: list[tuple[str | None, bool]] = []  # (the name an #ifndef guards, dead) per open conditional
+        for no, line in enumerate(_COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text).splitlines(), 1):
+            m = _DIRECTIVE.match(line)
+            if not m:
+                continue
+            word, rest = m.group(1), m.group(2).strip()
+            if word in ("if", "ifdef", "ifndef"):
+                guard = rest.split()[0] if word == "ifndef" and rest else None
+                if word == "if":
+                    g = _NOT_DEFINED.match(rest)
+                    guard = g.group(1) if g else None
+                stack.append((guard, word == "if" and rest in ("0", "(0)")))
+            elif word in ("else", "elif", "elifdef", "elifndef") and stack:
+                stack[-1] = (None, word == "elif" and rest in ("0", "(0)"))
+            elif word == "endif" and stack:
+                stack.pop()
+            elif word == "define":
+                name = re.match(r"\w*", rest).group(0)
+                if (name in wanted and name not in found and not any(dead for _, dead in stack)
+                        and not any(guard == name for guard, _ in stack)):
+                    found[name] = (path, no)
     return found

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 from ..errors import SpecError
 from .checks import check_modes, require_sources
-from .collisions import collisions, include_dirs, read_sources
+from .collisions import collisions, include_dirs, read_sources, unguarded
 from .context import Ctx
 from .kernel import kernel_spec_from_dict
 from .limits import KNOWN_ARCHS, LIMIT_KEYS, builtin_limits
@@ -189,14 +189,21 @@ def collision_warnings(spec: Spec) -> tuple[str, ...]:
     sources = [*spec.build.sources, *(s for v in spec.variants for s in v.sources or ())]
     commands = [spec.build.command, *(v.build_command or () for v in spec.variants)]
     texts = read_sources(spec.root, sources, [d for c in commands for d in include_dirs(c)])
-    out = []
-    for name, (path, line, text) in collisions(where, texts).items():
+
+    def shown(path: Path) -> Path | str:
         try:
-            shown = path.relative_to(spec.root)
+            return path.relative_to(spec.root)
         except ValueError:
-            shown = path.name
+            return path.name
+
+    out = []
+    for name, (path, line) in unguarded(where, texts).items():
+        out.append(f"{spec.label}: {where[name]}: -D{name} is replaced by the unguarded #define {name} in "
+                   f"{shown(path)}:{line} (the compiler only warns: every config would build with its value): "
+                   f"guard it, e.g. ksweep guard {shown(path)} {name} --in-place")
+    for name, (path, line, text) in collisions(where, texts).items():
         out.append(f"{spec.label}: {where[name]}: -D{name} would also rewrite the identifier {name} in "
-                   f"{shown}:{line} ({text[:60]}): give the macro another name, e.g. define = \"KS_{name}\" "
+                   f"{shown(path)}:{line} ({text[:60]}): give the macro another name, e.g. define = \"KS_{name}\" "
                    "or [sweep] define_prefix = \"KS_\"")
     return tuple(out)
 
