@@ -127,6 +127,18 @@ def test_the_same_compile_error_in_the_first_configs_stops_the_sweep(tmp_path, c
         assert [r for r in store.results() if r.status is not Status.PRUNED] == []
 
 
+def test_the_same_compile_error_naming_each_config_s_value_stops_the_sweep(tmp_path, capsys):
+    """-DBM=float, -DBM=double, ...: the compiler's message names each config's own value
+    (a type), and it is still one error."""
+    spec = _codebase(tmp_path, 'BM = ["float", "double", "char", "bool", "void"]\nBN = [32]')
+    code, out, err = _cli(capsys, "run", spec, "--db", tmp_path / "s.db", "-q", "--strategy", "grid", "-j", "1")
+    assert code == 2, err
+    assert "all failed to compile with the same error" in err
+    guard = SameErrorGuard(stop_after=2)
+    assert guard.see(False, "k.cu:3: error: expected ';' before 'float'", "r1", ("float", 64)) == "hold"
+    assert guard.see(False, "k.cu:3: error: expected ';' before 'double'", "r2", ("double", 64)) == "stop"
+
+
 def test_a_sweep_where_nothing_succeeds_exits_non_zero(program_dir, capsys):
     spec = program_dir("""
         [params]

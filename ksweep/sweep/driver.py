@@ -456,7 +456,8 @@ class Sweep:
         if outcome is not None and outcome.gpu_state:
             self.summary.note_gpu_state(outcome.gpu_state)
         if not job.is_harness:
-            verdict = self._same_error.see(build.status is not Status.COMPILE_ERROR, message, result)
+            verdict = self._same_error.see(build.status is not Status.COMPILE_ERROR, message, result,
+                                           job.params.values())
             if verdict == "stop":
                 raise SystematicFailure(
                     f"{self.spec.label}: the first {len(self._same_error.held)} configs all failed to compile with "

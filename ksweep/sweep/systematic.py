@@ -12,15 +12,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Iterable
 
 STOP_AFTER = 4
 _PATH = re.compile(r"(?:[\w.+-]*/)+([\w.+-]+)")
 _NUMBER = re.compile(r"\d+")
 
 
-def error_signature(message: str) -> str:
-    """A compile error's message without folders and numbers: the same mistake in two configs
-    (other line numbers, other values, other scratch folders) has one signature."""
+def error_signature(message: str, values: Iterable = ()) -> str:
+    """A compile error's message without folders, numbers and the config's own ``values``:
+    the same mistake in two configs (other line numbers, other values such as a type
+    ``-DT=double`` the message names, other scratch folders) has one signature."""
+    words = sorted({str(v) for v in values if isinstance(v, str) and v.strip()}, key=len, reverse=True)
+    if words:
+        message = re.sub(r"(?<!\w)(?:%s)(?!\w)" % "|".join(map(re.escape, words)), "#", message)
     return _NUMBER.sub("#", _PATH.sub(r"\1", message)).strip()
 
 
@@ -33,15 +38,16 @@ class SameErrorGuard:
     _signature: str | None = None
     _open: bool = True  # until a build succeeds or another error shows up
 
-    def see(self, ok: bool, message: str, result) -> str:
+    def see(self, ok: bool, message: str, result, values: Iterable = ()) -> str:
         """'hold' (keep ``result`` back), 'stop' (the sweep should stop: the same error
-        ``stop_after`` times) or 'store' (store it, and whatever was held)."""
+        ``stop_after`` times) or 'store' (store it, and whatever was held); ``values``: the
+        config's, which the message may name."""
         if not self._open:
             return "store"
         if ok:
             self._open = False
             return "store"
-        signature = error_signature(message)
+        signature = error_signature(message, values)
         if self._signature is not None and signature != self._signature:
             self._open = False
             return "store"
