@@ -91,6 +91,36 @@ def test_plan_warns_when_a_source_defines_the_macro_without_a_guard(tmp_path, ca
     assert "ksweep guard tiles.hpp STAGES" in warnings[0]
 
 
+def test_plan_warns_when_a_macro_would_rewrite_cuda_s_own_headers(tmp_path, capsys, monkeypatch):
+    """nvcc includes cuda_runtime.h in every .cu: -DT=float rewrites its `template <class T>`."""
+    include = tmp_path / "cuda" / "include"
+    include.mkdir(parents=True)
+    (include / "cuda_runtime.h").write_text('#include "runtime_api.h"\ntemplate <class T> T *to(T *p);\n')
+    (include / "runtime_api.h").write_text("void alloc(void **p, unsigned long size);\n")
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
+    (tmp_path / "k.cu").write_text("__global__ void k(float *x) { x[0] = 1; }\n")
+    spec = tmp_path / "k.toml"
+    spec.write_text(textwrap.dedent("""
+        [params]
+        T = ["float", "double"]
+        size = [1, 2]
+        TILE = [1, 2]
+        [build]
+        sources = ["k.cu"]
+        command = ["nvcc", "-cubin", "{defines}", "-o", "{binary}", "k.cu"]
+    """))
+    code, _, err = _cli(capsys, "plan", spec)
+    assert code == 0
+    warnings = [ln for ln in err.splitlines() if "warning" in ln]
+    assert len(warnings) == 2, err
+    assert "params.T: -DT would also rewrite the identifier T in CUDA's cuda_runtime.h:2" in warnings[0]
+    assert "nvcc includes it in every .cu" in warnings[0]
+    assert "params.size: -Dsize would also rewrite the identifier size in CUDA's runtime_api.h:1" in warnings[1]
+    spec.write_text(spec.read_text().replace('"nvcc"', '"g++", "-x", "c++"'))
+    code, _, err = _cli(capsys, "plan", spec)
+    assert code == 0 and "warning" not in err
+
+
 def test_a_define_name_and_a_prefix_reach_the_compiler(tmp_path, capsys):
     named = _codebase(tmp_path, 'BM = { values = [64, 128], define = "K10_BM" }\nBN = { values = [32], define = "K10_BN" }')
     code, out, err = _cli(capsys, "run", named, "--db", tmp_path / "a.db", "-q")

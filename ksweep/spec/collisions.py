@@ -13,12 +13,16 @@ build with the source's value.
 
 The sources read are the spec's, plus the headers they include with quotes, found beside
 the including file or in a ``-I`` folder of the build command (the compiler's own
-dependency list is only known after a build).
+dependency list is only known after a build). For an nvcc build, CUDA's ``cuda_runtime.h``
+(and the headers it includes) too: nvcc includes it in every ``.cu``, so ``-DT=float``
+rewrites its ``template <class T>`` (``cuda_headers``).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -54,6 +58,23 @@ def read_sources(root: Path, sources: Sequence[str], include_dirs: Sequence[str]
     return out
 
 
+def cuda_headers(argv: Sequence[str]) -> dict[Path, str]:
+    """The text of CUDA's cuda_runtime.h and the headers it includes, when ``argv`` runs nvcc
+    (which includes it in every .cu); {} for another compiler or when it is not found."""
+    if not argv or Path(argv[0]).name not in ("nvcc", "nvcc.exe"):
+        return {}
+    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
+    found = shutil.which(argv[0])
+    if found:
+        homes.append(str(Path(found).resolve().parent.parent))
+    homes.append("/usr/local/cuda")
+    for home in filter(None, homes):
+        include = Path(home) / "include"
+        if (include / "cuda_runtime.h").is_file():
+            return read_sources(include, ["cuda_runtime.h"], [str(include)])
+    return {}
+
+
 def include_dirs(argv: Iterable[str]) -> list[str]:
     """The ``-I`` folders of a build command (``-Idir`` and ``-I dir``), placeholders left out."""
     out, args = [], list(argv)
@@ -73,6 +94,8 @@ def collisions(names: Iterable[str], texts: dict[Path, str]) -> dict[str, tuple[
         declared = re.compile(r"(?:\b(?:%s)\s*(?:const\s+)?|\busing\s+)%s\s*[=,;>)\[{]"
                               % ("|".join(_TYPES), re.escape(name)))
         for path, clean in code.items():
+            if name not in clean:
+                continue
             hit = next((no for no, line in enumerate(clean.splitlines(), 1)
                         if not line.lstrip().startswith("#") and declared.search(line)), None)
             if hit is not None:

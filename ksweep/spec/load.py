@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 from ..errors import SpecError
 from .checks import check_modes, require_sources
-from .collisions import collisions, include_dirs, read_sources, unguarded
+from .collisions import collisions, cuda_headers, include_dirs, read_sources, unguarded
 from .context import Ctx
 from .kernel import kernel_spec_from_dict
 from .limits import KNOWN_ARCHS, LIMIT_KEYS, builtin_limits
@@ -201,9 +201,14 @@ def collision_warnings(spec: Spec) -> tuple[str, ...]:
         out.append(f"{spec.label}: {where[name]}: -D{name} is replaced by the unguarded #define {name} in "
                    f"{shown(path)}:{line} (the compiler only warns: every config would build with its value): "
                    f"guard it, e.g. ksweep guard {shown(path)} {name} --in-place")
-    for name, (path, line, text) in collisions(where, texts).items():
+    cuda = {}
+    for c in commands:
+        cuda.update(cuda_headers(c))
+    for name, (path, line, text) in collisions(where, {**texts, **cuda}).items():
+        named = f"CUDA's {path.name}:{line} ({text[:60]}; nvcc includes it in every .cu)" if path in cuda and \
+            path not in texts else f"{shown(path)}:{line} ({text[:60]})"
         out.append(f"{spec.label}: {where[name]}: -D{name} would also rewrite the identifier {name} in "
-                   f"{shown(path)}:{line} ({text[:60]}): give the macro another name, e.g. define = \"KS_{name}\" "
+                   f"{named}: give the macro another name, e.g. define = \"KS_{name}\" "
                    "or [sweep] define_prefix = \"KS_\"")
     return tuple(out)
 
