@@ -138,6 +138,24 @@ def test_a_define_name_and_a_prefix_reach_the_compiler(tmp_path, capsys):
     assert not any(a.startswith("-DBM") for a in rows[64].build_argv)
 
 
+def test_a_relative_include_folder_is_the_spec_s(tmp_path, capsys):
+    """-Iinc, as the codebase's Makefile writes it: each build runs in a folder of its own, and
+    the folder is the one beside the spec (as `plan` reads it), for the harness too."""
+    spec = _codebase(tmp_path, "K10_BM = [64, 128]")
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "tiles.hpp").rename(tmp_path / "inc" / "tiles.hpp")
+    (tmp_path / "harness.cpp").write_text('#include "tiles.hpp"\nlong harness_work() { return tile_work<1, 2>(8); }\n')
+    text = spec.read_text().replace('"-O0",', '"-O0", "-I", "inc", "-Iinc",', 1)
+    spec.write_text(text.replace('"{binary}", "runner.cpp"]', '"{binary}", "runner.cpp", "{harness}"]') + (
+        '[build.harness]\nsources = ["harness.cpp"]\n'
+        'command = ["g++", "-c", "-Iinc", "-o", "{harness}", "harness.cpp"]\noutput = "harness.o"\n'))
+    code, out, err = _cli(capsys, "run", spec, "--db", tmp_path / "i.db", "-q")
+    assert code == 0, err
+    rows = _stored(tmp_path / "i.db", "K10_BM")
+    assert {r.status for r in rows.values()} == {Status.OK}
+    assert f"-I{tmp_path / 'inc'}" in rows[64].build_argv and str(tmp_path / "inc") in rows[64].build_argv
+
+
 def test_a_bad_define_name_is_one_line(tmp_path, capsys):
     spec = _codebase(tmp_path, 'BM = { values = [64], define = "1BAD" }')
     code, _, err = _cli(capsys, "plan", spec)

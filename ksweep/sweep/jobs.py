@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from pathlib import Path
 from typing import Any, Mapping
 
 from ..build import deps as depfiles
@@ -19,6 +20,22 @@ from ..job import Job
 from ..run.modes import Mode, Templates, program_mode
 from ..spec.expr import Expr
 from ..spec.model import Shape, Spec, Variant
+
+
+def include_folders(argv: list[str], root: Path) -> list[str]:
+    """``argv`` with each relative ``-I`` folder (``-Idir``, ``-I dir``) that exists beside the
+    spec made absolute: a build runs in a folder of its own, and ``-Isrc`` is the spec's."""
+    out = list(argv)
+    for i, a in enumerate(out):
+        if a == "-I" and i + 1 < len(out):
+            i, folder, head = i + 1, out[i + 1], ""
+        elif a.startswith("-I") and len(a) > 2:
+            folder, head = a[2:], "-I"
+        else:
+            continue
+        if not Path(folder).is_absolute() and (root / folder).is_dir():
+            out[i] = head + str((root / folder).resolve())
+    return out
 
 
 class JobFactory:
@@ -92,8 +109,9 @@ class JobFactory:
                   "ksweep_include": self.include,
                   "shape": self.shape.name, "variant": self.variant.name}
         lists = {"defines": define_flags((), {}, (), {}, self.fixed_defines)}
-        argv = [absolute.get(a, a) for a in
-                expand(self.harness_template, lists=lists, values=values, where="build.harness.command")]
+        argv = include_folders([absolute.get(a, a) for a in
+                                expand(self.harness_template, lists=lists, values=values,
+                                       where="build.harness.command")], spec.root)
         env = dict(spec.build.env)
         return Job(variant=self.variant.name, shape=self.shape.name, params={}, derived={}, build_argv=tuple(argv),
                    run_argv=(), sources=sources, cache_key=cache_key(argv, sources, env, extra="harness"),
@@ -116,8 +134,9 @@ class JobFactory:
         extras = self.mode.config(self.spec, {**self.fixed, **config, **derived})
         values.update(extras.values)
         launch, sources = extras.launch, (*self.sources, *extras.sources)
-        build_argv = [self._absolute.get(a, a) for a in
-                      expand(self.build_template, lists=lists, values=values, where="build.command")]
+        build_argv = include_folders([self._absolute.get(a, a) for a in
+                                      expand(self.build_template, lists=lists, values=values,
+                                             where="build.command")], self.spec.root)
         run_argv = [self._absolute.get(a, a) for a in
                     expand(self.run_template, lists=lists, values=values, where="run.command")]
         env = dict(self.spec.build.env)
