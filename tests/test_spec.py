@@ -87,6 +87,7 @@ BAD = {
     "self_ref": ('[params]\nA = [1]\n[derived]\nB = "B + A"', "derived.B: refers to itself"),
     "later_ref": ('[params]\nA = [1]\n[derived]\nB = "C + A"\nC = "A"', "derived.B: uses C, which is defined later"),
     "typo": ('[params]\nA = [1]\n[derived]\nSTAGE_BYTES = "A"\n[[constraints]]\nname = "s"\nexpr = "STAGE_BYTE < 3"', "constraint 's': unknown name STAGE_BYTE — did you mean STAGE_BYTES?"),
+    "case_typo": ('[params]\nBM = [64]\n[[constraints]]\nname = "t"\nexpr = "bm <= 128"', "constraint 't': unknown name bm — did you mean BM?"),
     "div_zero": ('[params]\nA = [0, 1]\n[[constraints]]\nname = "d"\nexpr = "4 % A == 0"', "constraint 'd': division by zero"),
     "no_file": ('[params]\nA = [1]\n[[constraints]]\nname = "p"\npython = "nope.py:f"', "Python constraint file 'nope.py' does not exist"),
     "attr": ('[params]\nA = [1]\n[[constraints]]\nname = "a"\nexpr = "A.real > 0"', "attribute access"),

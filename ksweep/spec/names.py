@@ -14,8 +14,13 @@ if TYPE_CHECKING:
 
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
-    """The candidate closest to a misspelt name, or None when none is close."""
-    close = difflib.get_close_matches(name, sorted(set(candidates)), n=1)
+    """The candidate closest to a misspelt name (one that differs only in case first), or
+    None when none is close."""
+    candidates = sorted(set(candidates))
+    same = [c for c in candidates if c.lower() == name.lower()]
+    if same:
+        return same[0]
+    close = difflib.get_close_matches(name, candidates, n=1)
     return close[0] if close else None
 
 
