@@ -446,3 +446,27 @@ def test_an_exported_kt_cache_holds_the_problem_size_kernel_tuner_compares(here,
     doc = json.loads(out.read_text())
     assert doc["problem_size"] == [n, n]
     check_matching_problem_size(doc["problem_size"], (n, n))  # raises when they differ
+
+
+@nvcc
+@pytest.mark.parametrize("answer", [None, [None, None, None]])
+def test_with_nothing_to_check_the_kernel_runs_on_the_arguments_as_given(tmp_path, monkeypatch, answer):
+    """With nothing to check, every array counted as an output and was filled with 0xFF before
+    the check launch: a gather kernel's index array became -1 and every config read out of
+    bounds. Kernel Tuner runs the kernel on the arguments it was given."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gather.cu").write_text(
+        'extern "C" __global__ void gather(float *out, const float *a, const int *idx) {\n'
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    out[i] = a[idx[i]];\n"
+        "}\n")
+    (tmp_path / "fake_gather.py").write_text(
+        "def gather(params, grid, block, smem, out, a, idx):\n"
+        "    assert ((0 <= idx) & (idx < a.size)).all(), 'out of bounds'\n"
+        "    out[:] = a[idx]\n")
+    n = 1024
+    idx = np.arange(n, dtype=np.int32)[::-1].copy()
+    results, _ = tune_kernel("gather", "gather.cu", n, [np.zeros(n, np.float32), np.ones(n, np.float32), idx],
+                             {"block_size_x": [128, 256]}, answer=answer, quiet=True, jobs=1,
+                             backend=f"fake:{tmp_path / 'fake_gather.py'}")
+    assert [r.get("__error__") for r in results] == [None, None] and all(r["time"] > 0 for r in results)
