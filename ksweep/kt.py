@@ -122,7 +122,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     confirming = bool(confirm) and objective == "time"
     try:  # its values checked now, before anything is written
         options = SweepOptions(strategy=strategy_name, max_evals=max_evals, time_limit=time_limit,
-                               seed=int(seed or 0), record_pruned=False,  # as Kernel Tuner: restricted configs are not results
+                               seed=int(seed) if _whole_number(seed) else (seed or 0), record_pruned=False,  # as Kernel Tuner: restricted configs are not results
                                confirm=Confirmation(default=False) if confirming else None)  # no extra config
     except KsweepError as exc:
         raise KtUnsupported(str(exc).replace("max_evals", "strategy_options max_fevals")
@@ -399,7 +399,20 @@ def _strategy(strategy, options: Mapping[str, Any]) -> tuple[str, int | None, fl
         raise KtUnsupported(f"strategy_options {', '.join(sorted(unknown))}: ksweep.kt takes "
                             f"{', '.join(sorted(STRATEGY_OPTIONS))}")
     max_evals = options.get("max_fevals")
+    if max_evals is not None and not _whole_number(max_evals):
+        raise KtUnsupported(f"strategy_options max_fevals {max_evals!r}: give a whole number of at least 1")
+    fraction = options.get("fraction")
+    if fraction is not None and not (isinstance(fraction, (int, float)) and not isinstance(fraction, bool)
+                                     and 0 < fraction <= 1):
+        raise KtUnsupported(f"strategy_options fraction {fraction!r}: give a number above 0 and at most 1")
     return name, int(max_evals) if max_evals is not None else None, options.get("time_limit")
+
+
+def _whole_number(value) -> bool:
+    """An int, or a float holding one (Kernel Tuner's scripts compute budgets); not a bool."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return False
+    return math.isfinite(value) and float(value) == int(value)
 
 
 def _restrictions(restrictions, tune_params: Mapping[str, Any]) -> list[Constraint]:

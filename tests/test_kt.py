@@ -187,6 +187,13 @@ def test_block_size_names_strategy_and_a_function_restriction(here):
     ({"objective_higher_is_better": [False, True]}, "objective_higher_is_better [False, True]: give one True"),
     ({"objective": "speed", "metrics": {"speed": "1 / time"}}, "objective 'speed': say objective_higher_is_better"),
     ({"seed": -1}, "seed -1: give a whole number of at least 0"),
+    ({"seed": "7"}, "seed '7': give a whole number of at least 0"),
+    ({"seed": 1.5}, "seed 1.5: give a whole number of at least 0"),
+    ({"strategy_options": {"max_fevals": "10"}}, "strategy_options max_fevals '10': give a whole number"),
+    ({"strategy_options": {"max_fevals": float("inf")}}, "strategy_options max_fevals inf: give a whole number"),
+    ({"strategy_options": {"max_fevals": 2.5}}, "strategy_options max_fevals 2.5: give a whole number"),
+    ({"strategy_options": {"fraction": float("nan")}}, "strategy_options fraction nan: give a number above 0"),
+    ({"strategy_options": {"fraction": "half"}}, "strategy_options fraction 'half': give a number above 0"),
     ({"strategy_options": {"max_fevals": 0}}, "strategy_options max_fevals 0: give a whole number of at least 1"),
     ({"strategy_options": {"time_limit": -5}}, "strategy_options time_limit -5: give a number of seconds"),
 ])
