@@ -737,3 +737,35 @@ def test_a_duration_beyond_two_years_is_said_in_years():
     assert [duration(s) for s in (45, 12 * 60, 3.4 * 3600, 5.2 * 86400)] == ["45 s", "12 min", "3.4 h", "5.2 days"]
     assert duration(3.1 * 365.25 * 86400) == "3.1 years"
     assert duration(4282290418815.6 * 86400) == "about 1e+10 years"
+
+
+def test_warm_source_rank_bench():
+    """bench/warm_source_rank.py: a source ordered as the target puts the target's optimum
+    first and correlates fully; a source ordered against it puts it last; a parameter the
+    source lacks is taken at the target's best."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "bench" / "warm_source_rank.py"
+    spec = importlib.util.spec_from_file_location("warm_source_rank", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+
+    def recording(name, time, params=("a", "b")):
+        cache = {}
+        for a in range(4):
+            for b in range(2):
+                c = {"a": a, "b": b}
+                c = {k: c[k] for k in params}
+                cache[",".join(str(c[k]) for k in params)] = {**c, "time": time(a, b)}
+        return parse_kernel_tuner({"tune_params_keys": list(params), "cache": cache}, name=name)
+
+    target = recording("k_t", lambda a, b: 1.0 + a + 0.5 * b)  # optimum a=0 b=0, alone within 5%
+    same = bench.rank_stats(target, recording("k_s", lambda a, b: 2.0 + 3 * a + b))
+    assert same["first_good_rank"] == 1 and same["pearson"] > 0.9 and same["spearman"] == pytest.approx(1.0)
+    assert same["top"][5] == pytest.approx(1.0) and same["within"] == 1
+    against = bench.rank_stats(target, recording("k_s", lambda a, b: 10.0 - a - 0.5 * b))
+    assert against["first_good_rank"] == 8 and against["spearman"] == pytest.approx(-1.0)
+    assert against["top"][5] == pytest.approx(1.0 / 2.5)  # the source's 5 best: a=3, a=2 (b either), a=1 b=1
+    # the source lacks b: each a is taken at the target's best b (b=0)
+    lacking = bench.rank_stats(target, recording("k_s", lambda a, b: 1.0 + a, params=("a",)))
+    assert lacking["shared"] == 1 and lacking["first_good_rank"] == 1 and lacking["top"][5] == pytest.approx(1.0)
