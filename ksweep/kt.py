@@ -89,9 +89,8 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     ran at another clock. ``log`` and ``platform`` (OpenCL) are ignored.
     """
     from .api import _of_this_space, kernel_tuning_spec, run_sweep
-    from .confirm import Confirmation
+    from .confirm import Confirmation, confirmed
     from .job import config_id
-    from .confirm import confirmed
     from .report.export_kt import failure_name
     from .spec.load import DEFAULT_ARCH
     from .store.sqlite import Store
@@ -118,7 +117,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     restricted = _restrictions(restrictions, tune_params)
     measures = _metrics(metrics, tune_params)
     objective, higher = _objective(objective, objective_higher_is_better, metrics)
-    strategy_name, max_evals, time_limit = _strategy(strategy, strategy_options or {})
+    strategy_name, max_evals, time_limit, fraction = _strategy(strategy, strategy_options or {})
     confirming = bool(confirm) and objective == "time"
     try:  # its values checked now, before anything is written
         options = SweepOptions(strategy=strategy_name, max_evals=max_evals, time_limit=time_limit,
@@ -144,7 +143,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         outputs = [i for i, a in enumerate(arrays) if isinstance(a, np.ndarray)]
         reference = None
     source = _source_file(kernel_name, kernel_source)
-    kernel_name = _kernel_name(kernel_name, tune_params)
+    given_name, kernel_name = kernel_name, _kernel_name(kernel_name, tune_params)
     arch = arch or DEFAULT_ARCH
     compiler, flags = lang_build(lang, compiler, _options(compiler_options))
     spec = kernel_tuning_spec(
@@ -161,11 +160,10 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
                        reason=f"{threads} threads per block > the device's MAX_THREADS_PER_BLOCK")
     spec = replace(spec, derived=tuple(derived), kernel=replace(spec.kernel, defines=True),  # templated ones too
                    constraints=(*restricted, limit), build=Build(allow_spills=True))
-    if strategy_options and "fraction" in strategy_options:
+    if fraction is not None:  # random_sample's share of the valid configs, rounded up, as Kernel Tuner's
         from .space.space import Space
 
-        options = replace(options, max_evals=max(1, math.ceil(float(strategy_options["fraction"])
-                                                              * Space.from_spec(spec).size)))
+        options = replace(options, max_evals=max(1, math.ceil(fraction * Space.from_spec(spec).size)))
     # cache: a ksweep database beside it (resumed as Kernel Tuner resumes its cache); without
     # one, a fresh database per call, so that nothing is taken from an earlier call
     db = Path(cache).with_suffix(".db") if cache else _fresh_db(source, kernel_name)
@@ -176,6 +174,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     with Store(db) as store:
         # as Kernel Tuner writes it in its cache, for `ksweep export --format kt-cache`
         store.set_meta("kt_problem_size", _plain_size(problem_size))
+        store.set_meta("kt_kernel_name", given_name)  # the name Kernel Tuner's simulation mode compares
         stored = sorted(mine, key=lambda r: r.finished or 0.0)
         verdicts = confirmed(stored, store.measurements(), "min", store.default_configs()) if confirming else {}
     results = []
@@ -183,8 +182,6 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         row: dict[str, Any] = {name: r.params.get(name) for name in tune_params}
         if r.status.value == "OK":
             row["time"] = float(r.metrics["ms"])
-            if "times" in r.metrics:
-                row["times"] = list(r.metrics["times"])
         else:
             row["__error__"] = {"InvalidConfig": InvalidConfig, "CompilationFailedConfig": CompilationFailedConfig,
                                 "RuntimeFailedConfig": RuntimeFailedConfig}[failure_name(r.status)]()
@@ -385,7 +382,11 @@ def _objective(objective, higher, metrics) -> tuple[str, bool]:
     return objective, bool(higher)
 
 
-def _strategy(strategy, options: Mapping[str, Any]) -> tuple[str, int | None, float | None]:
+def _strategy(strategy, options: Mapping[str, Any]) -> tuple[str, int | None, float | None, float | None]:
+    """ksweep's strategy, its budget (evaluations, seconds) and the share of the space to
+    sample, as Kernel Tuner 1.5 reads ``strategy_options``: brute_force takes none,
+    random_sample covers ``fraction`` (0.1 by default) of the space unless ``max_fevals``
+    is given, bayes_opt stops after ``max_fevals`` (100 by default) and takes no fraction."""
     from .strategies import STRATEGIES as KSWEEP
 
     if strategy is not None and not isinstance(strategy, str):
@@ -402,10 +403,24 @@ def _strategy(strategy, options: Mapping[str, Any]) -> tuple[str, int | None, fl
     if max_evals is not None and not _whole_number(max_evals):
         raise KtUnsupported(f"strategy_options max_fevals {max_evals!r}: give a whole number of at least 1")
     fraction = options.get("fraction")
-    if fraction is not None and not (isinstance(fraction, (int, float)) and not isinstance(fraction, bool)
-                                     and 0 < fraction <= 1):
+    if fraction is not None and not (isinstance(fraction, (int, float, np.integer, np.floating))
+                                     and not isinstance(fraction, bool) and 0 < fraction <= 1):
         raise KtUnsupported(f"strategy_options fraction {fraction!r}: give a number above 0 and at most 1")
-    return name, int(max_evals) if max_evals is not None else None, options.get("time_limit")
+    kt_name = strategy or "brute_force"
+    if kt_name == "brute_force" and options:
+        raise KtUnsupported(f"strategy_options {', '.join(sorted(options))}: brute_force measures every config and "
+                            "takes no strategy_options (Kernel Tuner refuses them too); give strategy='random_sample' "
+                            "to measure a part of the space")
+    if kt_name == "bayes_opt" and fraction is not None:
+        raise KtUnsupported("strategy_options fraction: bayes_opt takes max_fevals, not fraction (as Kernel Tuner)")
+    if max_evals is not None:
+        fraction = None  # max_fevals decides, as in Kernel Tuner's random_sample
+    elif kt_name == "random_sample" and fraction is None:
+        fraction = 0.1
+    elif kt_name == "bayes_opt":
+        max_evals = 100
+    return (name, int(max_evals) if max_evals is not None else None, options.get("time_limit"),
+            float(fraction) if fraction is not None else None)
 
 
 def _whole_number(value) -> bool:

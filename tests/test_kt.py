@@ -194,8 +194,16 @@ def test_block_size_names_strategy_and_a_function_restriction(here):
     ({"strategy_options": {"max_fevals": 2.5}}, "strategy_options max_fevals 2.5: give a whole number"),
     ({"strategy_options": {"fraction": float("nan")}}, "strategy_options fraction nan: give a number above 0"),
     ({"strategy_options": {"fraction": "half"}}, "strategy_options fraction 'half': give a number above 0"),
-    ({"strategy_options": {"max_fevals": 0}}, "strategy_options max_fevals 0: give a whole number of at least 1"),
-    ({"strategy_options": {"time_limit": -5}}, "strategy_options time_limit -5: give a number of seconds"),
+    ({"strategy": "random_sample", "strategy_options": {"max_fevals": 0}},
+     "strategy_options max_fevals 0: give a whole number of at least 1"),
+    ({"strategy": "random_sample", "strategy_options": {"time_limit": -5}},
+     "strategy_options time_limit -5: give a number of seconds"),
+    # Kernel Tuner refuses these too ("Unrecognized option"): brute_force measures everything
+    ({"strategy_options": {"max_fevals": 5}}, "strategy_options max_fevals: brute_force measures every config"),
+    ({"strategy": "brute_force", "strategy_options": {"fraction": 0.5, "time_limit": 9}},
+     "strategy_options fraction, time_limit: brute_force measures every config"),
+    ({"strategy": "bayes_opt", "strategy_options": {"fraction": 0.5}}, "strategy_options fraction: bayes_opt takes"),
+    ({"seed": 2**32}, "seed 4294967296: give a whole number of at least 0 and at most 4294967295"),
 ])
 def test_what_cannot_be_honoured_is_one_line(here, keywords, message):
     call = {"kernel_name": "matmul_kernel", "kernel_source": "kt_examples.cu", "problem_size": (32, 32),
@@ -383,12 +391,27 @@ def test_a_templated_kernel_name_takes_the_parameters_it_names(tmp_path, monkeyp
     with Store(env["ksweep_db"]) as store:
         argv = {r.params["TILE"]: r.build_argv for r in store.results()}
     assert "-DTILE=128" in argv[128] and "-Dgrid_size_x=32" in argv[128] and "-DTILE=256" in argv[256]
+    # its Kernel Tuner cache names the kernel as the call did: Kernel Tuner's simulation mode,
+    # given the same name, loads it (it refused 'vscale' for 'vscale<TILE>')
+    import warnings
+
+    import kernel_tuner
+
+    from ksweep.cli.main import main
+
+    assert main(["export", str(env["ksweep_db"]), "--format", "kt-cache", "-o", "kt.json"]) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        replayed, _ = kernel_tuner.tune_kernel("vscale<TILE>", "", n, [], {"TILE": [128, 256]},
+                                               block_size_names=["TILE"], cache="kt.json", simulation_mode=True,
+                                               strategy="brute_force", quiet=True)
+    assert sorted(r["TILE"] for r in replayed) == [128, 256]
 
 
 @nvcc
 @pytest.mark.parametrize("problem_size, grid_div_x, grid_size_x", [
     (4096, ["BLOCK/3"], 49),  # Kernel Tuner: 4096 / int(256 / 3) = 4096 / 85, rounded up
-    (("4095 / 2",), None, 8),  # int(2047.5) / 256, rounded up
+    (("4097 / 2",), None, 8),  # int(2048.5) / 256 = 8; untruncated, 2048.5 / 256 rounds up to 9
     (4096, ["BLOCK/2", 2], 16),
 ])
 def test_string_sizes_and_divisors_are_integers_as_kernel_tuner_takes_them(tmp_path, monkeypatch, problem_size,
@@ -477,3 +500,32 @@ def test_with_nothing_to_check_the_kernel_runs_on_the_arguments_as_given(tmp_pat
                              {"block_size_x": [128, 256]}, answer=answer, quiet=True, jobs=1,
                              backend=f"fake:{tmp_path / 'fake_gather.py'}")
     assert [r.get("__error__") for r in results] == [None, None] and all(r["time"] > 0 for r in results)
+
+
+@nvcc
+@pytest.mark.parametrize("options, evaluated", [
+    (None, 2),  # Kernel Tuner's random_sample covers 10% of the space by default: 20 configs, 2
+    ({"fraction": 0.1, "max_fevals": 5}, 5),  # max_fevals decides (the fraction decided)
+    ({"max_fevals": 50}, 20),  # at most the space
+    ({"fraction": np.float32(0.25)}, 5),  # a numpy float, as a script computes it (refused)
+])
+def test_random_sample_budget_as_kernel_tuner_sets_it(tmp_path, monkeypatch, options, evaluated):
+    """random_sample measured every config when given no options (Kernel Tuner: a tenth), and
+    its fraction won over max_fevals (Kernel Tuner: max_fevals)."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(KERNELS / "vadd.cu", "vadd.cu")
+    n = 4096
+    a, b = np.arange(n, dtype=np.float32), np.ones(n, np.float32)
+    results, _ = tune_kernel("vadd", "vadd.cu", n, [np.zeros(n, np.float32), a, b, np.int32(n)],
+                             {"BLOCK": [32 * i for i in range(1, 21)]}, block_size_names=["BLOCK"],
+                             strategy="random_sample", strategy_options=options, answer=[a + b, None, None, None],
+                             quiet=True, jobs=2, backend=f"fake:{KERNELS / 'fake_energy.py'}", confirm=False)
+    assert len(results) == evaluated
+
+
+def test_bayes_opt_stops_after_kernel_tuners_default_budget():
+    from ksweep.kt import _strategy
+
+    assert _strategy("bayes_opt", {}) == ("bayes", 100, None, None)  # Kernel Tuner's max_fevals default
+    assert _strategy("bayes_opt", {"max_fevals": 7, "time_limit": 3}) == ("bayes", 7, 3, None)
+    assert _strategy(None, {}) == ("grid", None, None, None)

@@ -36,8 +36,10 @@ def run(args) -> int:
     with Store(args.db, create=False) as store:
         name = store.get_meta("spec_name") or Path(args.db).stem
         problem_size = store.get_meta("kt_problem_size")  # ksweep.kt.tune_kernel's
+        # the kernel name the ksweep.kt call was given ('vscale<TILE>'), which Kernel Tuner compares
+        kt_name = store.get_meta("kt_kernel_name") if args.format == "kt-cache" else None
     out = export(results, objective["metric"], objective["direction"], args.format, conf=conf, orders=orders,
-                 name=name, source=Path(args.db).name, generator=f"ksweep {version()}", cover=args.cover,
+                 name=kt_name or name, source=Path(args.db).name, generator=f"ksweep {version()}", cover=args.cover,
                  shape=args.shape, variant=args.variant, gpu=args.gpu, problem_size=problem_size)
     said = sys.stdout
     if args.output:

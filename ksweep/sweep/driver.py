@@ -101,6 +101,10 @@ class Summary:
         return 60.0 * self.evaluated / self.wall_seconds if self.wall_seconds > 0 else 0.0
 
 
+# the largest seed every strategy takes (optuna's samplers, and so bayes, take 32 bits)
+SEED_MAX = 2**32 - 1
+
+
 @dataclass(frozen=True)
 class SweepOptions:
     strategy: str = "grid"
@@ -129,7 +133,7 @@ class SweepOptions:
             raise KsweepError(f"--rerun {self.rerun}: choose failed or all")
         _whole("max_evals", self.max_evals, 1)
         _whole("patience", self.patience, 1)
-        _whole("seed", self.seed, 0, optional=False)
+        _whole("seed", self.seed, 0, optional=False, most=SEED_MAX)
         if self.time_limit is not None and not (isinstance(self.time_limit, (int, float))
                                                 and not isinstance(self.time_limit, bool)
                                                 and 0 <= self.time_limit < float("inf")):
@@ -143,12 +147,14 @@ class SweepOptions:
                 object.__setattr__(self, name, tuple(os.fspath(v) for v in value))
 
 
-def _whole(name: str, value, least: int, optional: bool = True) -> None:
-    """An option that must be a whole number of at least ``least`` (or None when optional)."""
+def _whole(name: str, value, least: int, optional: bool = True, most: int | None = None) -> None:
+    """An option that must be a whole number of at least ``least`` (and at most ``most``; or
+    None when optional)."""
     if value is None and optional:
         return
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise KsweepError(f"{name} {value!r}: give a whole number of at least {least}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < least or (most is not None and value > most):
+        raise KsweepError(f"{name} {value!r}: give a whole number of at least {least}"
+                          + (f" and at most {most}" if most is not None else ""))
 
 
 @dataclass
