@@ -50,13 +50,20 @@ RESTRICTIONS = [
 KEYS = list(TUNE)
 
 
+def matmul_inputs(seed: int = 0, n: int = N) -> tuple[np.ndarray, np.ndarray]:
+    """A and B: uniform in [-1, 1), drawn as float32 (bench/kt_examples_vs_kerneltuner.py's
+    matmul draws the same)."""
+    rng = np.random.default_rng(seed)
+    a = rng.random((n, n), dtype=np.float32) * 2 - 1
+    b = rng.random((n, n), dtype=np.float32) * 2 - 1
+    return a, b
+
+
 def kernel_tuner_sweep() -> dict:
     import kernel_tuner
 
     src = (EXAMPLE / "matmul.cu").read_text()
-    rng = np.random.default_rng(0)
-    a = rng.random((N, N), dtype=np.float32) * 2 - 1  # uniform in [-1, 1), drawn as float32
-    b = rng.random((N, N), dtype=np.float32) * 2 - 1  # uniform in [-1, 1), drawn as float32
+    a, b = matmul_inputs()
     c = np.zeros((N, N), np.float32)
     t0 = time.perf_counter()
     ref = a @ b  # counted: ksweep's wall time includes its reference too

@@ -118,6 +118,7 @@ sys.path.insert(0, str(ROOT))
 from compare_protocol import (  # noqa: E402
     TOOLS, ChildFailed, cupy_cache_env, fresh_folder, round_order, run_child, spread,
 )
+from kernel_vs_kerneltuner import RESTRICTIONS as MATMUL_RESTRICTIONS, TUNE as MATMUL_TUNE, matmul_inputs  # noqa: E402
 
 SEED = 0
 TARGET_SPEEDUP = {"convolution": 5.0}
@@ -190,9 +191,7 @@ def pnpoly_data(seed: int = SEED, n: int = 20_000_000, vertices: int = 600,
 def matmul_data(seed: int = SEED, n: int = 4096) -> dict[str, np.ndarray]:
     """The inputs of the project's own matmul_kernel (examples/kernel_mode/matmul.cu) as
     bench/kernel_vs_kerneltuner.py makes them: uniform in [-1, 1) as float32, and C = A B."""
-    rng = np.random.default_rng(seed)
-    a = rng.random((n, n), dtype=np.float32) * 2 - 1
-    b = rng.random((n, n), dtype=np.float32) * 2 - 1
+    a, b = matmul_inputs(seed, n)
     return {"c": np.zeros((n, n), np.float32), "a": a, "b": b, "answer": a @ b}
 
 
@@ -202,9 +201,7 @@ def matmul_call(data: Mapping[str, np.ndarray], tune_params: Mapping[str, list])
         "kernel_name": "matmul_kernel", "problem_size": (n, n), "arguments": [data["c"], data["a"], data["b"]],
         "tune_params": {**tune_params, "WIDTH": [n]}, "grid_div_x": ["block_size_x*tile_size_x"],
         "grid_div_y": ["block_size_y*tile_size_y"],
-        "restrictions": ["block_size_x == block_size_y * tile_size_y",
-                         "4 * (block_size_y * tile_size_y * block_size_x + block_size_x * block_size_x * tile_size_x)"
-                         " <= 49152"],
+        "restrictions": list(MATMUL_RESTRICTIONS),
         "answer": [data["answer"], None, None], "atol": 1e-2,
     }
 
@@ -273,8 +270,7 @@ EXAMPLES = {
     # the project's matmul (bench/kernel_vs_kerneltuner.py's space), through the same calling code
     "matmul": Example(
         "matmul", "matmul.cu",
-        tune_params={"block_size_x": [16, 32, 64], "block_size_y": [1, 2, 4, 8, 16, 32], "tile_size_x": [1, 2, 4, 8],
-                     "tile_size_y": [1, 2, 4, 8]},
+        tune_params=MATMUL_TUNE,
         smoke_params={"block_size_x": [16, 32], "block_size_y": [4, 8], "tile_size_x": [1, 2], "tile_size_y": [4]},
         make_data=matmul_data, make_call=matmul_call,
         contenders={"block_size_x": [32], "block_size_y": [4], "tile_size_x": [4, 8], "tile_size_y": [8]},
