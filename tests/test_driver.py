@@ -298,16 +298,38 @@ def test_a_reader_during_rerun_all_sees_only_what_it_measured_again(tmp_path):
         assert dict(best_result(store, "base", "default").params) == {"A": 1, "B": 1}
 
 
-def test_a_rerun_all_cut_short_is_resumed_by_a_plain_run_with_the_old_results(tmp_path):
+def test_a_rerun_all_cut_short_leaves_the_configs_it_did_not_reach_standing(tmp_path):
+    """A --rerun all cut short by --max-evals hid the four configs it did not reach until a
+    plain run: export and check ranked the two it measured again and took A=1 B=1 for the
+    best. They keep their results (a plain run resumes them anyway)."""
+    from ksweep.insight import best_result
+
     spec = toy(tmp_path)
     db = tmp_path / "r.db"
     sweep(spec, db, FakeExecutor(timed))
     assert sweep(spec, db, FakeExecutor(timed), rerun="all", max_evals=2, strategy="grid").evaluated == 2
-    assert len(stored(db)) == 2  # the four not measured again are left out of reports
-    with Store(db) as store:
-        assert len(store.results(superseded=True)) == 6 and len(store.history()) == 8
-    assert sweep(spec, db, FakeExecutor(timed), strategy="grid").evaluated == 0  # they stand again
     assert len(stored(db)) == 6
+    with Store(db) as store:
+        assert store.superseded() == set() and len(store.history()) == 8
+        assert dict(best_result(store, "base", "default").params) == {"A": 2, "B": 1}
+    assert sweep(spec, db, FakeExecutor(timed), strategy="grid").evaluated == 0
+    assert len(stored(db)) == 6
+
+
+def test_a_rerun_all_stopped_by_ctrl_c_leaves_the_configs_it_did_not_reach_standing(tmp_path):
+    spec = toy(tmp_path)
+    db = tmp_path / "r.db"
+    sweep(spec, db, FakeExecutor(timed))
+
+    def stopped_at_2_2(job):
+        return (Status.OK, STOPPED) if tuple(job.params.values()) == (2, 2) else timed(job)
+
+    with pytest.raises(Interrupted):
+        sweep(spec, db, FakeExecutor(stopped_at_2_2), rerun="all", strategy="grid", lookahead=1)
+    rows = stored(db)
+    assert len(rows) == 6 and rows[(2, 1)].finished > rows[(3, 1)].finished  # (2, 1) measured again, (3, 1) not
+    with Store(db) as store:
+        assert store.superseded() == set()
 
 
 def test_a_rerun_all_on_a_cluster_leaves_another_models_results_standing(tmp_path):

@@ -11,6 +11,7 @@ import textwrap
 import pytest
 
 from ksweep.build.revision import source_revision
+from ksweep.job import config_id
 from ksweep.store.sqlite import SCHEMA_VERSION, Store
 from ksweep.result import Result
 from ksweep.status import Status
@@ -234,13 +235,21 @@ def test_check_update_on_an_unchanged_source_leaves_the_other_configs_results_st
         assert store.superseded() == set()
 
 
-def test_the_results_a_rerun_all_cut_short_left_out_are_not_said_to_be_of_another_source(repo):
-    """After a --rerun all cut short, report and explain said the results it had not reached
-    were measured on another source or spec (found out of date): they are of this source."""
+def test_the_results_a_rerun_all_killed_left_out_are_not_said_to_be_of_another_source(repo):
+    """After a --rerun all killed outright (it marks every result superseded as it starts,
+    and a cut-short one puts back those it did not reach), report and explain said the
+    results it had not reached were measured on another source or spec (found out of
+    date): they are of this source."""
     assert cli("run", "sweep.toml", "-q", "--no-confirm", cwd=repo).returncode == 0
     r = cli("run", "sweep.toml", "-q", "--no-confirm", "--rerun", "all", "--max-evals", "1", "--strategy", "grid",
             cwd=repo)
     assert r.returncode == 0, r.stdout + r.stderr
+    with Store(repo / ".ksweep" / "sweep.db", create=False) as store:
+        assert store.superseded() == set()  # cut short, not killed: nothing left out
+        fresh = config_id(max(store.results(), key=lambda x: x.finished).params)
+        # what a kill -9 after its first result leaves: the marks it set as it began
+        store.supersede("base", "default", [config_id(x.params) for x in store.results()
+                                            if config_id(x.params) != fresh], [])
     text = cli("report", ".ksweep/sweep.db", cwd=repo).stdout
     assert "2 superseded results are not shown" in text and "not measured again yet by a --rerun all" in text, text
     with Store(repo / ".ksweep" / "sweep.db", create=False) as store:

@@ -301,14 +301,16 @@ class Sweep:
             self._record_pruned(space, variant.name, shape.name)
         standing = self._standing(space, factory, variant.name, shape.name)
         stored = {cid: r for cid, r in standing.items() if self._reused(r, space)}
+        rerun_marked: list[str] = []
         if self.options.rerun == "all" and self.options.rerun_supersedes:  # they stand for nothing until measured again: a reader
             # (report, plot) sees the sweep's new results only, not the old BEST beside them;
-            # a plain run judges them again (_standing) and resumes with those it did not reach
+            # those the sweep does not reach stand again when it ends (_unmark_unreached)
             marked = {cid for v, s, cid in self.store.superseded(variant.name, shape.name)}
             late = {cid for cid, _, _ in self._pending.get((variant.name, shape.name), [])}
             self._rerun_marked[(variant.name, shape.name)] = {cid for cid in standing
                                                                if cid in late and cid not in marked}
-            self.store.supersede(variant.name, shape.name, [cid for cid in standing if cid not in stored], [])
+            rerun_marked = [cid for cid in standing if cid not in stored]
+            self.store.supersede(variant.name, shape.name, rerun_marked, [])
         # --max-evals counts what the store holds already, but for the default config evaluated
         # by a confirmation (those runs are counted apart)
         budget.evals = sum(r.phase != "default" for r in stored.values())
@@ -337,6 +339,7 @@ class Sweep:
         if size == 0:
             self._pending.pop((variant.name, shape.name), None)
             self._rerun_marked.pop((variant.name, shape.name), None)
+            self._unmark_unreached(variant.name, shape.name, rerun_marked)
             return
         window = self._window(variant.name, shape.name)
         # the harness builds alongside the first configs; runs start once it is there
@@ -347,7 +350,10 @@ class Sweep:
         changed = self._reference_changed(target, ref_id, variant.name, shape.name)
         target.reference = self._reference(target)
         self._judge_again(target, ref_id, variant.name, shape.name, changed)
-        target.loop()
+        try:
+            target.loop()
+        finally:  # before the confirmation, which then measures the old leaders again too
+            self._unmark_unreached(variant.name, shape.name, rerun_marked)
         # patience ends a search as it should end: its leaders are confirmed; a time limit leaves no time
         if self.options.confirm is not None and not budget.exhausted_by_time():
             self._confirm(target, shape.name, variant.name)
@@ -417,6 +423,18 @@ class Sweep:
         config of the space, not asked to be rerun."""
         return dict(result.params) in space and self.options.rerun != "all" and (
             self.options.rerun != "failed" or result.status is Status.OK)
+
+    def _unmark_unreached(self, variant: str, shape: str, marked: list[str]) -> None:
+        """A --rerun all that ended before it measured every config again (--max-evals,
+        --time-limit, --patience, Ctrl-C, a narrowed space): the configs it did not reach keep
+        their stored results, of this experiment as they are, as a plain run would resume them
+        (hidden, they left ``export`` and ``check`` a subset to rank). Those it measured lost
+        the mark when stored; only a sweep killed outright leaves the others marked, until
+        the next run judges them again (_standing)."""
+        if not marked:
+            return
+        still = {cid for _, _, cid in self.store.superseded(variant, shape)}
+        self.store.supersede(variant, shape, [], [cid for cid in marked if cid in still])
 
     def _judge_later(self, variant: str, shape: str, target: "_Target") -> None:
         """The results of GPU models an executor did not name before the sweep (a Dask
