@@ -154,6 +154,21 @@ def test_a_relative_include_folder_is_the_spec_s(tmp_path, capsys):
     rows = _stored(tmp_path / "i.db", "K10_BM")
     assert {r.status for r in rows.values()} == {Status.OK}
     assert f"-I{tmp_path / 'inc'}" in rows[64].build_argv and str(tmp_path / "inc") in rows[64].build_argv
+    # the keys take the command as written: with the folders made absolute in them, a database of
+    # an earlier ksweep (which ran -Iinc as written) had every config run again
+    from ksweep.space.space import Space
+    from ksweep.spec.load import load_spec
+    from ksweep.sweep.jobs import JobFactory
+
+    def keys():
+        loaded = load_spec(spec)
+        shape, variant = loaded.shape_list()[0], loaded.variant_list()[0]
+        factory = JobFactory(loaded, shape, variant, Space.from_spec(loaded, shape.name, variant.name))
+        return factory.make({"K10_BM": 64}).cache_key, factory.harness.cache_key
+
+    made_absolute = keys()
+    (tmp_path / "inc").rename(tmp_path / "elsewhere")  # nothing to make absolute now
+    assert keys() == made_absolute
 
 
 def test_a_bad_define_name_is_one_line(tmp_path, capsys):

@@ -75,14 +75,21 @@ def cuda_headers(argv: Sequence[str]) -> dict[Path, str]:
     return {}
 
 
+def include_args(argv: Sequence[str]) -> list[tuple[int, str, str]]:
+    """(index, prefix, folder) of each ``-I`` folder of a command: ``-Idir`` at its own index
+    with the prefix ``-I``, ``-I dir`` at the folder's index with none."""
+    out = []
+    for i, a in enumerate(argv):
+        if a == "-I" and i + 1 < len(argv):
+            out.append((i + 1, "", argv[i + 1]))
+        elif a.startswith("-I") and len(a) > 2:
+            out.append((i, "-I", a[2:]))
+    return out
+
+
 def include_dirs(argv: Iterable[str]) -> list[str]:
     """The ``-I`` folders of a build command (``-Idir`` and ``-I dir``), placeholders left out."""
-    out, args = [], list(argv)
-    for i, a in enumerate(args):
-        d = args[i + 1] if a == "-I" and i + 1 < len(args) else a[2:] if a.startswith("-I") and len(a) > 2 else None
-        if d and "{" not in d:
-            out.append(d)
-    return out
+    return [d for _, _, d in include_args(list(argv)) if "{" not in d]
 
 
 def collisions(names: Iterable[str], texts: dict[Path, str]) -> dict[str, tuple[Path, int, str]]:

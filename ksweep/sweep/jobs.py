@@ -18,21 +18,17 @@ from ..physics import Work
 from ..include import include_dir
 from ..job import Job
 from ..run.modes import Mode, Templates, program_mode
+from ..spec.collisions import include_args
 from ..spec.expr import Expr
 from ..spec.model import Shape, Spec, Variant
 
 
 def include_folders(argv: list[str], root: Path) -> list[str]:
     """``argv`` with each relative ``-I`` folder (``-Idir``, ``-I dir``) that exists beside the
-    spec made absolute: a build runs in a folder of its own, and ``-Isrc`` is the spec's."""
+    spec made absolute: a build runs in a folder of its own, and ``-Isrc`` is the spec's. Only
+    the command run changes: the keys take the command as written."""
     out = list(argv)
-    for i, a in enumerate(out):
-        if a == "-I" and i + 1 < len(out):
-            i, folder, head = i + 1, out[i + 1], ""
-        elif a.startswith("-I") and len(a) > 2:
-            folder, head = a[2:], "-I"
-        else:
-            continue
+    for i, head, folder in include_args(out):
         if not Path(folder).is_absolute() and (root / folder).is_dir():
             out[i] = head + str((root / folder).resolve())
     return out
@@ -109,12 +105,12 @@ class JobFactory:
                   "ksweep_include": self.include,
                   "shape": self.shape.name, "variant": self.variant.name}
         lists = {"defines": define_flags((), {}, (), {}, self.fixed_defines)}
-        argv = include_folders([absolute.get(a, a) for a in
-                                expand(self.harness_template, lists=lists, values=values,
-                                       where="build.harness.command")], spec.root)
+        written = [absolute.get(a, a) for a in
+                   expand(self.harness_template, lists=lists, values=values, where="build.harness.command")]
         env = dict(spec.build.env)
-        return Job(variant=self.variant.name, shape=self.shape.name, params={}, derived={}, build_argv=tuple(argv),
-                   run_argv=(), sources=sources, cache_key=cache_key(argv, sources, env, extra="harness"),
+        return Job(variant=self.variant.name, shape=self.shape.name, params={}, derived={},
+                   build_argv=tuple(include_folders(written, spec.root)), run_argv=(), sources=sources,
+                   cache_key=cache_key(written, sources, env, extra="harness"),
                    build_timeout=harness.timeout or spec.build.timeout, build_env=env, is_harness=True,
                    output=harness.output)
 
@@ -134,14 +130,15 @@ class JobFactory:
         extras = self.mode.config(self.spec, {**self.fixed, **config, **derived})
         values.update(extras.values)
         launch, sources = extras.launch, (*self.sources, *extras.sources)
-        build_argv = include_folders([self._absolute.get(a, a) for a in
-                                      expand(self.build_template, lists=lists, values=values,
-                                             where="build.command")], self.spec.root)
+        written = [self._absolute.get(a, a) for a in
+                   expand(self.build_template, lists=lists, values=values, where="build.command")]
+        build_argv = include_folders(written, self.spec.root)
         run_argv = [self._absolute.get(a, a) for a in
                     expand(self.run_template, lists=lists, values=values, where="run.command")]
         env = dict(self.spec.build.env)
-        if build_argv:
-            build_key = cache_key(build_argv, sources, env, extra=self._linked_harness_key(build_argv))
+        if build_argv:  # keyed by the command as written: the headers it reads are in the result's
+            # dependencies, and a key of the folders made absolute ran every stored config again
+            build_key = cache_key(written, sources, env, extra=self._linked_harness_key(build_argv))
         else:  # nothing to build: the key still tracks the sources for resuming
             build_key = cache_key(run_argv, sources, env, extra="run-only")
         # a result's key: its build, its harness (whether linked or loaded), the run command as
