@@ -91,6 +91,34 @@ def test_plan_warns_when_a_source_defines_the_macro_without_a_guard(tmp_path, ca
     assert "ksweep guard tiles.hpp STAGES" in warnings[0]
 
 
+def test_no_warning_for_a_define_the_minus_d_value_keeps_out(tmp_path, capsys):
+    """Defaults guarded by another macro the build command defines (-DAUTOTUNE), or in the
+    #else of #ifdef NAME, never replace a config's value: plan warned that every config would
+    build with them. A default in the #else of #ifdef of another name, one in the first
+    branch of #ifdef NAME, and one after #if 0's #else, do replace it."""
+    from ksweep.spec.collisions import command_defines, unguarded
+
+    header = tmp_path / "tiles.hpp"
+    header.write_text("#ifndef AUTOTUNE\n#define BM 128\n#endif\n"
+                      "#ifdef BN\n#else\n#define BN 64\n#endif\n"
+                      "#if defined(BK)\n#elif 1\n#define BK 8\n#endif\n"
+                      "#ifdef OTHER\n#else\n#define PAD 1\n#endif\n"
+                      "#ifdef STAGES\n#define STAGES 3\n#endif\n"
+                      "#if 0\n#define TM 1\n#else\n#define TN 4\n#endif\n")
+    texts = {header: header.read_text()}
+    always = command_defines(["gcc", "-DAUTOTUNE", "-D", "FAST=1", "{defines}", "-DX{y}"])
+    assert always == {"AUTOTUNE", "FAST"}
+    found = unguarded(["BM", "BN", "BK", "PAD", "STAGES", "TM", "TN"], texts, always)
+    assert {name: line for name, (_, line) in found.items()} == {"BK": 10, "PAD": 14, "STAGES": 17, "TN": 22}
+    assert "BM" in unguarded(["BM"], texts)  # without -DAUTOTUNE the default is taken: it does replace it
+
+    spec = _codebase(tmp_path, "K10_BM = [64, 128]\nPAD = [0, 1]")
+    spec.write_text(spec.read_text().replace('"-O0",', '"-O0", "-DAUTOTUNE",', 1))
+    header.write_text((CODEBASE / "tiles.hpp").read_text() + "#ifndef AUTOTUNE\n#define PAD 0\n#endif\n")
+    code, _, err = _cli(capsys, "plan", spec)
+    assert code == 0 and "warning" not in err, err
+
+
 def test_plan_warns_when_a_macro_would_rewrite_cuda_s_own_headers(tmp_path, capsys, monkeypatch):
     """nvcc includes cuda_runtime.h in every .cu: -DT=float rewrites its `template <class T>`."""
     include = tmp_path / "cuda" / "include"

@@ -113,36 +113,76 @@ def collisions(names: Iterable[str], texts: dict[Path, str]) -> dict[str, tuple[
 
 _DIRECTIVE = re.compile(r"^\s*#\s*(\w+)\s*(.*)")
 _NOT_DEFINED = re.compile(r"^!\s*defined\s*\(?\s*(\w+)\s*\)?$")
+_DEFINED = re.compile(r"^defined\s*\(?\s*(\w+)\s*\)?$")
 
 
-def unguarded(names: Iterable[str], texts: dict[Path, str]) -> dict[str, tuple[Path, int]]:
-    """name -> (file, line) for each macro name that a source #defines outside the first
-    branch of an ``#ifndef NAME`` (or ``#if !defined(NAME)``) and outside ``#if 0``: that
-    definition replaces the -D value."""
-    wanted = set(names)
+def command_defines(argv: Sequence[str]) -> set[str]:
+    """The macro names a command defines itself, whatever the config (``-DAUTOTUNE``,
+    ``-D NAME=1``): placeholders ({defines}) left out."""
+    out = set()
+    for i, a in enumerate(argv):
+        flag = argv[i + 1] if a == "-D" and i + 1 < len(argv) else a[2:] if a.startswith("-D") else None
+        if flag and "{" not in flag:
+            name = re.match(r"\w+", flag)
+            if name:
+                out.add(name.group(0))
+    return out
+
+
+def unguarded(names: Iterable[str], texts: dict[Path, str], defined: Iterable[str] = ()) -> dict[str, tuple[Path, int]]:
+    """name -> (file, line) for each macro name that a source #defines where the -D value
+    does not keep it out: not in a branch taken only when NAME is not defined (the first of
+    ``#ifndef NAME`` / ``#if !defined(NAME)``, the ``#else`` of ``#ifdef NAME`` / ``#if
+    defined(NAME)``), nor in one that no config's build takes (``#if 0``, or a branch that the
+    build command's own ``defined`` macros rule out: ``#ifndef AUTOTUNE`` under -DAUTOTUNE).
+    Such a definition replaces the -D value."""
+    wanted, defined = set(names), set(defined)
     found: dict[str, tuple[Path, int]] = {}
     for path, text in texts.items():
         if not any(name in text for name in wanted):
             continue
-        stack: list[tuple[str | None, bool]] = []  # (the name an #ifndef guards, dead) per open conditional
+        # per open conditional: (NAME it tests, True when its first branch is taken when NAME is
+        # defined (#ifdef), False when not (#ifndef), None: another condition; the branch; dead)
+        stack: list[list] = []
         for no, line in enumerate(_COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text).splitlines(), 1):
             m = _DIRECTIVE.match(line)
             if not m:
                 continue
             word, rest = m.group(1), m.group(2).strip()
             if word in ("if", "ifdef", "ifndef"):
-                guard = rest.split()[0] if word == "ifndef" and rest else None
+                tested, when = (rest.split()[0], word == "ifdef") if word != "if" and rest else (None, None)
                 if word == "if":
-                    g = _NOT_DEFINED.match(rest)
-                    guard = g.group(1) if g else None
-                stack.append((guard, word == "if" and rest in ("0", "(0)")))
+                    for pattern, value in ((_NOT_DEFINED, False), (_DEFINED, True)):
+                        g = pattern.match(rest)
+                        if g:
+                            tested, when = g.group(1), value
+                stack.append([tested, when, 0, word == "if" and rest in ("0", "(0)")])
             elif word in ("else", "elif", "elifdef", "elifndef") and stack:
-                stack[-1] = (None, word == "elif" and rest in ("0", "(0)"))
+                top = stack[-1]
+                top[2] += 1
+                top[3] = word == "elif" and rest in ("0", "(0)")
+                if word != "else":
+                    top[1] = None  # a branch of another condition
             elif word == "endif" and stack:
                 stack.pop()
             elif word == "define":
                 name = re.match(r"\w*", rest).group(0)
-                if (name in wanted and name not in found and not any(dead for _, dead in stack)
-                        and not any(guard == name for guard, _ in stack)):
+                if name in wanted and name not in found and not any(
+                        _kept_out(frame, name, defined) for frame in stack):
                     found[name] = (path, no)
     return found
+
+
+def _kept_out(frame: list, name: str, defined: set[str]) -> bool:
+    """Whether a #define in this branch of a conditional is never the -D name's value: the
+    branch is taken only when ``name`` is not defined, or in no config's build."""
+    tested, when, branch, dead = frame
+    if dead:
+        return True
+    if tested is None or when is None or branch > 1:
+        return False
+    first = branch == 0
+    taken_when_defined = when if first else not when  # #else of #ifdef: when not defined
+    if tested == name and not taken_when_defined:
+        return True
+    return tested in defined and not taken_when_defined  # the command defines it: never taken

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 from ..errors import SpecError
 from .checks import check_modes, require_sources
-from .collisions import collisions, cuda_headers, include_dirs, read_sources, unguarded
+from .collisions import collisions, command_defines, cuda_headers, include_dirs, read_sources, unguarded
 from .context import Ctx
 from .kernel import kernel_spec_from_dict
 from .limits import KNOWN_ARCHS, LIMIT_KEYS, builtin_limits
@@ -197,7 +197,8 @@ def collision_warnings(spec: Spec) -> tuple[str, ...]:
             return path.name
 
     out = []
-    for name, (path, line) in unguarded(where, texts).items():
+    always = set().union(*(command_defines(c) for c in commands))
+    for name, (path, line) in unguarded(where, texts, always).items():
         out.append(f"{spec.label}: {where[name]}: -D{name} is replaced by the unguarded #define {name} in "
                    f"{shown(path)}:{line} (the compiler only warns: every config would build with its value): "
                    f"guard it, e.g. ksweep guard {shown(path)} {name} --in-place")
