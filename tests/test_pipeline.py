@@ -1,5 +1,7 @@
 """End to end: small C programs built by gcc that hang, crash, lie and flood."""
 
+import csv
+import io
 import json
 import signal
 import subprocess
@@ -61,6 +63,15 @@ def test_every_status(program_dir):
         else:
             assert r.started is not None and r.started <= r.finished, mode
             assert r.finished - r.started >= r.run_seconds * 0.99, mode
+    # and reported: the CSV beside the database and the JSON report carry it
+    from ksweep.report.export import to_csv, to_records
+
+    with Store(db) as store:
+        stored = store.results()
+    rows = list(csv.DictReader(io.StringIO(to_csv(stored))))
+    assert {row["started"] for row in rows if row["status"] == "COMPILE_ERROR"} == {""}
+    assert all(float(row["started"]) <= float(row["finished"]) for row in rows if row["status"] != "COMPILE_ERROR")
+    assert [rec["started"] for rec in to_records(stored)] == [r.started for r in stored]
 
 
 def test_hang_kills_the_whole_process_group(program_dir):

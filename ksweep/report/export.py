@@ -18,10 +18,6 @@ from typing import Iterable, Sequence
 from ..job import config_id
 from ..result import Result
 
-FIXED = ("variant", "shape", "phase", "status", "message", "regs", "spills", "smem", "cached",
-         "gpu_index", "gpu_name", "gpu_uuid", "driver", "build_seconds", "run_seconds", "started", "finished", "cache_key")
-
-
 def _confirmation(r: Result, conf) -> dict | None:
     """The confirmation of one result (confirm.confirmed), or None when it had none."""
     c = (conf or {}).get((r.variant, r.shape))
@@ -47,7 +43,8 @@ def to_records(results: Iterable[Result], conf=None, front: set | None = None,
             "regs": r.regs, "spills": r.spills, "smem": r.smem, "phase": r.phase,
             "gpu": {"index": r.gpu_index, "name": r.gpu_name, "uuid": r.gpu_uuid, "driver": r.driver},
             "build_argv": list(r.build_argv), "cache_key": r.cache_key,
-            "build_seconds": r.build_seconds, "run_seconds": r.run_seconds, "finished": r.finished,
+            "build_seconds": r.build_seconds, "run_seconds": r.run_seconds, "started": r.started,
+            "finished": r.finished,
             "confirmation": _confirmation(r, conf), "gpu_state": dict(r.gpu_state) or None,
             "throttled": bool((r.gpu_state or {}).get("throttled")),
             **({"pareto": (r.variant, r.shape, config_id(r.params)) in front} if front is not None else {}),
@@ -92,7 +89,7 @@ def to_csv(results: Sequence[Result], conf=None, front: set | None = None, super
     header = ["variant", "shape", "phase", *params, *[f"derived.{k}" for k in derived],
               "status", "message", "regs", "spills", "smem", *[f"metric.{k}" for k in metrics],
               "cached", "gpu_index", "gpu_name", "gpu_uuid", "driver", "build_seconds", "run_seconds",
-              "finished", "cache_key", "build_argv", "confirm_median", "confirm_ci95_lo", "confirm_ci95_hi",
+              "started", "finished", "cache_key", "build_argv", "confirm_median", "confirm_ci95_lo", "confirm_ci95_hi",
               "confirm_n", "confirm_mark", "throttled", "sm_clock_mhz", *(["pareto"] if front is not None else []),
               *(["superseded"] if superseded is not None else [])]
     buf = io.StringIO()
@@ -104,7 +101,8 @@ def to_csv(results: Sequence[Result], conf=None, front: set | None = None, super
             *[r.derived.get(k, "") for k in derived], r.status.value, r.message,
             _blank(r.regs), _blank(r.spills), _blank(r.smem), *[_blank(r.metrics.get(k)) for k in metrics],
             int(r.cached), _blank(r.gpu_index), r.gpu_name or "", r.gpu_uuid or "", r.driver or "",
-            _blank(r.build_seconds), _blank(r.run_seconds), _blank(r.finished), r.cache_key or "",
+            _blank(r.build_seconds), _blank(r.run_seconds), _blank(r.started), _blank(r.finished),
+            r.cache_key or "",
             paste_able(r.build_argv), *_confirm_csv(_confirmation(r, conf)),
             int(bool((r.gpu_state or {}).get("throttled"))), _blank((r.gpu_state or {}).get("sm_clock_mhz")),
             *([int((r.variant, r.shape, config_id(r.params)) in front)] if front is not None else []),
