@@ -352,8 +352,12 @@ class Sweep:
         self._judge_again(target, ref_id, variant.name, shape.name, changed)
         try:
             target.loop()
-        finally:  # before the confirmation, which then measures the old leaders again too
-            self._unmark_unreached(variant.name, shape.name, rerun_marked)
+        except BaseException:  # Ctrl-C, a systematic failure: what stopped the sweep is what it says;
+            with contextlib.suppress(Exception):  # a mark that stays is a killed sweep's, judged next run
+                self._unmark_unreached(variant.name, shape.name, rerun_marked)
+            raise
+        # before the confirmation, which then measures the old leaders again too
+        self._unmark_unreached(variant.name, shape.name, rerun_marked)
         # patience ends a search as it should end: its leaders are confirmed; a time limit leaves no time
         if self.options.confirm is not None and not budget.exhausted_by_time():
             self._confirm(target, shape.name, variant.name)
