@@ -572,3 +572,19 @@ def test_odd_cover_values(tmp_path, capsys):
             main(["export", db, "--format", "header", "--cover", bad])
         err = capsys.readouterr().err.strip().splitlines()
         assert stop.value.code == 2 and len(err) == 1 and f"--cover {bad}: give a percentage, 0 or more" in err[0], err
+
+
+def test_superseded_results_left_out_are_said(tmp_path, capsys):
+    """Results superseded (another source, or a --rerun all killed before it measured them
+    again) are not ranked by export: it chose among the rest and said nothing of them."""
+    db = make_db(tmp_path / "p.db", planted(seed=3))
+    code, out, _ = export(capsys, db, "--format", "header", "--shape", "square", "-o", str(tmp_path / "a.h"))
+    assert code == 0 and "superseded results left out" not in out
+    with Store(db) as store:
+        square = [config_id(r.params) for r in store.results() if r.shape == "square"]
+        store.supersede("base", "square", square[:4], [])
+        store.supersede("base", "tall k", [config_id(r.params) for r in store.results() if r.shape == "tall k"][:1], [])
+    code, out, _ = export(capsys, db, "--format", "header", "--shape", "square", "-o", str(tmp_path / "b.h"))
+    assert code == 0 and "note: 4 superseded results left out" in out and "--superseded lists them" in out, out
+    code, out, _ = export(capsys, db, "--format", "header", "-o", str(tmp_path / "c.h"))
+    assert code == 0 and "note: 5 superseded results left out" in out, out

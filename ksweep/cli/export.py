@@ -38,6 +38,7 @@ def run(args) -> int:
         problem_size = store.get_meta("kt_problem_size")  # ksweep.kt.tune_kernel's
         # the kernel name the ksweep.kt call was given ('vscale<TILE>'), which Kernel Tuner compares
         kt_name = store.get_meta("kt_kernel_name") if args.format == "kt-cache" else None
+        left_out = sum(args.shape in (None, s) and args.variant in (None, v) for v, s, _ in store.superseded())
     out = export(results, objective["metric"], objective["direction"], args.format, conf=conf, orders=orders,
                  name=kt_name or name, source=Path(args.db).name, generator=f"ksweep {version()}", cover=args.cover,
                  shape=args.shape, variant=args.variant, gpu=args.gpu, problem_size=problem_size)
@@ -59,4 +60,8 @@ def run(args) -> int:
                and (args.gpu is None or args.gpu.lower() in (r.gpu_name or "").lower())]
     for note in [*edited_notes(shipped), *unverified_notes(shipped)]:  # the source on disk changed; unchecked
         print(f"note: {note}", file=said)
+    if left_out:  # chosen among the others: the user should know some configs' results did not count
+        print(f"note: {left_out} superseded result{'s' if left_out != 1 else ''} left out: measured on another "
+              "source or spec, or not measured again yet by a --rerun all that did not end "
+              f"(ksweep report {args.db} --superseded lists them)", file=said)
     return 0
