@@ -94,8 +94,9 @@ def test_plan_warns_when_a_source_defines_the_macro_without_a_guard(tmp_path, ca
 def test_no_warning_for_a_define_the_minus_d_value_keeps_out(tmp_path, capsys):
     """Defaults guarded by another macro the build command defines (-DAUTOTUNE), or in the
     #else of #ifdef NAME, never replace a config's value: plan warned that every config would
-    build with them. A default in the #else of #ifdef of another name, one in the first
-    branch of #ifdef NAME, and one after #if 0's #else, do replace it."""
+    build with them (nor does one in an #elif after #if defined(NAME)). A default in the
+    #else of #ifdef of another name, one in the first branch of #ifdef NAME, and one after
+    #if 0's #else, do replace it."""
     from ksweep.spec.collisions import command_defines, unguarded
 
     header = tmp_path / "tiles.hpp"
@@ -109,14 +110,24 @@ def test_no_warning_for_a_define_the_minus_d_value_keeps_out(tmp_path, capsys):
     always = command_defines(["gcc", "-DAUTOTUNE", "-D", "FAST=1", "{defines}", "-DX{y}"])
     assert always == {"AUTOTUNE", "FAST"}
     found = unguarded(["BM", "BN", "BK", "PAD", "STAGES", "TM", "TN"], texts, always)
-    assert {name: line for name, (_, line) in found.items()} == {"BK": 10, "PAD": 14, "STAGES": 17, "TN": 22}
+    assert {name: line for name, (_, line) in found.items()} == {"PAD": 14, "STAGES": 17, "TN": 22}
     assert "BM" in unguarded(["BM"], texts)  # without -DAUTOTUNE the default is taken: it does replace it
+    header.write_text("#ifndef BM\n#define BM 1\n#else\n#undef BM\n#define BM 2\n#endif\n")
+    assert unguarded(["BM"], {header: header.read_text()}) == {"BM": (header, 5)}  # taken when -DBM is given
 
     spec = _codebase(tmp_path, "K10_BM = [64, 128]\nPAD = [0, 1]")
     spec.write_text(spec.read_text().replace('"-O0",', '"-O0", "-DAUTOTUNE",', 1))
     header.write_text((CODEBASE / "tiles.hpp").read_text() + "#ifndef AUTOTUNE\n#define PAD 0\n#endif\n")
     code, _, err = _cli(capsys, "plan", spec)
     assert code == 0 and "warning" not in err, err
+    # a variant that builds without -DAUTOTUNE takes the default: the warning stands for it
+    spec.write_text(spec.read_text() + textwrap.dedent("""
+        [variants.plain]
+        build_command = ["g++", "-O0", "{defines}", "-o", "{binary}", "runner.cpp"]
+        [variants.tuned]
+        """))
+    code, _, err = _cli(capsys, "plan", spec)
+    assert code == 0 and "-DPAD is replaced by the unguarded #define PAD" in err, err
 
 
 def test_plan_warns_when_a_macro_would_rewrite_cuda_s_own_headers(tmp_path, capsys, monkeypatch):

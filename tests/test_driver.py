@@ -332,6 +332,34 @@ def test_a_rerun_all_stopped_by_ctrl_c_leaves_the_configs_it_did_not_reach_stand
         assert store.superseded() == set()
 
 
+def test_a_rerun_all_stopped_in_its_reference_run_leaves_every_config_standing(tmp_path):
+    """Ctrl-C while the reference config ran (before the search) left every config superseded."""
+    spec = toy(tmp_path, extra='[check]\nreference = "defaults"\nkeys = ["checksum"]\n')
+    db = tmp_path / "r.db"
+    sweep(spec, db, FakeExecutor(timed))
+
+    def stopped_in_the_reference(job):
+        return (Status.OK, STOPPED) if job.is_reference else timed(job)
+
+    with pytest.raises(Interrupted):
+        sweep(spec, db, FakeExecutor(stopped_in_the_reference), rerun="all", strategy="grid")
+    with Store(db) as store:
+        assert store.superseded() == set() and len(store.results()) == 6
+
+
+def test_a_rerun_all_cut_short_confirms_the_old_leaders_with_the_new(tmp_path):
+    """The configs a --rerun all cut short did not reach were left out of its confirmation: the
+    old best (A=2 B=1) was not measured again beside the two configs it reached."""
+    spec = toy(tmp_path)
+    db = tmp_path / "r.db"
+    sweep(spec, db, FakeExecutor(timed))
+    sweep(spec, db, FakeExecutor(timed), rerun="all", max_evals=2, strategy="grid",
+          confirm=Confirmation(3, 2, None, default=False))
+    with Store(db) as store:
+        confirmed = {tuple(m.params.values()) for m in store.measurements("base", "default")}
+    assert (2, 1) in confirmed and len(confirmed) == 3
+
+
 def test_a_rerun_all_on_a_cluster_leaves_another_models_results_standing(tmp_path):
     """On a cluster (GPU models known as its runs end), --rerun all marked every stored result
     superseded, another model's too: an executor naming its models never judges those, and no

@@ -141,8 +141,9 @@ def unguarded(names: Iterable[str], texts: dict[Path, str], defined: Iterable[st
     for path, text in texts.items():
         if not any(name in text for name in wanted):
             continue
-        # per open conditional: (NAME it tests, True when its first branch is taken when NAME is
-        # defined (#ifdef), False when not (#ifndef), None: another condition; the branch; dead)
+        # per open conditional: [NAME its first condition tests, True when its first branch is
+        # taken when NAME is defined (#ifdef), False when not (#ifndef), None: another condition;
+        # the branch now open; whether that branch is #if 0 / #elif 0]
         stack: list[list] = []
         for no, line in enumerate(_COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text).splitlines(), 1):
             m = _DIRECTIVE.match(line)
@@ -161,8 +162,6 @@ def unguarded(names: Iterable[str], texts: dict[Path, str], defined: Iterable[st
                 top = stack[-1]
                 top[2] += 1
                 top[3] = word == "elif" and rest in ("0", "(0)")
-                if word != "else":
-                    top[1] = None  # a branch of another condition
             elif word == "endif" and stack:
                 stack.pop()
             elif word == "define":
@@ -175,14 +174,14 @@ def unguarded(names: Iterable[str], texts: dict[Path, str], defined: Iterable[st
 
 def _kept_out(frame: list, name: str, defined: set[str]) -> bool:
     """Whether a #define in this branch of a conditional is never the -D name's value: the
-    branch is taken only when ``name`` is not defined, or in no config's build."""
+    branch is taken only when ``name`` is not defined, or in no config's build (it needs a
+    macro undefined that the build command defines)."""
     tested, when, branch, dead = frame
     if dead:
         return True
-    if tested is None or when is None or branch > 1:
+    if tested is None or when is None:
         return False
-    first = branch == 0
-    taken_when_defined = when if first else not when  # #else of #ifdef: when not defined
-    if tested == name and not taken_when_defined:
-        return True
-    return tested in defined and not taken_when_defined  # the command defines it: never taken
+    # the first branch of #ifndef X, and every later one (#elif, #else) of #ifdef X, is taken
+    # only when X is not defined
+    needs_undefined = not when if branch == 0 else when
+    return needs_undefined and (tested == name or tested in defined)

@@ -197,7 +197,9 @@ def collision_warnings(spec: Spec) -> tuple[str, ...]:
             return path.name
 
     out = []
-    always = set().union(*(command_defines(c) for c in commands))
+    # the macros every build defines itself: each variant builds with its own command or the base one
+    used = [v.build_command or spec.build.command for v in spec.variants] or [spec.build.command]
+    always = set.intersection(*(command_defines(c) for c in used))
     for name, (path, line) in unguarded(where, texts, always).items():
         out.append(f"{spec.label}: {where[name]}: -D{name} is replaced by the unguarded #define {name} in "
                    f"{shown(path)}:{line} (the compiler only warns: every config would build with its value): "

@@ -311,6 +311,28 @@ class Sweep:
                                                                if cid in late and cid not in marked}
             rerun_marked = [cid for cid in standing if cid not in stored]
             self.store.supersede(variant.name, shape.name, rerun_marked, [])
+        try:
+            target = self._search(shape, variant, budget, space, factory, standing, stored)
+        except BaseException:  # Ctrl-C (in the reference's run too), a systematic failure: what stopped
+            # the sweep is what it says; a mark that stays is a killed sweep's, judged by the next run
+            with contextlib.suppress(Exception):
+                self._unmark_unreached(variant.name, shape.name, rerun_marked)
+            raise
+        # before the confirmation, which ranks them with the configs measured again, and so
+        # measures the old leaders again too
+        back = self._unmark_unreached(variant.name, shape.name, rerun_marked)
+        if target is None:
+            return
+        target.stored.update({cid: standing[cid] for cid in back})
+        # patience ends a search as it should end: its leaders are confirmed; a time limit leaves no time
+        if self.options.confirm is not None and not budget.exhausted_by_time():
+            self._confirm(target, shape.name, variant.name)
+        self._judge_later(variant.name, shape.name, target)
+
+    def _search(self, shape, variant, budget: Budget, space, factory: JobFactory, standing: dict[str, Result],
+                stored: dict[str, Result]) -> "_Target | None":
+        """Search one shape × variant (its reference config first, when it has one) until its
+        budget ends; None when its space is empty."""
         # --max-evals counts what the store holds already, but for the default config evaluated
         # by a confirmation (those runs are counted apart)
         budget.evals = sum(r.phase != "default" for r in stored.values())
@@ -339,8 +361,7 @@ class Sweep:
         if size == 0:
             self._pending.pop((variant.name, shape.name), None)
             self._rerun_marked.pop((variant.name, shape.name), None)
-            self._unmark_unreached(variant.name, shape.name, rerun_marked)
-            return
+            return None
         window = self._window(variant.name, shape.name)
         # the harness builds alongside the first configs; runs start once it is there
         harness = _Harness(factory.harness, self) if factory.harness else None
@@ -350,18 +371,8 @@ class Sweep:
         changed = self._reference_changed(target, ref_id, variant.name, shape.name)
         target.reference = self._reference(target)
         self._judge_again(target, ref_id, variant.name, shape.name, changed)
-        try:
-            target.loop()
-        except BaseException:  # Ctrl-C, a systematic failure: what stopped the sweep is what it says;
-            with contextlib.suppress(Exception):  # a mark that stays is a killed sweep's, judged next run
-                self._unmark_unreached(variant.name, shape.name, rerun_marked)
-            raise
-        # before the confirmation, which then measures the old leaders again too
-        self._unmark_unreached(variant.name, shape.name, rerun_marked)
-        # patience ends a search as it should end: its leaders are confirmed; a time limit leaves no time
-        if self.options.confirm is not None and not budget.exhausted_by_time():
-            self._confirm(target, shape.name, variant.name)
-        self._judge_later(variant.name, shape.name, target)
+        target.loop()
+        return target
 
     def _window(self, variant: str, shape: str) -> int:
         """Configs asked ahead of the results: fixed per shape × variant (kept in the store), so
@@ -428,7 +439,7 @@ class Sweep:
         return dict(result.params) in space and self.options.rerun != "all" and (
             self.options.rerun != "failed" or result.status is Status.OK)
 
-    def _unmark_unreached(self, variant: str, shape: str, marked: list[str]) -> None:
+    def _unmark_unreached(self, variant: str, shape: str, marked: list[str]) -> list[str]:
         """A --rerun all that ended before it measured every config again (--max-evals,
         --time-limit, --patience, Ctrl-C, a narrowed space): the configs it did not reach keep
         their stored results, of this experiment as they are, as a plain run would resume them
@@ -436,9 +447,11 @@ class Sweep:
         the mark when stored; only a sweep killed outright leaves the others marked, until
         the next run judges them again (_standing)."""
         if not marked:
-            return
+            return []
         still = {cid for _, _, cid in self.store.superseded(variant, shape)}
-        self.store.supersede(variant, shape, [], [cid for cid in marked if cid in still])
+        back = [cid for cid in marked if cid in still]
+        self.store.supersede(variant, shape, [], back)
+        return back
 
     def _judge_later(self, variant: str, shape: str, target: "_Target") -> None:
         """The results of GPU models an executor did not name before the sweep (a Dask
