@@ -588,3 +588,10 @@ def test_superseded_results_left_out_are_said(tmp_path, capsys):
     assert code == 0 and "note: 4 superseded results left out" in out and "--superseded lists them" in out, out
     code, out, _ = export(capsys, db, "--format", "header", "-o", str(tmp_path / "c.h"))
     assert code == 0 and "note: 5 superseded results left out" in out, out
+    # with another GPU model's results beside them, --gpu counts only the model's own
+    with Store(db) as store:
+        store.put_many(planted(seed=4, shapes=("square",), gpu=A100, bms=(16, 48, 96)))
+    code, out, _ = export(capsys, db, "--format", "header", "--gpu", "A100", "-o", str(tmp_path / "d.h"))
+    assert code == 0 and "superseded results left out" not in out, out  # they are the H100's
+    code, out, _ = export(capsys, db, "--format", "header", "--gpu", "H100", "-o", str(tmp_path / "e.h"))
+    assert code == 0 and "note: 5 superseded results left out" in out, out

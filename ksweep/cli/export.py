@@ -38,7 +38,7 @@ def run(args) -> int:
         problem_size = store.get_meta("kt_problem_size")  # ksweep.kt.tune_kernel's
         # the kernel name the ksweep.kt call was given ('vscale<TILE>'), which Kernel Tuner compares
         kt_name = store.get_meta("kt_kernel_name") if args.format == "kt-cache" else None
-        left_out = sum(args.shape in (None, s) and args.variant in (None, v) for v, s, _ in store.superseded())
+        left_out = len(_chosen(store.superseded_results(), args))
     out = export(results, objective["metric"], objective["direction"], args.format, conf=conf, orders=orders,
                  name=kt_name or name, source=Path(args.db).name, generator=f"ksweep {version()}", cover=args.cover,
                  shape=args.shape, variant=args.variant, gpu=args.gpu, problem_size=problem_size)
@@ -56,8 +56,7 @@ def run(args) -> int:
         print(line, file=said)
     for note in out.notes:
         print(f"note: {note}", file=said)
-    shipped = [r for r in results if args.shape in (None, r.shape) and args.variant in (None, r.variant)
-               and (args.gpu is None or args.gpu.lower() in (r.gpu_name or "").lower())]
+    shipped = _chosen(results, args)
     for note in [*edited_notes(shipped), *unverified_notes(shipped)]:  # the source on disk changed; unchecked
         print(f"note: {note}", file=said)
     if left_out:  # chosen among the others: the user should know some configs' results did not count
@@ -65,3 +64,9 @@ def run(args) -> int:
               "source or spec, or not measured again yet by a --rerun all that did not end "
               f"(ksweep report {args.db} --superseded lists them)", file=said)
     return 0
+
+
+def _chosen(results, args) -> list:
+    """The results of the shape, variant and GPU model the export was asked for."""
+    return [r for r in results if args.shape in (None, r.shape) and args.variant in (None, r.variant)
+            and (args.gpu is None or args.gpu.lower() in (r.gpu_name or "").lower())]
