@@ -194,7 +194,6 @@ class Sweep:
         self._gpu_models = models
         self._pending: dict[tuple[str, str], list] = {}  # results whose GPU model is not known yet
         # of those, the configs --rerun all marked superseded (they were not): another model's get it back
-        self._rerun_marked: dict[tuple[str, str], set[str]] = {}
         self._make_strategy = strategy_factory or self._default_strategy
         # a caller's factory gets the prior only when it takes one (a ``prior`` keyword)
         self._custom_strategy = strategy_factory is not None and not _takes_prior(strategy_factory)
@@ -305,10 +304,6 @@ class Sweep:
         if self.options.rerun == "all" and self.options.rerun_supersedes:  # they stand for nothing until measured again: a reader
             # (report, plot) sees the sweep's new results only, not the old BEST beside them;
             # those the sweep does not reach stand again when it ends (_unmark_unreached)
-            marked = {cid for v, s, cid in self.store.superseded(variant.name, shape.name)}
-            late = {cid for cid, _, _ in self._pending.get((variant.name, shape.name), [])}
-            self._rerun_marked[(variant.name, shape.name)] = {cid for cid in standing
-                                                               if cid in late and cid not in marked}
             rerun_marked = [cid for cid in standing if cid not in stored]
             self.store.supersede(variant.name, shape.name, rerun_marked, [])
         try:
@@ -360,7 +355,6 @@ class Sweep:
             self.resumed(result)
         if size == 0:
             self._pending.pop((variant.name, shape.name), None)
-            self._rerun_marked.pop((variant.name, shape.name), None)
             return None
         window = self._window(variant.name, shape.name)
         # the harness builds alongside the first configs; runs start once it is there
@@ -457,16 +451,13 @@ class Sweep:
         """The results of GPU models an executor did not name before the sweep (a Dask
         cluster's): judged now, for the models this target's runs went to."""
         later = self._pending.pop((variant, shape), [])
-        marked = self._rerun_marked.pop((variant, shape), set())
         ran = [e.result for e in target.order if e.result is not None]
         seen, again = {r.gpu_name for r in ran}, {config_id(r.params) for r in ran}
+        # another model's results are not judged (those a --rerun all marked stood again when its
+        # search ended: _unmark_unreached)
         mine = [(cid, stale) for cid, gpu, stale in later if gpu in seen and cid not in again]
-        # another model's results are not judged: those --rerun all marked stand again, as on an
-        # executor that names its models (which never marks them); no run here would bring them back
-        others = [cid for cid, gpu, _ in later if gpu not in seen and cid in marked]
-        if mine or others:
-            self.store.supersede(variant, shape, [c for c, s in mine if s],
-                                 [c for c, s in mine if not s] + others)
+        if mine:
+            self.store.supersede(variant, shape, [c for c, s in mine if s], [c for c, s in mine if not s])
 
     # -- one result ---------------------------------------------------------------------
     def finish(self, job: Job, build: BuildResult, outcome: RunOutcome | None,
