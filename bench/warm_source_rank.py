@@ -1,5 +1,7 @@
 """How much a source recording can tell about a target's optimum, for each warm-start pair
-(issue 19): the limit that no warm-started search can beat with that source.
+(issue 19), from the recordings alone. These are not bounds on a warm-started search, which
+also varies the source's best configs and learns from the target's own results (docs/
+benchmarks.md, "Warm start", shows pairs it solves far earlier than the ranks below).
 
     python bench/warm_source_rank.py ../shared/datasets            # the 14 same-kernel pairs
     python bench/warm_source_rank.py ../shared/datasets --markdown
@@ -8,7 +10,8 @@ For each ordered pair target <- source of recordings of the same kernel, on the 
 both share (a parameter the source lacks is taken at its best over the target's values,
 since the source cannot tell it apart), each shared-parameter combination gets the source's
 best time and the target's best time. Printed per pair:
-- Pearson and Spearman correlation of the two log-times over the combinations both hold;
+- Pearson and Spearman correlation of the two log-times over the combinations both hold
+  (Spearman's ranks break ties by order, not by averaging);
 - the rank, in the source's order (best first), of the best-ranked combination that holds a
   target config within 5% of the target's optimum: a search that follows the source meets
   the first such config no earlier than there;
