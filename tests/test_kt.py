@@ -523,7 +523,7 @@ def test_random_sample_budget_as_kernel_tuner_sets_it(tmp_path, monkeypatch, opt
     assert len(results) == evaluated
 
 
-def test_bayes_opt_stops_after_kernel_tuners_default_budget():
+def test_kernel_tuners_strategy_names_get_its_default_budgets():
     from ksweep.kt import _strategy
 
     assert _strategy("bayes_opt", {}) == ("bayes", 100, None, None)  # Kernel Tuner's max_fevals default
