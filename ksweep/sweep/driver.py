@@ -193,7 +193,6 @@ class Sweep:
         self.summary = Summary(gpu_slots=executor.run_slots, has_gpu=models is None or models != {"none"})
         self._gpu_models = models
         self._pending: dict[tuple[str, str], list] = {}  # results whose GPU model is not known yet
-        # of those, the configs --rerun all marked superseded (they were not): another model's get it back
         self._make_strategy = strategy_factory or self._default_strategy
         # a caller's factory gets the prior only when it takes one (a ``prior`` keyword)
         self._custom_strategy = strategy_factory is not None and not _takes_prior(strategy_factory)
