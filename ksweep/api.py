@@ -20,9 +20,8 @@ import numpy as np
 from .errors import KsweepError, SpecError
 from .kernel.executor import KernelExecutor, shape_sizes
 from .kernel.mode import KernelMode
-from .confirm import confirmed
 from .report.export import to_csv
-from .report.pareto import front_ids, stored_objectives
+from .report.pareto import front_ids
 from .result import Result
 from .run.executor import LocalExecutor
 from .run.gpus import Gpu, detect_gpus, select_gpus
@@ -33,6 +32,7 @@ from .spec.load import DEFAULT_ARCH, validate_names
 from .spec.model import Constraint, Objective, Param, Shape, Spec
 from .spec.kernel import Timing, kernel_spec_from_dict
 from .status import Status
+from .store import standings
 from .store.sqlite import Store
 from .sweep.driver import Summary, SweepOptions
 from .sweep.local import build_rules, finished_sweep, make_builder, run_with, scratch_dir, workspace
@@ -161,8 +161,6 @@ def best_result(db: str | Path, shape: str | None = None, variant: str | None = 
     ``export`` show it: the confirmation's BEST when the confirmation ran, else the ranked
     best (never a result a later sweep superseded); None when nothing is valid. ``shape``
     and ``variant`` may be left out when the database has one of them."""
-    from .insight import best_result as best_of
-
     with Store(db, create=False) as store:
         pairs = sorted({(r.variant, r.shape) for r in store.results()})
         chosen = [(v, s) for v, s in pairs if (shape is None or s == shape) and (variant is None or v == variant)]
@@ -171,7 +169,7 @@ def best_result(db: str | Path, shape: str | None = None, variant: str | None = 
             raise KsweepError(f"{db}: {'no' if not chosen else 'more than one'} shape/variant matches "
                               f"(shape={shape!r}, variant={variant!r}); it holds {names}")
         v, s = chosen[0]
-        return best_of(store, v, s)
+        return standings.best(store, v, s)
 
 
 def write_csv(db: Path) -> Path | None:
@@ -180,12 +178,10 @@ def write_csv(db: Path) -> Path | None:
     if not db.is_file():
         return None
     with Store(db, create=False) as store:
-        results = store.results()
-        direction = store.get_meta("objective", {"direction": "min"}).get("direction", "min")
-        conf = confirmed(results, store.measurements(), direction, store.default_configs())
-        objectives = stored_objectives(store.get_meta("objectives"))
+        found = standings.read(store)
+        objectives = store.objectives()
     path = db.with_suffix(".csv")
-    path.write_text(to_csv(results, conf, front_ids(results, objectives)))
+    path.write_text(to_csv(found.results, found.confirmations, front_ids(found.results, objectives)))
     return path
 
 
@@ -262,11 +258,16 @@ def _of_this_space(spec: Spec, db: Path) -> tuple[Result | None, tuple[Result, .
 
     spaces = {(s.name, v.name): Space.from_spec(spec, s.name, v.name)
               for s in spec.shape_list() for v in spec.variant_list()}
+    def mine(r: Result) -> bool:
+        space = spaces.get((r.shape, r.variant))
+        return space is not None and set(r.params) == set(space.names) and dict(r.params) in space
+
     with Store(db) as store:
-        results = tuple(r for r in store.results() if (space := spaces.get((r.shape, r.variant))) is not None
-                        and set(r.params) == set(space.names) and dict(r.params) in space)
-    ok = [r for r in results if r.status is Status.OK]
-    return (min(ok, key=lambda r: r.metrics["ms"]) if ok else None), results
+        found = standings.read(store)
+    results = tuple(r for r in found.results if mine(r))
+    # the store's best (confirmed, else ranked) of the configs of this space; one shape × variant
+    bests = [b for s in found.values() if (b := s.best(within=mine)) is not None]
+    return (bests[0] if len(bests) == 1 else None), results
 
 
 def _saved_arrays(work: Path, stem: str, arrays: list, named: dict, extra: str = "") -> Path:

@@ -23,9 +23,7 @@ from .job import Job, config_id
 from .process import run_process
 from .profile import ncu as ncu_mod
 from .report import explain as ex
-from .confirm import confirmed
 from .build.deps import changed
-from .report.rank import confirmed_best, rank, finite_value
 from .result import Result
 from .space.space import Space
 from .spec.limits import limit_names
@@ -33,6 +31,7 @@ from .spec.load import load_spec
 from .spec.model import Spec
 from .spec.names import did_you_mean
 from .status import Status, Stopped
+from .store import standings
 from .store.sqlite import Store
 from .sweep.jobs import JobFactory
 from .sweep.local import default_db_path, make_builder, scratch_dir
@@ -136,7 +135,7 @@ def resolve_config(words: Sequence[str], spec: Spec, store: Store | None, shape:
     if words in (["best"], ["worst"]):
         if store is None:
             raise KsweepError(f"'{words[0]}' needs a results database: sweep first, or give NAME=VALUE")
-        r = best_result(store, va.name, sh.name) if words == ["best"] else worst_result(store, va.name, sh.name)
+        r = standings.best(store, va.name, sh.name) if words == ["best"] else worst_result(store, va.name, sh.name)
         if r is None:
             raise KsweepError(f"no valid result for shape {sh.name}, variant {va.name} in {store.path}")
         return Chosen(sh.name, va.name, dict(r.params), (), r, store.result_id(va.name, sh.name, config_id(r.params)))
@@ -169,27 +168,10 @@ def _with_result(c: Chosen, store: Store | None) -> Chosen:
                    superseded=(c.variant, c.shape, cid) in store.superseded(c.variant, c.shape))
 
 
-def ranked_valid(store: Store, variant: str, shape: str) -> list[Result]:
-    """The results with a value of the objective, best first."""
-    objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
-    return [r for r in rank(store.results(variant, shape), objective["metric"], objective["direction"])
-            if finite_value(r, objective["metric"]) is not None]
-
-
 def worst_result(store: Store, variant: str, shape: str) -> Result | None:
     """The slowest valid result (the last ranked one with a value)."""
-    ranked = ranked_valid(store, variant, shape)
+    ranked = standings.standing(store, variant, shape).ranked()
     return ranked[-1] if ranked else None
-
-
-def best_result(store: Store, variant: str, shape: str) -> Result | None:
-    """The confirmed best of a shape × variant when the confirmation ran, else the ranked best."""
-    results = store.results(variant=variant, shape=shape)
-    objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
-    conf = confirmed(results, store.measurements(variant, shape), objective["direction"],
-                     store.default_configs()).get((variant, shape))
-    return confirmed_best(results, conf.best if conf is not None else None, objective["metric"],
-                          objective["direction"])
 
 
 # -- building one config -------------------------------------------------------------------------
@@ -272,9 +254,7 @@ def explain(target: str, words: Sequence[str], *, shape: str | None = None, vari
 def _confirmation_of(store: Store, c: Chosen) -> dict:
     """What the confirmation runs say of the chosen config: mark (BEST, TIE or none), median,
     95% interval, runs; empty when it was not confirmed (report's MEDIAN, CI95, N)."""
-    direction = store.get_meta("objective", {"direction": "min"}).get("direction", "min")
-    conf = confirmed(store.results(c.variant, c.shape), store.measurements(c.variant, c.shape), direction,
-                     store.default_configs()).get((c.variant, c.shape))
+    conf = standings.standing(store, c.variant, c.shape).confirmation
     v = conf.verdicts.get(config_id(c.params)) if conf is not None else None
     if v is None or not v.interval.n:
         return {}
@@ -310,8 +290,8 @@ def choose_for_profile(store: Store, spec: Spec, top: int, configs: Sequence[str
                 if c.shape == sh and c.variant == va:
                     out.append((sh, va, c.params, text))
             continue
-        ranked = ranked_valid(store, va, sh)
-        first = best_result(store, va, sh)
+        standing = standings.standing(store, va, sh)
+        ranked, first = standing.ranked(), standing.best()
         picked = ([first] if first is not None else []) + [r for r in ranked if r is not first]
         seen = set()
         for i, r in enumerate(picked[:top]):
@@ -462,7 +442,7 @@ def compare(a: str, b: str, db: str | None = None, *, shape: str | None = None, 
     with Store(t.db, create=False) as store:
         ca, cb = (resolve_config(x.replace(",", " ").split(), t.spec, store, shape, variant) for x in (a, b))
         profiles = store.profiles()
-        metric = store.get_meta("objective", {"metric": "ms"}).get("metric", "ms")
+        metric = store.objective().metric
         labels = {id(c): _label(c, metric, _confirmation_of(store, c)) for c in (ca, cb)}
     notes = []
     rows: tuple = ()

@@ -89,7 +89,8 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     ran at another clock. ``log`` and ``platform`` (OpenCL) are ignored.
     """
     from .api import _of_this_space, kernel_tuning_spec, run_sweep
-    from .confirm import Confirmation, confirmed
+    from .confirm import Confirmation
+    from .store.standings import standings_of
     from .job import config_id
     from .report.export_kt import failure_name
     from .spec.load import DEFAULT_ARCH
@@ -176,7 +177,9 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         store.set_meta("kt_problem_size", _plain_size(problem_size))
         store.set_meta("kt_kernel_name", given_name)  # the name Kernel Tuner's simulation mode compares
         stored = sorted(mine, key=lambda r: r.finished or 0.0)
-        verdicts = confirmed(stored, store.measurements(), "min", store.default_configs()) if confirming else {}
+        # the store's confirmation of the one shape × variant (its BEST is the pick when there is one)
+        verdicts = standings_of(stored, store.measurements(), store.objective(),
+                                store.default_configs()).confirmations if confirming else {}
     results = []
     for r in stored:
         row: dict[str, Any] = {name: r.params.get(name) for name in tune_params}

@@ -25,8 +25,9 @@ from .confirm import Confirmation, Interval
 from .errors import KsweepError
 from .job import config_id
 from .confirm import confirmed
+from .store import standings
 from .report.history import BEFORE, Point, timeline
-from .report.rank import confirmed_best, finite_value
+from .store.ranking import finite_value
 from .run.gpus import detect_gpus, select_gpus
 from .space.space import Space
 from .spec.model import Spec
@@ -110,9 +111,9 @@ def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, 
         raise KsweepError(f"{db_path}: no results database: sweep the spec first (ksweep run), then check")
     with Store(db_path, create=False) as store:
         check_store_spec(store, spec)  # another spec's database has no baseline of this one: it would pass
-        objective = store.get_meta("objective", {"metric": spec.objective.metric,
-                                                 "direction": spec.objective.direction})
-        if (objective["metric"], objective["direction"]) != (spec.objective.metric, spec.objective.direction):
+        stored = store.objective() if store.get_meta("objective") is not None else spec.objective
+        objective = {"metric": stored.metric, "direction": stored.direction}
+        if (stored.metric, stored.direction) != (spec.objective.metric, spec.objective.direction):
             # the baseline's values and the runs' would be of two objectives
             raise KsweepError(f"{db_path}: its results were swept for {objective['metric']} "
                               f"({objective['direction']}), the spec's objective is {spec.objective.metric} "
@@ -192,17 +193,15 @@ def _shipped(store: Store, variant: str, shape: str, metric: str, direction: str
     else the ranked best, as report and export choose; None when there is none. Results
     resumed from an earlier revision count, as they do there (the history's point of a
     revision holds only what was measured under it)."""
-    here = [r for r in store.results(variant, shape)
-            if models is None or r.gpu_name is None or r.gpu_name in models]
-    results = [r for r in here if dict(r.params) in space]
-    # confirmed among every config it measured: a BEST taken out of the space leaves the ranked
-    # best of the configs in it, not the default (confirmed only as the reference) as BEST
-    conf = confirmed(here, store.measurements(variant, shape), direction,
-                     store.default_configs()).get((variant, shape))
-    best = confirmed_best(results, conf.best if conf is not None else None, metric, direction)
+    # the store's best (confirmed among every config it measured: a BEST taken out of the space
+    # leaves the ranked best of the configs in it, not the default, confirmed only as the
+    # reference, as BEST) of the results on this GPU model and in the space
+    found = standings.standing(store, variant, shape)
+    best = found.best(within=lambda r: (models is None or r.gpu_name is None or r.gpu_name in models)
+                      and dict(r.params) in space)
     if best is None:
         return None
-    v = conf.verdicts.get(config_id(best.params)) if conf is not None else None
+    v = found.verdict(best)
     iv = v.interval if v is not None and v.interval.n else None
     return Point(best.revision or BEFORE, best.finished, iv.median if iv is not None else finite_value(best, metric),
                  dict(best.params), iv, confirmed=iv is not None)

@@ -261,7 +261,7 @@ def test_a_reader_during_rerun_all_sees_only_what_it_measured_again(tmp_path):
     """During --rerun all, a reader (report, a plot) showed the stored results the sweep was
     measuring again beside its new ones, and so the previous sweep's confirmed BEST. They
     stand for nothing until measured again: a reader sees them once a plain run resumes."""
-    from ksweep.insight import best_result
+    from ksweep.store.standings import best as best_result
     from ksweep.observer import NullObserver
 
     spec = toy(tmp_path)
@@ -302,7 +302,7 @@ def test_a_rerun_all_cut_short_leaves_the_configs_it_did_not_reach_standing(tmp_
     """A --rerun all cut short by --max-evals hid the four configs it did not reach until a
     plain run: export and check ranked the two it measured again and took A=1 B=1 for the
     best. They keep their results (a plain run resumes them anyway)."""
-    from ksweep.insight import best_result
+    from ksweep.store.standings import best as best_result
 
     spec = toy(tmp_path)
     db = tmp_path / "r.db"
@@ -637,7 +637,7 @@ def test_a_config_a_new_constraint_prunes_is_never_ranked_again(tmp_path, monkey
     """A constraint added after a sweep prunes its best config: the stored result stayed
     current, so report ranked it BEST, export shipped it and explain said it was pruned; and
     a constraint taken out again left the PRUNED rows with its reason."""
-    from ksweep.report.rank import rank
+    from ksweep.store.ranking import rank
     from ksweep.sweep import driver
 
     monkeypatch.setattr(driver, "PRUNED_RECORD_LIMIT", raw_limit)

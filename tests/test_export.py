@@ -17,12 +17,19 @@ import pytest
 from ksweep.cli.main import main
 from ksweep.job import config_id
 from ksweep.report.cover import _greedy, cover
-from ksweep.report.selection import select
+from ksweep.report.selection import select as select_of
+from ksweep.spec.model import Objective
+from ksweep.store.standings import standings_of
 from ksweep.result import Measurement, Result
 from ksweep.status import Status
 from ksweep.store.sqlite import Store
 
 from conftest import GCC_BUILD
+
+def select(rows, metric, direction, measurements=(), **options):
+    """What an export ships of rows (and confirmation runs) read from a store."""
+    return select_of(standings_of(list(rows), list(measurements), Objective(metric, direction)), **options)
+
 
 H100, A100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"
 needs_gcc = pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc") is None, reason="no gcc/g++")

@@ -19,7 +19,7 @@ import ksweep
 from ksweep.cli.main import main
 from ksweep.report.export import to_json
 from ksweep.report.plot import heatmap_grid
-from ksweep.report.rank import best, rank
+from ksweep.store.ranking import ranked_best as best, rank
 from ksweep.result import Result
 from ksweep.space.plan import make_plan
 from ksweep.status import Status

@@ -32,14 +32,15 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    results, objective, orders, conf = load_all(args.db)
+    standings, orders, _ = load_all(args.db)
+    results = standings.results
     with Store(args.db, create=False) as store:
         name = store.get_meta("spec_name") or Path(args.db).stem
         problem_size = store.get_meta("kt_problem_size")  # ksweep.kt.tune_kernel's
         # the kernel name the ksweep.kt call was given ('vscale<TILE>'), which Kernel Tuner compares
         kt_name = store.get_meta("kt_kernel_name") if args.format == "kt-cache" else None
         left_out = len(_chosen(store.superseded_results(), args))
-    out = export(results, objective["metric"], objective["direction"], args.format, conf=conf, orders=orders,
+    out = export(standings, args.format, orders=orders,
                  name=kt_name or name, source=Path(args.db).name, generator=f"ksweep {version()}", cover=args.cover,
                  shape=args.shape, variant=args.variant, gpu=args.gpu, problem_size=problem_size)
     said = sys.stdout

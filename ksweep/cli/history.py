@@ -31,14 +31,14 @@ def run(args) -> int:
         check_names(store, args.shape, args.variant)
         rows = store.history(args.variant, args.shape)
         measurements = store.measurements(args.variant, args.shape)
-        objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
-    lines = timeline(rows, measurements, objective["metric"], objective["direction"], args.tolerance / 100)
+        objective = store.objective()
+    lines = timeline(rows, measurements, objective.metric, objective.direction, args.tolerance / 100)
     if args.json:
         print(json.dumps([{"variant": v, "shape": s, "points": [p.to_json() for p in pts]}
                           for (v, s), pts in lines.items()], indent=2))
     else:
-        print(render(lines, objective["metric"]) if lines else
+        print(render(lines, objective.metric) if lines else
               f"{args.db}: no evaluated result yet" + (": no plot written" if args.plot else ""))
     if args.plot and lines:
-        print(plot(lines, objective["metric"], args.plot))
+        print(plot(lines, objective.metric, args.plot))
     return 0

@@ -3,7 +3,6 @@ ksweep plot convergence DB (best so far against evaluations)."""
 
 from __future__ import annotations
 
-from ..report.pareto import stored_objectives
 from ..report.plot import plot_convergence, plot_heatmap
 from ..spec.objectives import metric_direction
 from ..store.sqlite import Store
@@ -42,10 +41,9 @@ def _load(args):
     with Store(args.db, create=False) as store, store.snapshot():
         check_names(store, args.shape, args.variant)
         results = store.results(variant=args.variant, shape=args.shape)
-        objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
-        stored = store.get_meta("objectives") or ()
-    metric = args.metric or objective["metric"]
-    return results, metric, args.direction or metric_direction(metric, stored_objectives([objective, *stored]))
+        objective, objectives = store.objective(), store.objectives()
+    metric = args.metric or objective.metric
+    return results, metric, args.direction or metric_direction(metric, (objective, *objectives))
 
 
 def run(args) -> int:

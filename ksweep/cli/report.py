@@ -7,14 +7,14 @@ import sys
 from ..report.edited import edited_notes
 from ..report.rank import unverified_notes
 from ..report.export import to_csv, to_json
-from ..report.pareto import front_ids, render_fronts, stored_objectives
+from ..report.pareto import front_ids, render_fronts
 from ..errors import KsweepError
 from ..job import config_id
 from ..spec.names import did_you_mean
 from ..spec.objectives import resolve
-from ..confirm import confirmed
 from ..report.profile_view import profiles_block
 from ..report.table import render, wide_console
+from ..store import standings as standings_of
 from ..store.sqlite import Store
 
 
@@ -59,26 +59,22 @@ def check_names(store: Store, shape=None, variant=None) -> None:
 
 
 def load_all(db: str, shape=None, variant=None, profiles: list | None = None, superseded: list | None = None):
-    """Results, objective, parameter order and what the confirmation runs say (and, into
-    ``profiles`` when given, the stored Nsight Compute profiles; into ``superseded``, the
-    superseded results), read in one transaction: a sweep marking results meanwhile cannot
-    show one twice."""
+    """The standings (results, objective, what the confirmation runs say: store/standings.py),
+    the parameter order and the objectives (and, into ``profiles`` when given, the stored
+    Nsight Compute profiles; into ``superseded``, the superseded results), read in one
+    transaction: a sweep marking results meanwhile cannot show one twice."""
     with Store(db, create=False) as store, store.snapshot():
         return _load(store, shape, variant, profiles, superseded)
 
 
 def _load(store: Store, shape, variant, profiles: list | None, superseded: list | None):
     check_names(store, shape, variant)
-    results = store.results(variant=variant, shape=shape)
+    standings = standings_of.read(store, variant, shape)
     if superseded is not None:
         superseded.extend(store.superseded_results(variant, shape))
-    objective = store.get_meta("objective", {"metric": "ms", "direction": "min"})
-    order = store.param_orders()
-    conf = confirmed(results, store.measurements(variant, shape), objective["direction"],
-                     store.default_configs())
     if profiles is not None:
         profiles.extend(store.profiles(variant, shape))
-    return results, objective, order, conf
+    return standings, store.param_orders(), store.objectives()
 
 
 def run(args) -> int:
@@ -86,15 +82,13 @@ def run(args) -> int:
 
     profiles: list = []
     old: list = []
-    results, objective, order, conf = load_all(args.db, args.shape, args.variant, profiles, old)
+    standings, order, objectives = load_all(args.db, args.shape, args.variant, profiles, old)
+    results, objective, conf = standings.results, standings.objective, standings.confirmations
     if args.objectives is not None:  # kernel mode's names (time: ms…) unless the results have such a metric
         try:
             objectives = resolve(objectives_option(args.objectives), True, {m for r in results for m in r.metrics})
         except ValueError as exc:
             raise KsweepError(f"--objectives {args.objectives}: {exc}") from None
-    else:
-        with Store(args.db, create=False) as store:
-            objectives = stored_objectives(store.get_meta("objectives"))
     old_rows = old if args.superseded else []
     marked = {(r.variant, r.shape, config_id(r.params)) for r in old} if args.superseded else None
     for line in [*edited_notes(results), *unverified_notes(results)]:  # what the user must know of them
@@ -107,10 +101,10 @@ def run(args) -> int:
         print(f"{args.db}: no evaluated result yet")
     else:
         console = wide_console()
-        render(results, objective["metric"], objective["direction"], console, param_order=order,
+        render(results, objective.metric, objective.direction, console, param_order=order,
                top=None if args.all else args.top, confirmations=conf)
         if old_rows:
-            render(old_rows, objective["metric"], objective["direction"], console, param_order=order,
+            render(old_rows, objective.metric, objective.direction, console, param_order=order,
                    top=None if args.all else args.top, best=False,
                    title_suffix=" · superseded: measured on another source or spec, or not measured again yet "
                                 "by a --rerun all; not ranked")

@@ -218,7 +218,8 @@ def _show(spec, args, options: SweepOptions, db: Path, summary) -> None:
     """The final table, the run's summary line, and where the results are."""
     if not db.exists():
         return
-    results, _, order, conf = load_all(str(db))
+    standings, order, _ = load_all(str(db))
+    results, conf = standings.results, standings.confirmations
     console = wide_console()
     selected = [r for r in results if _selected(r, options)]
     if not args.quiet:

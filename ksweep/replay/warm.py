@@ -73,10 +73,10 @@ def database_prior(path: str | Path, variant: str | None = None, shape: str | No
     from ..store.sqlite import Store
 
     with Store(path, create=False) as store:
-        objective = store.get_meta("objective") or {}
+        objective = store.objective()
         results = [r for r in store.results(superseded=True) if r.status is not Status.PRUNED]
-    metric, direction = objective.get("metric"), objective.get("direction", "min")
-    if metric is None or not results:
+    metric, direction = objective.metric, objective.direction
+    if not results:
         raise KsweepError(f"--warm-start {path}: the database holds no results to start from")
     if not any(r.value(metric) is not None for r in results):
         # refused, as an empty database is: the user asked for a warm start and would get a cold one

@@ -16,7 +16,7 @@ from ..errors import ExportError
 from ..result import Result
 from ..spec.model import BASE_VARIANT
 from ..spec.names import did_you_mean
-from ..confirm import Confirmed
+from ..store.standings import Standings
 from .export import selection_json
 from .export_header import header
 from .export_kt import kt_cache_text
@@ -34,23 +34,24 @@ class Exported:
     notes: list[str] = field(default_factory=list)  # what the user should know about it
 
 
-def export(results: Sequence[Result], metric: str, direction: str, fmt: str, *,
-           conf: Mapping[tuple[str, str], Confirmed] | None = None,
+def export(standings: Standings, fmt: str, *,
            orders: Mapping[tuple[str, ...], Sequence[str]] | None = None, name: str = "ksweep",
            source: str = "", generator: str = "ksweep", cover: float | None = None, shape: str | None = None,
            variant: str | None = None, gpu: str | None = None, problem_size=None) -> Exported:
-    results = _only(_only(results, "variant", variant), "shape", shape)
+    """The text of one format and what to tell of it, from a store's standings (store/standings.py)."""
+    metric = standings.objective.metric
+    results = _only(_only(standings.results, "variant", variant), "shape", shape)
     if fmt in ("header", "json"):
-        sel = select(results, metric, direction, conf, cover_pct=cover, gpu=gpu)
+        sel = select(standings, cover_pct=cover, gpu=gpu, results=results)
         text = header(sel, name=name, source=source, generator=generator) if fmt == "header" \
-            else selection_json(sel, conf) + "\n"
+            else selection_json(sel, standings.confirmations) + "\n"
         return Exported(text, _summary(sel), _left_out(results, sel, fmt, gpu))
     if cover is not None:
         raise ExportError(f"--cover applies to --format header and json, not {fmt}: a {fmt} file records "
                           f"every config of one shape")
     if fmt not in FORMATS:
         raise ExportError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
-    rec = recording(results, metric, direction, conf, orders, gpu=gpu)
+    rec = recording(standings, results, orders, gpu=gpu)
     kernel = name if rec.variant == BASE_VARIANT.name else f"{name}/{rec.variant}"
     text = kt_cache_text(rec, kernel, problem_size) if fmt == "kt-cache" else t4_text(rec, kernel, metric, generator)
     where = f"shape {rec.shape}" + (f", variant {rec.variant}" if rec.variant != BASE_VARIANT.name else "") + (

@@ -19,7 +19,7 @@ from ..confirm import Interval
 from ..job import config_id
 from ..result import Measurement, Result
 from ..confirm import confirmed
-from .rank import finite_value
+from ..store.ranking import finite_value
 
 BEFORE = "(before history)"  # the revision of results stored before schema 6
 

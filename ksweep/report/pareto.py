@@ -22,7 +22,8 @@ from ..result import Result
 from ..spec.model import Objective
 from ..spec.objectives import ENERGY_METRICS
 from ..status import Status
-from .rank import finite_value, group_results
+from ..store.ranking import finite_value
+from .rank import group_results
 from .table import fmt_cell, param_names
 
 def nondominated(points: Sequence[Sequence[float]], maximise: Sequence[bool]) -> list[bool]:
@@ -56,11 +57,6 @@ def front_ids(results: Iterable[Result], objectives: Sequence[Objective]) -> set
     if len(objectives) < 2:
         return None
     return {(r.variant, r.shape, config_id(r.params)) for rows in fronts(results, objectives).values() for r in rows}
-
-
-def stored_objectives(meta: Sequence[Mapping] | None) -> tuple[Objective, ...]:
-    """The objectives a database's sweep had (its ``objectives`` meta), as records."""
-    return tuple(Objective(str(o["metric"]), str(o.get("direction", "min"))) for o in meta or ())
 
 
 def describe(objectives: Sequence[Objective]) -> str:

@@ -20,8 +20,8 @@ from ..errors import ExportError
 from ..job import config_id
 from ..result import Result, time_unit_ms
 from ..status import Status
-from ..confirm import Confirmed
-from .rank import finite_value
+from ..store.ranking import finite_value
+from ..store.standings import Standings
 from .selection import Entry, measured, only_gpu, select
 
 
@@ -52,10 +52,9 @@ class Recording:
         return min(timed, key=lambda x: x.time_ms) if timed else None
 
 
-def recording(results: Sequence[Result], metric: str, direction: str,
-              conf: Mapping[tuple[str, str], Confirmed] | None = None,
+def recording(standings: Standings, results: Sequence[Result],
               orders: Mapping[tuple[str, ...], Sequence[str]] | None = None, *, gpu: str | None = None) -> Recording:
-    """The recording of the one shape × variant (× GPU model) in ``results``; ExportError
+    """The recording of the one shape × variant (× GPU model) in ``results`` (of ``standings``); ExportError
     naming the choices when there are several (the caller filters with --shape, --variant
     and ``gpu``)."""
     pairs = list(dict.fromkeys((r.variant, r.shape) for r in results))
@@ -66,7 +65,8 @@ def recording(results: Sequence[Result], metric: str, direction: str,
         raise ExportError(f"a Kernel Tuner cache or T4 file holds one shape of one variant; the database has "
                           f"{len(pairs)}: choose with --shape and --variant (shapes: {shown})")
     variant, shape = pairs[0]
-    values = measured(results, metric, conf)
+    metric, direction = standings.objective.metric, standings.objective.direction
+    values = measured(standings, results, singles=True)
     models = list(dict.fromkeys(k[2] for k in values))
     model = only_gpu(values, gpu) if gpu is not None else models[0] if len(models) == 1 else None
     if gpu is None and len(models) > 1:
@@ -97,7 +97,7 @@ def recording(results: Sequence[Result], metric: str, direction: str,
         else:
             records.append(Record(r, Status.OK, raw * scale))
     names = tuple((orders or {}).get((variant, shape)) or dict.fromkeys(k for r in rows for k in r.params))
-    best = select(rows, metric, direction, conf).entries[0]
+    best = select(standings, results=rows).entries[0]
     return Recording(variant, shape, model, names, time_metric, tuple(records), best)
 
 

@@ -1,10 +1,10 @@
 """What an export ships (pure): the best config of each shape, per variant and GPU model, or
 with a cover the fewest configs that keep every shape within a tolerance of its own best.
 
-A config's value on a shape is the median of its confirmation runs where the confirmation
-measured it (confirm.confirmed), else its single measurement; a config that failed a
-confirmation run is never shipped. A shape's best is the confirmation's BEST where the
-confirmation ran, else the first of the ranking (report/rank.py).
+A config's value on a shape, and the shape's best, are the store's (``store/standings.py``):
+where a confirmation named a BEST, the confirmed configs compare by their medians and a
+config measured once is no candidate; else every single measurement compares. A config that
+failed a confirmation run is never shipped.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Iterable, Mapping, Sequence
 from ..errors import ExportError
 from ..job import config_id
 from ..result import Result
-from ..confirm import Confirmed
+from ..store.standings import Standings
 from .cover import cover
-from .rank import finite_value, group_results, rank
+from .rank import group_results
 
 
 @dataclass(frozen=True)
@@ -66,48 +66,46 @@ def loss(value: float, best: float, direction: str) -> float:
 Values = dict[tuple[str, str, str | None], dict[str, tuple[Result, float, bool]]]
 
 
-def measured(results: Iterable[Result], metric: str, conf: Mapping[tuple[str, str], Confirmed] | None) -> Values:
-    """Every config's value per shape × variant × GPU model (module docstring)."""
+def measured(standings: Standings, results: Iterable[Result], singles: bool = False) -> Values:
+    """Every comparable config's value per shape × variant × GPU model (module docstring;
+    ``singles``: every config's, as ``Standing.value`` records it)."""
     out: Values = {}
     for (variant, shape, gpu, _phase), rows in group_results(results).items():
-        c = (conf or {}).get((variant, shape))
-        models = {r.gpu_name for r in rows if finite_value(r, metric) is not None}
+        standing = standings.get((variant, shape))
+        if standing is None:
+            continue
+        found = standing.values(rows, singles)
+        models = {v.result.gpu_name for v in found.values()}
         key = (variant, shape, gpu if gpu is not None else (models.pop() if len(models) == 1 else None))
-        values = out.setdefault(key, {})
-        for r in rows:
-            cid = config_id(r.params)
-            v = c.verdicts.get(cid) if c else None
-            if v is not None and v.failed:
-                continue
-            if v is not None and v.interval.n:
-                values[cid] = (r, v.interval.median, True)
-            elif (x := finite_value(r, metric)) is not None:
-                values[cid] = (r, x, False)
+        out.setdefault(key, {}).update({cid: (v.result, v.value, v.confirmed) for cid, v in found.items()})
     return {k: v for k, v in out.items() if v}
 
 
-def best_of(key: tuple[str, str, str | None], values: Mapping[str, tuple[Result, float, bool]], metric: str,
-            direction: str, conf: Mapping[tuple[str, str], Confirmed] | None) -> str:
-    """The config id of a shape's best: the confirmation's BEST, else the ranking's first."""
-    c = (conf or {}).get(key[:2])
-    if c is not None and c.best in values:
-        return c.best
-    return config_id(rank([r for r, _, _ in values.values()], metric, direction)[0].params)
+def best_of(key: tuple[str, str, str | None], values: Mapping[str, tuple[Result, float, bool]],
+            standings: Standings) -> str:
+    """The config id of a shape's best (the store's), among the configs measured on its GPU
+    model: the confirmation's BEST, else the best of their comparable values."""
+    standing = standings[key[:2]]
+    if standing.confirmed and standing.confirmation.best in values:
+        return standing.confirmation.best
+    sign = 1.0 if standings.objective.direction == "min" else -1.0
+    return min(values, key=lambda cid: sign * values[cid][1])
 
 
-def select(results: Sequence[Result], metric: str, direction: str,
-           conf: Mapping[tuple[str, str], Confirmed] | None = None, *, cover_pct: float | None = None,
-           gpu: str | None = None) -> Selection:
+def select(standings: Standings, *, cover_pct: float | None = None, gpu: str | None = None,
+           results: Sequence[Result] | None = None) -> Selection:
     """The entries of an export: each shape's best, or with ``cover_pct`` the fewest configs
     per variant × GPU model keeping every shape within ``cover_pct`` percent of its best.
-    ``gpu``: only the GPU model whose name holds this text (case-insensitive)."""
-    values = measured(results, metric, conf)
+    ``gpu``: only the GPU model whose name holds this text (case-insensitive); ``results``:
+    only these of the standing results (a shape, a variant)."""
+    metric, direction = standings.objective.metric, standings.objective.direction
+    values = measured(standings, standings.results if results is None else results)
     if gpu is not None:
         model = only_gpu(values, gpu)
         values = {k: v for k, v in values.items() if k[2] == model}
     if not values:
         raise ExportError("no config ran OK with a finite objective: nothing to export")
-    bests = {k: best_of(k, v, metric, direction, conf) for k, v in values.items()}
+    bests = {k: best_of(k, v, standings) for k, v in values.items()}
     chosen = {k: bests[k] for k in values}
     exact = True
     if cover_pct is not None:

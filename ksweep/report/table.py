@@ -19,7 +19,8 @@ from ..confirm import Confirmed
 
 from ..result import Result
 from ..status import Status
-from .rank import finite_value, group_results, rank, unranked_reason
+from ..store.ranking import finite_value, rank
+from .rank import group_results, unranked_reason
 
 _HIDDEN_METRICS = {"checksum"}
 

@@ -28,6 +28,7 @@ from typing import Any, Iterable
 
 from ..errors import StoreError, StoreInUse
 from ..result import Measurement, Result
+from ..spec.model import Objective
 from ..status import Status
 from ..workspace import workspace
 
@@ -242,12 +243,36 @@ class Store:
     # -- meta -----------------------------------------------------------------------
     @contextlib.contextmanager
     def snapshot(self):
-        """Reads inside one transaction: a sweep writing meanwhile is seen before or after, whole."""
+        """Reads inside one transaction: a sweep writing meanwhile is seen before or after, whole
+        (inside a snapshot already open, that one)."""
+        if self.db.in_transaction:
+            yield self
+            return
         self.db.execute("BEGIN")
         try:
             yield self
         finally:
             self.db.execute("COMMIT")
+
+    def objective(self) -> Objective:
+        """What the sweep minimised or maximised (the meta key ``objective``, written by the
+        sweep: ``set_objectives``); ms, min for a database that has none yet."""
+        stored = self.get_meta("objective")
+        if not isinstance(stored, dict) or "metric" not in stored:
+            return Objective()
+        return Objective(str(stored["metric"]), str(stored.get("direction", "min")))
+
+    def objectives(self) -> tuple[Objective, ...]:
+        """Every objective of the sweep (several: a Pareto front), the first guiding the search."""
+        stored = self.get_meta("objectives") or ()
+        return tuple(Objective(str(o["metric"]), str(o.get("direction", "min"))) for o in stored) \
+            or (self.objective(),)
+
+    def set_objectives(self, objectives) -> None:
+        """The sweep's objectives, the first of them the one "best" is judged by."""
+        objectives = tuple(objectives)
+        self.set_meta("objective", {"metric": objectives[0].metric, "direction": objectives[0].direction})
+        self.set_meta("objectives", [{"metric": o.metric, "direction": o.direction} for o in objectives])
 
     def set_meta(self, key: str, value: Any) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, _dumps(value)))

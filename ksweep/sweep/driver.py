@@ -240,10 +240,7 @@ class Sweep:
             self._preflight()
             self.store.set_meta("spec", str(self.spec.path) if self.spec.path else None)
             self.store.set_meta("spec_name", self.spec.name)
-            self.store.set_meta("objective", {"metric": self.spec.objective.metric,
-                                              "direction": self.spec.objective.direction})
-            self.store.set_meta("objectives", [{"metric": o.metric, "direction": o.direction}
-                                               for o in self.spec.objective_list()])
+            self.store.set_objectives(self.spec.objective_list())
             self.store.revision = source_revision(self.spec.root, [self.spec.root / s for s in self._sources()])
             with _one_blas_thread():
                 self._run_targets(start)
