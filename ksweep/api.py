@@ -17,6 +17,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from .confirm import Confirmation
 from .errors import KsweepError, SpecError
 from .kernel.executor import KernelExecutor, shape_sizes
 from .kernel.mode import KernelMode
@@ -215,8 +216,9 @@ def tune_kernel(
     flags: Sequence[str] | None = None,
     compiler: str = "nvcc",
     timing: Timing | None = None,
-    strategy: str = "grid",
+    strategy: str = SweepOptions.strategy,
     max_evals: int | None = None,
+    confirm: Confirmation | None = SweepOptions.confirm,
     db: str | Path | None = None,
     gpus: list[int] | None = None,
     jobs: int | None = None,
@@ -244,7 +246,7 @@ def tune_kernel(
                               block=block, smem=smem, restrictions=restrictions, outputs=outputs,
                               reference=reference, atol=atol, rtol=rtol, arch=arch, flags=flags, compiler=compiler,
                               timing=timing, timeout=timeout, cmem=cmem)
-    summary, db_path = run_sweep(spec, db=db, options=SweepOptions(strategy=strategy, max_evals=max_evals,
+    summary, db_path = run_sweep(spec, db=db, options=SweepOptions(strategy=strategy, max_evals=max_evals, confirm=confirm,
                                                                     warm_start=tuple(map(str, warm_start))),
                                  gpus=gpus, jobs=jobs, observer=observer, kernel_backend=backend)
     return TuneResult(*_of_this_space(spec, db_path), db_path)

@@ -50,12 +50,12 @@ def test_a_sweep_through_the_front_door(tmp_path):
         command = ["gcc", "-O0", "{defines}", "-o", "{binary}", "toy.c"]
     """))
     spec = ksweep.load_spec(tmp_path / "toy.toml")
-    run = ksweep.tune(spec, options=ksweep.SweepOptions(strategy="grid"))
+    run = ksweep.tune(spec, options=ksweep.SweepOptions(confirm=None, strategy="grid"))
     assert run.summary.evaluated == 3 and run.csv.exists()
     with ksweep.Store(run.db) as store:
         best = min((r for r in store.results() if r.value("ms") is not None), key=lambda r: r.value("ms"))
     assert best.params == {"A": 7, "B": 4} and isinstance(best, ksweep.Result)
-    summary, db = ksweep.run_sweep(spec, options=ksweep.SweepOptions(strategy="grid"))
+    summary, db = ksweep.run_sweep(spec, options=ksweep.SweepOptions(confirm=None, strategy="grid"))
     assert (summary.evaluated, summary.resumed, db) == (0, 3, run.db)
 
 
@@ -101,9 +101,9 @@ def test_the_python_api_refuses_what_the_cli_refuses_before_anything_is_made(tmp
     """))
     spec = ksweep.load_spec(tmp_path / "t.toml")
     db = tmp_path / "x.db"
-    for options, said in ((ksweep.SweepOptions(shapes=("smal",)), "did you mean small"),
-                          (ksweep.SweepOptions(strategy="gird"), "did you mean grid"),
-                          (ksweep.SweepOptions(variants="fast"), "no such variant")):
+    for options, said in ((ksweep.SweepOptions(strategy="grid", confirm=None, shapes=("smal",)), "did you mean small"),
+                          (ksweep.SweepOptions(confirm=None, strategy="gird"), "did you mean grid"),
+                          (ksweep.SweepOptions(strategy="grid", confirm=None, variants="fast"), "no such variant")):
         with pytest.raises(KsweepError, match=said):
             ksweep.tune(spec, db=db, options=options)
         assert not db.exists()
@@ -126,7 +126,7 @@ def test_best_result_is_the_confirmed_best_not_one_lucky_run(tmp_path):
         return ksweep.Status.OK, ksweep.Status.OK, {"ms": ms}
 
     with ksweep.Store(tmp_path / "t.db") as store:
-        summary = Sweep(spec, store, FakeExecutor(timed), ksweep.SweepOptions(confirm=Confirmation(3, 3, None))).run()
+        summary = Sweep(spec, store, FakeExecutor(timed), ksweep.SweepOptions(strategy="grid", confirm=Confirmation(3, 3, None))).run()
     lucky = summary.best[("base", "default", "fake")]
     assert lucky.params == {"A": 1}
     assert ksweep.best_result(tmp_path / "t.db").params == {"A": 2}

@@ -93,7 +93,8 @@ def sweep(spec, db: Path, fake: FakeExecutor, record: list | None = None, **opti
         return s
 
     with Store(db) as store:
-        return Sweep(spec, store, fake, SweepOptions(**options), strategy_factory=factory).run()
+        return Sweep(spec, store, fake, SweepOptions(**{"strategy": "grid", "confirm": None, **options}),
+                     strategy_factory=factory).run()
 
 
 def stored(db: Path) -> dict[tuple, object]:
@@ -558,7 +559,7 @@ def test_ctrl_c_after_the_sweep_ended_still_says_what_it_evaluated(tmp_path):
 
     spec = toy(tmp_path)
     with pytest.raises(Interrupted) as caught:
-        run_with(spec, lambda: StoppedOnShutdown(timed), db=tmp_path / "r.db", options=SweepOptions(strategy="grid"))
+        run_with(spec, lambda: StoppedOnShutdown(timed), db=tmp_path / "r.db", options=SweepOptions(confirm=None, strategy="grid"))
     assert caught.value.summary.evaluated == 6 and len(stored(tmp_path / "r.db")) == 6
 
 
@@ -589,7 +590,7 @@ def test_a_second_ctrl_c_while_the_first_stops_the_executor_still_says_what_was_
     assert caught.value.summary.interrupted and caught.value.summary.evaluated == 3
     with pytest.raises(Interrupted) as caught:
         run_with(spec, lambda: StoppedAgainAfterwards(answer), db=tmp_path / "again.db",
-                 options=SweepOptions(strategy="grid", lookahead=1))
+                 options=SweepOptions(confirm=None, strategy="grid", lookahead=1))
     assert caught.value.summary.interrupted and caught.value.summary.evaluated == 3
 
 
@@ -646,7 +647,7 @@ def test_a_config_a_new_constraint_prunes_is_never_ranked_again(tmp_path, monkey
     def sweep(extra: str = "", evals=None):
         spec = toy(tmp_path, extra=extra)
         with Store(db) as store:
-            Sweep(spec, store, FakeExecutor(timed), SweepOptions(max_evals=evals)).run()
+            Sweep(spec, store, FakeExecutor(timed), SweepOptions(strategy="grid", confirm=None, max_evals=evals)).run()
             return {cid: r for cid, r in ((config_id(r.params), r) for r in store.results())}
 
     first = sweep()
@@ -676,7 +677,7 @@ def test_a_cluster_whose_runs_went_to_no_gpu_reports_no_gpu_figures(tmp_path, ru
 
     spec = toy(tmp_path)
     with Store(tmp_path / "t.db") as store:
-        summary = Sweep(spec, store, FakeExecutor(timed, gpu_models=None, runs_on=runs_on), SweepOptions()).run()
+        summary = Sweep(spec, store, FakeExecutor(timed, gpu_models=None, runs_on=runs_on), SweepOptions(strategy="grid", confirm=None)).run()
     assert summary.has_gpu is has_gpu
     assert ("GPU idle" in summary_line(summary)) is has_gpu
 
@@ -704,7 +705,7 @@ def test_a_new_default_judges_again_every_standing_result_not_only_those_in_the_
         """))
         answer = lambda job: (Status.OK, Status.OK, {"ms": times[job.params["A"]], "checksum": sums[job.params["A"]]})
         with Store(folder / "t.db") as store:
-            Sweep(load_spec(folder / "toy.toml"), store, FakeExecutor(answer), SweepOptions()).run()
+            Sweep(load_spec(folder / "toy.toml"), store, FakeExecutor(answer), SweepOptions(strategy="grid", confirm=None)).run()
             return {r.params["A"]: r.status for r in store.results()}
 
     run(tmp_path, [1, 2, 3], 1)
@@ -726,4 +727,4 @@ def test_an_observer_without_a_method_is_said_at_once(tmp_path):
             pass
 
     with Store(tmp_path / "t.db") as store, pytest.raises(KsweepError, match="no target_started, build_started"):
-        Sweep(toy(tmp_path), store, FakeExecutor(timed), SweepOptions(), observer=Partial())
+        Sweep(toy(tmp_path), store, FakeExecutor(timed), SweepOptions(strategy="grid", confirm=None), observer=Partial())

@@ -195,7 +195,7 @@ def test_run_sweep_samples_a_huge_space(tmp_path, strategy):
 
     spec = load_spec(huge_spec(tmp_path))
     space = Space.from_spec(spec)
-    summary, db = run_sweep(spec, options=SweepOptions(strategy=strategy, max_evals=5, seed=0), jobs=2)
+    summary, db = run_sweep(spec, options=SweepOptions(confirm=None, strategy=strategy, max_evals=5, seed=0), jobs=2)
     assert summary.evaluated == 5
     with Store(db) as store:
         results = [r for r in store.results() if r.status is not Status.PRUNED]
@@ -215,7 +215,7 @@ def test_run_sweep_without_a_budget_is_refused_before_building(tmp_path):
 
     spec = load_spec(huge_spec(tmp_path))
     with pytest.raises(NoBudget) as err:
-        run_sweep(spec, options=SweepOptions(strategy="grid"), jobs=2)
+        run_sweep(spec, options=SweepOptions(confirm=None, strategy="grid"), jobs=2)
     assert "\n" not in str(err.value) and "--max-evals" in str(err.value)
     db = tmp_path / ".ksweep" / "huge.db"
     if db.exists():

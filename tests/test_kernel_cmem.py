@@ -145,7 +145,7 @@ def test_the_cmem_key_is_checked_at_load(tmp_path):
 @nvcc
 def test_a_sweep_fills_constant_and_device_variables(tmp_path):
     spec = load_spec(cmem_spec(tmp_path))
-    summary, db = run_sweep(spec, options=SweepOptions(strategy="grid"), jobs=2, kernel_backend=FAKE)
+    summary, db = run_sweep(spec, options=SweepOptions(confirm=None, strategy="grid"), jobs=2, kernel_backend=FAKE)
     with Store(db) as store:
         rows = store.results()
     assert [r.status for r in rows] == [Status.OK, Status.OK] and all(r.verified for r in rows)

@@ -292,7 +292,7 @@ def grid_of_vadd(folder, params: str, module: str, extra: str, jobs: int = 2):
     """The summary and the stored results of a grid sweep of vadd.cu's spec over ``params`` on
     the stand-in GPU of tests/kernels/``module``."""
     spec = load_spec(vadd_kernel_spec(folder, params, 4096, extra))
-    summary, db = run_sweep(spec, options=SweepOptions(strategy="grid"), jobs=jobs,
+    summary, db = run_sweep(spec, options=SweepOptions(confirm=None, strategy="grid"), jobs=jobs,
                             kernel_backend=f"fake:{HERE / module}")
     with Store(db) as store:
         return summary, store.results()
@@ -353,7 +353,7 @@ def test_kernel_mode_runs_carry_the_gpu_state(tmp_path):
     executor = KernelExecutor(make_builder(spec), [Gpu(0, "fake")], scratch_dir(spec), spec.kernel, spec.root, sizes,
                               build_jobs=2, backend=backend, monitor=monitor)
     try:
-        _, db = run_sweep(spec, options=SweepOptions(strategy="grid"), executor=executor, kernel_backend=backend)
+        _, db = run_sweep(spec, options=SweepOptions(confirm=None, strategy="grid"), executor=executor, kernel_backend=backend)
     finally:
         executor.shutdown()
     with Store(db) as store:
@@ -379,7 +379,7 @@ def test_a_config_is_raced_against_its_own_gpu_models_best_only(tmp_path):
     executor = KernelExecutor(make_builder(spec), [Gpu(0, "H100"), Gpu(1, "A100")], scratch_dir(spec),
                               spec.kernel, spec.root, sizes, build_jobs=2, backend=backend, race=True)
     try:
-        _, db = run_sweep(spec, options=SweepOptions(strategy="grid"), executor=executor, kernel_backend=backend)
+        _, db = run_sweep(spec, options=SweepOptions(confirm=None, strategy="grid"), executor=executor, kernel_backend=backend)
     finally:
         executor.shutdown()
     with Store(db) as store:
@@ -603,7 +603,7 @@ def test_an_edited_argument_file_is_said_by_report_and_supersedes_at_the_next_sw
     path = vadd_kernel_spec(tmp_path, "BLOCK = [128, 256]\nELEMS = [1]", 4096, "timeout = 2.0")
 
     def sweep():
-        return run_sweep(load_spec(path), options=SweepOptions(strategy="grid"), jobs=2,
+        return run_sweep(load_spec(path), options=SweepOptions(confirm=None, strategy="grid"), jobs=2,
                          kernel_backend=f"fake:{HERE / 'fake_vadd.py'}")
 
     first, db = sweep()

@@ -71,7 +71,7 @@ def devices_spec(folder, body: str = DEVICES, name: str = "devices.toml"):
 
 def sweep_with(spec, executor, db):
     with Store(db) as store:
-        summary = Sweep(spec, store, executor, SweepOptions(strategy="grid"), strategy_factory=grid_factory).run()
+        summary = Sweep(spec, store, executor, SweepOptions(confirm=None, strategy="grid"), strategy_factory=grid_factory).run()
         return summary, store.results()
 
 

@@ -58,7 +58,7 @@ def test_post_compile_pruning_through_a_sweep(tmp_path):
         [run]
         command = ["sh", "-c", "echo @@RESULT ms=1"]
     """))
-    _, db = run_sweep(load_spec(spec), options=SweepOptions(strategy="grid"), jobs=2)
+    _, db = run_sweep(load_spec(spec), options=SweepOptions(confirm=None, strategy="grid"), jobs=2)
     with Store(db) as store:
         rows = {(r.params["N"], r.params["CAP"]): r for r in store.results()}
     assert rows[(2, 255)].status is Status.OK and rows[(2, 255)].regs == 18

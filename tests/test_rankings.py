@@ -276,6 +276,22 @@ def test_a_lucky_single_measurement_does_not_win_after_confirmation(tmp_path, ca
     assert records[1]["confirmation"]["default"] is True and records[1]["confirmation"]["n"] == 3
 
 
+def test_the_librarys_default_sweep_is_ksweep_runs_and_picks_the_confirmed_winner(tmp_path):
+    """ksweep.run_sweep(spec) with no options runs the sweep `ksweep run spec` runs: X=5,
+    0.8 ms once and 1.3 ms after, is not the library's BEST (it was, under a grid with no
+    confirmation), and the library's best is what explain and export ship."""
+    import ksweep
+    from ksweep.spec.load import load_spec
+    from ksweep.sweep.driver import SweepOptions
+
+    assert SweepOptions().strategy == "auto" and SweepOptions().confirm == Confirmation.parse("5,3,5")
+    summary, db = ksweep.run_sweep(load_spec(_noisy(tmp_path)), db=tmp_path / "lib.db")
+    assert summary.confirm_runs == 12
+    assert ksweep.best_result(db).params["X"] in (3, 4)
+    with Store(db, create=False) as store:
+        assert {m.params["X"] for m in store.measurements()} == {1, 3, 4, 5}
+
+
 def test_without_confirmation_the_lucky_config_wins(tmp_path, capsys):
     spec = _noisy(tmp_path)
     code, out, err = _cli(capsys, "run", spec, "--db", tmp_path / "n.db", "--strategy", "grid", "--no-confirm")
@@ -367,7 +383,7 @@ def test_a_run_measured_while_throttled_is_measured_again(tmp_path):
                        hot if throttled else cool)
 
     with Store(tmp_path / "t.db") as store:
-        summary = Sweep(spec, store, FakeExecutor(answer), SweepOptions(strategy="grid")).run()
+        summary = Sweep(spec, store, FakeExecutor(answer), SweepOptions(confirm=None, strategy="grid")).run()
         rows = {r.params["A"]: r for r in store.results()}
     assert calls == {1: 2, 2: 3, 3: 3}  # one build each; A=2 and A=3 ran twice
     assert rows[2].metrics["ms"] == 3.0 and not rows[2].gpu_state["throttled"]  # the calm second run

@@ -71,7 +71,7 @@ def stored(db: Path) -> dict[tuple, object]:
 
 
 def sweep(spec: Path, **options):
-    opts = {"strategy": "grid", **options}
+    opts = {"strategy": "grid", "confirm": None, **options}
     summary, db = run_sweep(load_spec(spec), options=SweepOptions(**opts), jobs=2)
     return summary, db
 
@@ -118,7 +118,7 @@ def test_blas_is_single_threaded_while_strategies_compute(tmp_path):
     builder = make_builder(spec)
     executor = LocalExecutor(builder, [Gpu(index=None)], scratch_dir(spec), build_jobs=2)
     with Store(tmp_path / "r.db") as store:
-        Sweep(spec, store, executor, SweepOptions(strategy="random"), strategy_factory=factory).run()
+        Sweep(spec, store, executor, SweepOptions(confirm=None, strategy="random"), strategy_factory=factory).run()
     executor.shutdown()
     assert seen and set(seen) == {1}
 
@@ -128,11 +128,11 @@ def test_auto_with_no_budget_is_grid_and_with_a_time_limit_a_model(tmp_path):
     space = Space.from_spec(spec, "default", "base")
     executor = LocalExecutor(make_builder(spec), [Gpu(index=None)], scratch_dir(spec))
     with Store(tmp_path / "r.db") as store:
-        free = Sweep(spec, store, executor, SweepOptions(strategy="auto"))
+        free = Sweep(spec, store, executor, SweepOptions(confirm=None, strategy="auto"))
         assert free._make_strategy("auto", space, 0, None).chosen == "grid"
-        timed = Sweep(spec, store, executor, SweepOptions(strategy="auto", time_limit=60))
+        timed = Sweep(spec, store, executor, SweepOptions(confirm=None, strategy="auto", time_limit=60))
         assert timed._make_strategy("auto", space, 0, None).chosen == "surrogate"
-        small = Sweep(spec, store, executor, SweepOptions(strategy="auto", max_evals=3))
+        small = Sweep(spec, store, executor, SweepOptions(confirm=None, strategy="auto", max_evals=3))
         assert small._make_strategy("auto", space, 0, 3).chosen == "surrogate"
     executor.shutdown()
 
@@ -167,7 +167,7 @@ def test_another_gpu_model_reruns_the_configs(tmp_path):
     def on(model: str):
         executor = LocalExecutor(make_builder(spec), [Gpu(index=None, name=model)], scratch_dir(spec), build_jobs=2)
         with Store(tmp_path / "r.db") as store:
-            summary = Sweep(spec, store, executor, SweepOptions()).run()
+            summary = Sweep(spec, store, executor, SweepOptions(strategy="grid", confirm=None)).run()
         executor.shutdown()
         return summary
 
@@ -391,7 +391,7 @@ def test_another_specs_database_is_refused(tmp_path):
     other = tmp_path / "other.toml"
     other.write_text(spec.read_text().replace('name = "toy"', 'name = "other"'))
     with pytest.raises(StoreError, match="holds the results of spec 'toy'"):
-        run_sweep(load_spec(other), db=db, options=SweepOptions())
+        run_sweep(load_spec(other), db=db, options=SweepOptions(strategy="grid", confirm=None))
 
 
 def test_a_database_of_another_program_is_refused_and_left_as_it_was(tmp_path):

@@ -271,7 +271,7 @@ def test_run_warm_starts_from_a_database_with_a_different_parameter_set(tmp_path
         return s
 
     with Store(tmp_path / "new.db") as store:
-        sweep = Sweep(spec, store, fake, SweepOptions(strategy="surrogate", max_evals=6, warm_start=(str(old),)),
+        sweep = Sweep(spec, store, fake, SweepOptions(confirm=None, strategy="surrogate", max_evals=6, warm_start=(str(old),)),
                       strategy_factory=factory)
         sweep.run()
     assert asked[0].asked[0] == {"A": 2, "B": 1, "X": 0}
@@ -290,7 +290,7 @@ def test_each_shape_after_the_first_starts_from_the_shapes_before_it(tmp_path):
             return asked[-1]
 
         with Store(tmp_path / f"{warm}.db") as store:
-            sweep = Sweep(spec, store, fake, SweepOptions(strategy="surrogate", max_evals=5,
+            sweep = Sweep(spec, store, fake, SweepOptions(confirm=None, strategy="surrogate", max_evals=5,
                                                           warm_between_shapes=warm), strategy_factory=factory)
             sweep.run()
         small = min(asked[0].told, key=lambda cv: cv[1])[0]
@@ -301,7 +301,7 @@ def test_each_shape_after_the_first_starts_from_the_shapes_before_it(tmp_path):
                                              build_started=lambda *a: None, finished=lambda *a: None,
                                              warm_started=lambda *a: told.append(a))
             with Store(tmp_path / "told.db") as store:
-                Sweep(spec, store, fake, SweepOptions(strategy="surrogate", max_evals=5), observer=observer).run()
+                Sweep(spec, store, fake, SweepOptions(confirm=None, strategy="surrogate", max_evals=5), observer=observer).run()
             # the user is told what each search starts from (ksweep run printed nothing of it)
             assert told == [("base", "large", ("this run: base/small on fake",))]
             assert asked[1].asked[0] == small  # the large shape starts at the small one's best
@@ -487,7 +487,7 @@ def test_a_source_that_fits_one_variant_only_is_taken_for_the_whole_run(tmp_path
     spec = toy(tmp_path, extra="[variants.plain]\n[variants.unrolled.params]\nU = [1, 2, 4]\n")
     fake = FakeExecutor(lambda job: (Status.OK, Status.OK, {"ms": ms_of(job.params) + job.params.get("U", 0)}))
     with Store(tmp_path / "new.db") as store:
-        sweep = Sweep(spec, store, fake, SweepOptions(strategy="surrogate", max_evals=4, warm_start=(str(source),)))
+        sweep = Sweep(spec, store, fake, SweepOptions(confirm=None, strategy="surrogate", max_evals=4, warm_start=(str(source),)))
         sweep.run()
         assert {r.variant for r in store.results()} == {"plain", "unrolled"}
 
@@ -573,7 +573,7 @@ def test_plan_estimate_builds_sample_configs_that_the_sweep_then_reuses(tmp_path
     out = capsys.readouterr().out
     assert "exhaustive: 10 configs, expected" in out and "--effort quick: grid, every config" in out
 
-    run = ksweep.tune(ksweep.load_spec(spec_path), options=ksweep.SweepOptions(strategy="grid"))
+    run = ksweep.tune(ksweep.load_spec(spec_path), options=ksweep.SweepOptions(confirm=None, strategy="grid"))
     with ksweep.Store(run.db) as store:
         results = store.results()
     assert len(results) == 10
@@ -672,9 +672,9 @@ def test_a_source_with_nothing_that_succeeded_is_refused_before_anything_is_made
 
 def test_sweep_options_take_one_source_or_shape_given_alone():
     """SweepOptions(warm_start="old.db") read the path one character at a time."""
-    o = SweepOptions(warm_start="old.db", shapes="fc1", variants=["base"])
+    o = SweepOptions(strategy="grid", confirm=None, warm_start="old.db", shapes="fc1", variants=["base"])
     assert (o.warm_start, o.shapes, o.variants) == (("old.db",), ("fc1",), ("base",))
-    assert SweepOptions(warm_start=(Path("a.db"), "b.json")).warm_start == ("a.db", "b.json")
+    assert SweepOptions(strategy="grid", confirm=None, warm_start=(Path("a.db"), "b.json")).warm_start == ("a.db", "b.json")
 
 
 @pytest.mark.parametrize("change_prior", [False, True])
@@ -712,7 +712,7 @@ def test_a_search_with_a_prior_killed_and_resumed_ends_as_an_uninterrupted_one(t
 
         with Store(folder / "t.db") as store:
             try:
-                Sweep(spec, store, fake, SweepOptions(strategy="surrogate", max_evals=evals, seed=3),
+                Sweep(spec, store, fake, SweepOptions(confirm=None, strategy="surrogate", max_evals=evals, seed=3),
                       strategy_factory=factory).run()
             except Kill:
                 pass

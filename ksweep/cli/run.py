@@ -56,12 +56,12 @@ def add_parser(sub) -> None:
     p.add_argument("--rerun", choices=("failed", "all"),
                    help="evaluate again the stored configs that failed, or all of them (default: resume, "
                         "re-evaluating only configs whose result key changed)")
-    p.add_argument("--confirm", metavar="K,R[,W]", default="5,3",
+    p.add_argument("--confirm", metavar="K,R[,W]", default=None,
                    help="after each shape/variant, measure the K best configs (those of them within W%% of the "
                         "second best; W 'all': whatever their values) and the default again in R interleaved rounds; "
                         "BEST, TIE and the speed-up over the default come from those (default 5,3,5; not "
                         "counted by --max-evals)")
-    p.add_argument("--no-confirm", dest="confirm", action="store_const", const=None,
+    p.add_argument("--no-confirm", dest="confirm", action="store_const", const=NO_CONFIRM,
                    help="no confirmation runs: BEST is the single best measurement")
     p.add_argument("--no-gpu-check", dest="gpu_check", action="store_false",
                    help="run a spec of CUDA programs on a host without a GPU (its programs need none)")
@@ -115,8 +115,15 @@ def objectives_option(text: str):
         raise KsweepError(f"--objectives {text}: {exc}") from None
 
 
+NO_CONFIRM = "none"  # --no-confirm; no --confirm at all: the library's default (SweepOptions)
+
+
 def _confirmation(text: str | None) -> Confirmation | None:
+    """--confirm's plan: the library's default when none was typed (the CLI sets only what the
+    user typed), None for --no-confirm."""
     if text is None:
+        return SweepOptions().confirm
+    if text == NO_CONFIRM:
         return None
     try:
         return Confirmation.parse(text)
@@ -138,11 +145,12 @@ def run(args) -> int:
     if args.objectives is not None:
         spec = with_objectives(spec, objectives_option(args.objectives), key="--objectives")
     warm_start = tuple(args.warm_start or ())
-    strategy, max_evals = args.strategy or "auto", args.max_evals
+    default = SweepOptions()  # the library's defaults, where the user typed nothing
+    strategy, max_evals = args.strategy or default.strategy, args.max_evals
     shapes, variants = tuple(args.shape or ()) or None, tuple(args.variant or ()) or None
     # the shapes, variants and strategy, in the options' words, before an --effort estimate (tune()
     # checks them again, cheaply, and reads the warm-start sources, which the estimate needs first)
-    check_options(spec, SweepOptions(strategy=args.strategy or "auto", shapes=shapes, variants=variants,
+    check_options(spec, SweepOptions(strategy=strategy, shapes=shapes, variants=variants,
                                      warm_start=warm_start if args.effort else ()), cli=True)
     if args.effort:
         from ..api import cache_folder, estimate

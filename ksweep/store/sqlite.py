@@ -122,6 +122,26 @@ def _dumps(v: Any) -> str:
 
 
 class Store:
+    """A sweep's results database. The contract every caller relies on:
+
+    - **One writer.** Only a sweep holding ``lock()`` writes results, measurements and marks
+      (``ksweep profile`` adds profiles, ``ksweep.kt`` two meta keys, both after the sweep).
+      A second sweep is refused (``StoreInUse``).
+    - **Readers in a snapshot.** A reader that needs several tables to agree reads them in
+      ``snapshot()`` (one transaction: a sweep writing meanwhile is seen before or after,
+      whole); ``store/standings.py`` does, and is where every reader gets "best".
+    - **A finished result is never changed**, except its verdict (``set_verdict``: the
+      status, message and verified flag, when the reference it was judged against changed);
+      measuring a config again replaces its current row and appends to the history.
+    - **The meta keys, and who writes each**: ``schema`` (the store); ``spec``, ``spec_name``,
+      ``objective`` and ``objectives`` (the sweep, ``set_objectives``); ``params:V:S``,
+      ``window:V:S`` and ``reference:V:S`` (the sweep, per variant V and shape S);
+      ``default:V:S`` and ``confirming:V:S`` (the confirmation: its baseline config, and the
+      plan it owes while it runs: ``store/owed.py``); ``kt_problem_size`` and
+      ``kt_kernel_name`` (``ksweep.kt``). Readers use the typed accessors (``objective()``,
+      ``objectives()``, ``default_configs()``, ``param_orders()``).
+    """
+
     def __init__(self, path: str | Path, create: bool = True):
         self.path = Path(path)
         self.revision: str | None = None  # the source revision the results put now were measured on
@@ -276,6 +296,9 @@ class Store:
 
     def set_meta(self, key: str, value: Any) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, _dumps(value)))
+
+    def delete_meta(self, key: str) -> None:
+        self.db.execute("DELETE FROM meta WHERE key = ?", (key,))
 
     def get_meta(self, key: str, default: Any = None) -> Any:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

@@ -25,7 +25,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping
 
-from .. import confirm, physics
+from .. import physics
 from ..confirm import Confirmation
 from ..build import deps as depfiles
 from ..build.builder import BuildResult
@@ -33,7 +33,7 @@ from ..build.revision import source_revision
 from ..errors import EnvironmentProblem, Interrupted, KsweepError, SpecError, StoreError, SystematicFailure
 from ..job import Job, config_id
 from ..observer import METHODS, NullObserver, Observer, lacking, warm_started
-from ..result import Measurement, Result
+from ..result import Result
 from ..run.base import Executor
 from ..run.gpus import Gpu
 from ..run.environment import build_problem, missing_programs, run_problem
@@ -45,12 +45,13 @@ from ..status import Status, Stopped
 from ..store.sqlite import Store
 from ..strategies.base import Budget, space_size
 from ..verify import judge, unprinted, unverified
+from .confirmation import ConfirmationPhase
 from .systematic import SameErrorGuard
+from .waiting import WAIT_STEP
 from .jobs import JobFactory
 
 PRUNED_RECORD_LIMIT = 20_000  # raw configs up to which every pruned config is stored with its reason
 RUN_QUEUE_PER_SLOT = 2  # runs handed to the executor per GPU slot: the one running and the next
-WAIT_STEP = 0.25  # the main thread never blocks longer than this (Ctrl-C is handled between waits)
 RERUN = ("failed", "all")
 
 
@@ -107,7 +108,12 @@ SEED_MAX = 2**32 - 1
 
 @dataclass(frozen=True)
 class SweepOptions:
-    strategy: str = "grid"
+    """How a sweep searches, what it resumes and what it confirms. The defaults are ``ksweep
+    run``'s: the CLI sets only what the user typed, so ``ksweep.run_sweep(spec)`` runs the
+    sweep ``ksweep run spec`` runs (``auto``: the whole space when no budget bounds it, else
+    the surrogate search; the 5 leaders within 5% and the default confirmed in 3 rounds)."""
+
+    strategy: str = "auto"
     seed: int = 0
     max_evals: int | None = None
     time_limit: float | None = None
@@ -122,7 +128,7 @@ class SweepOptions:
     rerun_supersedes: bool = True
     gpu_check: bool = True  # refuse, before building, a CUDA program sweep on a host without a GPU
     # re-measure the leaders and the default after each shape × variant (ksweep/confirm.py); None: no
-    confirm: Confirmation | None = None
+    confirm: Confirmation | None = Confirmation()
     # warm start (docs/strategies.md#warm-start): databases or recorded datasets to start each
     # search from, and whether each shape starts from the shapes this run swept before it
     warm_start: tuple[str, ...] = ()
@@ -317,7 +323,7 @@ class Sweep:
         target.stored.update({cid: standing[cid] for cid in back})
         # patience ends a search as it should end: its leaders are confirmed; a time limit leaves no time
         if self.options.confirm is not None and not budget.exhausted_by_time():
-            self._confirm(target, shape.name, variant.name)
+            ConfirmationPhase(self, target, variant.name, shape.name).run()
         self._judge_later(variant.name, shape.name, target)
 
     def _search(self, shape, variant, budget: Budget, space, factory: JobFactory, standing: dict[str, Result],
@@ -470,7 +476,7 @@ class Sweep:
             metrics, gpu = physics.with_efficiency(outcome.metrics, job.work), outcome.gpu
             if self._gpu_models is None and gpu is not None:  # a Dask cluster's: known as its runs end
                 self.summary.ran_on.add(gpu.name)
-            status, message, verified = self._judged(job, outcome, metrics, reference)
+            status, message, verified = self.judged(job, outcome, metrics, reference)
         result = Result(
             variant=job.variant, shape=job.shape, params=dict(job.params), derived=dict(job.derived),
             status=status, message=message, verified=verified, metrics=metrics, **build.report.result_fields(),
@@ -502,7 +508,7 @@ class Sweep:
             self.store.put(result)
         return result
 
-    def _judged(self, job: Job, outcome: RunOutcome, metrics: Mapping[str, float],
+    def judged(self, job: Job, outcome: RunOutcome, metrics: Mapping[str, float],
                 reference: Mapping[str, float] | None):
         """(status, message, verified) of a finished run: its own status, or for a run that ended
         OK, what verify.judge says of its ``metrics`` (every objective measured, the check, the
@@ -552,113 +558,6 @@ class Sweep:
             value = -value
         strategy.tell(dict(result.params), value)
         budget.record(value, counted=counted)
-
-    # -- confirmation of the leaders (ksweep/confirm.py) ------------------------------------
-    def _confirm(self, target: "_Target", shape: str, variant: str) -> None:
-        """Measure the k best configs and the default again, in interleaved rounds; each run is
-        stored as a measurement (a resumed sweep skips the rounds already stored)."""
-        started = time.monotonic()
-        plan, factory, space = self.options.confirm, target.factory, target.space
-        # the results of this experiment: those that stood when the target started (same result
-        # key, a GPU model of this run) and those this run evaluated
-        current = {config_id(r.params): r for r in
-                   (*target.stored.values(), *(e.result for e in target.order if e.result is not None))}
-        leaders = confirm.choose(current.values(), self.spec.objective.metric, self.spec.objective.direction, plan.k,
-                                 plan.within)
-        jobs: dict[str, Job] = {cid: factory.make(dict(current[cid].params), phase="confirm") for cid in leaders}
-        defaults = {p.name: p.default for p in space.params}  # the default config: the speed-up's baseline
-        if plan.default and defaults in space:
-            is_reference = self.mode.reference_config(self.spec, dict(defaults)) == defaults
-            job = factory.make(defaults, phase="confirm", is_reference=is_reference)
-            self.store.set_meta(f"default:{variant}:{shape}", job.config_id)  # the speed-up's baseline
-            if job.config_id not in jobs:
-                stored = self.store.get(variant, shape, job.config_id)
-                rerun = self.options.rerun == "all" and job.config_id not in current  # not evaluated by this sweep
-                if stored is None or stored.cache_key != job.cache_key or rerun:  # it is now, as part of the
-                    # confirmation (not counted by --max-evals, nor shown as progress)
-                    build, outcome = self._measure(target, replace(job, phase="default"))
-                    stored = self.finish(replace(job, phase="default"), build, outcome, target.reference,
-                                         observe=False)
-                    self.summary.confirm_runs += 1
-                if stored.status is Status.OK:  # a failed one (a hang: a timeout a round) is not run again
-                    jobs[job.config_id] = job
-        measurements = self.store.measurements(variant, shape)
-        best = self._incumbent(variant, shape, current, measurements)
-        if best is not None and best not in jobs:  # the best of an earlier confirmation, pushed out of the k
-            jobs[best] = factory.make(dict(current[best].params), phase="confirm")
-        if not jobs:
-            return
-        results = {cid: current.get(cid) or self.store.get(variant, shape, cid) for cid in jobs}  # the default's, too
-        done = {(cid, m.round) for m in measurements
-                if (cid := config_id(m.params)) in jobs and self.options.rerun != "all"
-                and confirm.counts_for(m, results[cid], jobs[cid].cache_key)}
-        if any(not any((cid, r) in done for r in range(plan.rounds)) for cid in jobs):
-            # a config never confirmed: those confirmed in full before (the best so far, the default)
-            # are measured again with it, in the same rounds, so that they compare round by round
-            # and not across sessions (a round cut short keeps its runs: it has no such config)
-            again = {cid for cid in jobs if all((cid, r) in done for r in range(plan.rounds))}
-            done = {(cid, r) for cid, r in done if cid not in again}
-        # every build first, side by side (cache hits, usually): then the runs of one round
-        # follow each other within seconds, as the round-by-round comparison assumes, and a
-        # build missing from the cache does not hold the GPU for its time
-        # (each build's result serves the job's next run: an executor may hold what it built
-        # until a run takes it, as the Dask one does)
-        todo = [cid for cid in jobs if any((cid, r) not in done for r in range(plan.rounds))]
-        if todo and target.harness is not None:
-            target.harness.wait()
-        built: dict[str, BuildResult] = {}
-        for cid, future in [(cid, self.executor.submit_build(jobs[cid])) for cid in todo]:
-            built[cid] = _wait(future)
-            if isinstance(built[cid], Stopped):
-                raise KeyboardInterrupt
-        for round_ in range(plan.rounds):
-            for cid in confirm.order(list(jobs), round_):
-                if (cid, round_) in done:
-                    continue
-                job = jobs[cid]
-                build, outcome = self._measure(target, job, built.pop(cid, None))
-                self.store.put_measurement(self._measurement(job, build, outcome, round_, target.reference))
-                self.summary.confirm_runs += 1
-        self.summary.confirm_seconds += time.monotonic() - started
-
-    def _incumbent(self, variant: str, shape: str, current: Mapping[str, Result],
-                   measurements: list[Measurement]) -> str | None:
-        """The BEST of the confirmation runs stored for the results that stand, if it is OK."""
-        conf = confirm.confirmed(list(current.values()), measurements,
-                                 self.spec.objective.direction, self.store.default_configs()).get((variant, shape))
-        best = conf.best if conf is not None else None
-        return best if best in current and current[best].status is Status.OK else None
-
-    def _measure(self, target: "_Target", job: Job,
-                 build: BuildResult | None = None) -> tuple[BuildResult, RunOutcome | None]:
-        """Build (a cache hit, usually; ``build``: built already, for this run) and run one job
-        now, waiting in short steps (Ctrl-C)."""
-        if target.harness is not None:
-            target.harness.wait()
-        if build is None:
-            build = _wait(self.executor.submit_build(job))
-        if isinstance(build, Stopped):
-            raise KeyboardInterrupt
-        if build.status is not Status.OK:
-            return build, None
-        outcome = _wait(self.executor.submit_run(job, build))
-        if isinstance(outcome, Stopped):
-            raise KeyboardInterrupt
-        self.summary.gpu_seconds += outcome.seconds
-        return build, outcome
-
-    def _measurement(self, job: Job, build: BuildResult, outcome: RunOutcome | None, round_: int,
-                     reference: Mapping[str, float] | None) -> Measurement:
-        if outcome is None:
-            return Measurement(job.variant, job.shape, dict(job.params), job.cache_key, round_, build.status,
-                               message=build.message)
-        gpu, metrics = outcome.gpu, physics.with_efficiency(outcome.metrics, job.work)
-        status, message, _ = self._judged(job, outcome, metrics, None if job.is_reference else reference)
-        value = metrics.get(self.spec.objective.metric) if status is Status.OK else None
-        return Measurement(job.variant, job.shape, dict(job.params), job.cache_key, round_, status,
-                           value=float(value) if value is not None else None, message=message, metrics=metrics,
-                           gpu_name=gpu.name if gpu else None, gpu_uuid=gpu.uuid if gpu else None,
-                           gpu_state=dict(outcome.gpu_state))
 
     def _reference_id(self, target: "_Target") -> str | None:
         """The config id of the reference of checks by metrics (``[check] reference =
@@ -939,13 +838,6 @@ class _Target:
         self.order = self.order[: self.told] + [e for e in self.order[self.told:]
                                                 if e.result is not None or id(e) in in_flight]
         self.done_asking = True
-
-
-def _wait(future):
-    """A future's value, waited for in short steps so that Ctrl-C is seen between them."""
-    while not future.done():
-        wait([future], timeout=WAIT_STEP)
-    return future.result()
 
 
 def executor_gpu_models(executor: Executor) -> set[str] | None:

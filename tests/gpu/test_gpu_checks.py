@@ -52,7 +52,7 @@ def test_the_worker_says_its_checks_run_on_the_gpu():
 def test_wrong_kernels_get_the_hosts_messages(tmp_path):
     n = 1 << 24
     vadd_kernel_spec(tmp_path, "BLOCK = [256]\nELEMS = [1, 4]\nBAD = [0, 4, 5, 6]", n, "timeout = 10.0")
-    _, db = run_sweep(load_spec(tmp_path / "k.toml"), options=SweepOptions(strategy="grid"))
+    _, db = run_sweep(load_spec(tmp_path / "k.toml"), options=SweepOptions(confirm=None, strategy="grid"))
     with Store(db) as store:
         by = {(r.params["ELEMS"], r.params["BAD"]): r for r in store.results()}
     for e in (1, 4):

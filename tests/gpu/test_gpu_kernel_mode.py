@@ -11,7 +11,7 @@ from conftest import vadd_kernel_spec
 
 def test_vadd_sweep_on_gpu(tmp_path):
     vadd_kernel_spec(tmp_path, "BLOCK = [128, 256]\nELEMS = [1, 4]\nBAD = [0, 1, 2]", 16777216, "timeout = 5.0")
-    summary, db = run_sweep(load_spec(tmp_path / "k.toml"), options=SweepOptions(strategy="grid"))
+    summary, db = run_sweep(load_spec(tmp_path / "k.toml"), options=SweepOptions(confirm=None, strategy="grid"))
     with Store(db) as store:
         rows = store.results()
     by = {(r.params["BLOCK"], r.params["ELEMS"], r.params["BAD"]): r for r in rows}
@@ -32,7 +32,7 @@ def test_a_kernel_right_for_the_first_draw_only_is_never_best(tmp_path):
     """BAD=3 remembers its first answer and writes it at every later launch: the second input
     draw (another distribution) catches it before it is timed."""
     vadd_kernel_spec(tmp_path, "BLOCK = [256]\nELEMS = [1, 4]\nBAD = [0, 3]", 16777216, "timeout = 5.0")
-    summary, db = run_sweep(load_spec(tmp_path / "k.toml"), options=SweepOptions(strategy="grid"))
+    summary, db = run_sweep(load_spec(tmp_path / "k.toml"), options=SweepOptions(confirm=None, strategy="grid"))
     with Store(db) as store:
         by = {(r.params["ELEMS"], r.params["BAD"]): r for r in store.results()}
     for e in (1, 4):
