@@ -232,8 +232,6 @@ KNOWN_CYCLES = {
                "ksweep.spec.pyref"}):
         "type annotations only: model names KernelSpec (spec/kernel.py, which loads through context and pyref, "
         "which build model's records) and names.py Constraint and Derived, under TYPE_CHECKING",
-    frozenset({"ksweep.cli.report", "ksweep.cli.run"}):
-        "report's --objectives is parsed by cli/run's objectives_option, run reads results by report's load_all",
     frozenset({"ksweep.build.cache", "ksweep.build.deps"}):
         "deps digests files with cache's file_digest, cache.commit asks deps whether an entry's files changed",
     frozenset({"ksweep.strategies", "ksweep.strategies.auto"}):
