@@ -232,8 +232,6 @@ KNOWN_CYCLES = {
                "ksweep.spec.pyref"}):
         "type annotations only: model names KernelSpec (spec/kernel.py, which loads through context and pyref, "
         "which build model's records) and names.py Constraint and Derived, under TYPE_CHECKING",
-    frozenset({"ksweep.strategies", "ksweep.strategies.auto"}):
-        "run_key asks auto.choose, AutoStrategy builds its searcher through make_strategy",
 }
 
 
