@@ -382,7 +382,7 @@ def test_objectives_option_mistakes_are_one_line(tmp_path, capsys):
 
 
 def test_parse_errors_are_ksweep_errors():
-    from ksweep.cli.run import objectives_option
+    from ksweep.cli.report import objectives_option
 
     with pytest.raises(KsweepError, match="--objectives a,a: 'a': a is already an objective"):
         objectives_option("a,a")

@@ -20,6 +20,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from .digest import file_digest
+
 
 @lru_cache(maxsize=None)
 def compiler_identity(program: str, *module: str) -> str:
@@ -31,20 +33,6 @@ def compiler_identity(program: str, *module: str) -> str:
     except (OSError, subprocess.TimeoutExpired):
         ident = ""
     return f"{path} {' '.join(module)}\n{ident}" if module else f"{path}\n{ident}"
-
-
-def file_digest(path: Path) -> str:
-    st = os.stat(path)
-    return _digest(str(path), st.st_mtime_ns, st.st_size)
-
-
-@lru_cache(maxsize=4096)
-def _digest(path: str, mtime_ns: int, size: int) -> str:  # re-read only when the file changed
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def cache_key(argv: Sequence[str], sources: Sequence[Path], env: Mapping[str, str] | None = None,

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from . import nvrtc
-from .cache import file_digest
+from .digest import file_digest
 
 DEPFILE = "ksweep-deps.d"
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++", ".C", ".cu")

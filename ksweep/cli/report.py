@@ -11,7 +11,7 @@ from ..report.pareto import front_ids, render_fronts
 from ..errors import KsweepError
 from ..job import config_id
 from ..spec.names import did_you_mean
-from ..spec.objectives import resolve
+from ..spec.objectives import parse_objectives, resolve
 from ..report.profile_view import profiles_block
 from ..report.table import render, wide_console
 from ..store import standings as standings_of
@@ -46,6 +46,15 @@ def count(text: str) -> int:
     return value
 
 
+def objectives_option(text: str):
+    """``--objectives time,energy`` as objectives; one line naming the option when it is not
+    (``ksweep report`` and ``ksweep run`` take it)."""
+    try:
+        return parse_objectives(w.strip() for w in text.split(","))
+    except ValueError as exc:
+        raise KsweepError(f"--objectives {text}: {exc}") from None
+
+
 def check_names(store: Store, shape=None, variant=None) -> None:
     """--shape and --variant must name one the database has (a typo would print nothing)."""
     for what, name in (("shape", shape), ("variant", variant)):
@@ -78,8 +87,6 @@ def _load(store: Store, shape, variant, profiles: list | None, superseded: list 
 
 
 def run(args) -> int:
-    from .run import objectives_option
-
     profiles: list = []
     old: list = []
     standings, order, objectives = load_all(args.db, args.shape, args.variant, profiles, old)

@@ -19,11 +19,11 @@ from ..report.progress import make_observer, summary_line
 from ..report.table import render, wide_console
 from ..spec.checks import check_modes
 from ..spec.load import load_spec
-from ..spec.objectives import parse_objectives, with_objectives
+from ..spec.objectives import with_objectives
 from ..sweep.driver import SweepOptions
 from ..sweep.local import check_options, default_db_path
 from .main import count_of, seconds_of
-from .report import load_all
+from .report import load_all, objectives_option
 
 
 def add_parser(sub) -> None:
@@ -105,14 +105,6 @@ def parse_gpus(text: str | None) -> list[int] | None:
         raise KsweepError(f"--gpus {text}: give GPU indices separated by commas, e.g. --gpus 0,1 "
                           f"(nvidia-smi lists them)")
     return [int(p) for p in parts]
-
-
-def objectives_option(text: str):
-    """``--objectives time,energy`` as objectives; one line naming the option when it is not."""
-    try:
-        return parse_objectives(w.strip() for w in text.split(","))
-    except ValueError as exc:
-        raise KsweepError(f"--objectives {text}: {exc}") from None
 
 
 NO_CONFIRM = "none"  # --no-confirm; no --confirm at all: the library's default (SweepOptions)

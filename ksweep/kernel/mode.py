@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..build import nvrtc
-from ..build.cache import file_digest
+from ..build.digest import file_digest
 from ..run.modes import ConfigExtras, Mode, Templates
 from ..spec.load import DEFAULT_ARCH
 from ..workspace import workspace

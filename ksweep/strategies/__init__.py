@@ -23,6 +23,7 @@ _REGISTRY: dict[str, tuple[str, str]] = {
 }
 STRATEGIES: tuple[str, ...] = tuple(_REGISTRY)
 DEFAULT = "auto"
+SEARCHER = "surrogate"  # what auto runs when the budget does not cover the space (strategies/auto.py)
 # name -> (module, extra): an optional package a strategy needs
 _NEEDS: dict[str, tuple[str, str]] = {"bayes": ("optuna", "bayes")}
 
@@ -67,14 +68,15 @@ def make_strategy(name: str, space: SearchSpace, seed: int = 0, budget_hint: int
     return Seeded(cls(space, seed=seed), prior)
 
 
+def choose(space_size: int, budget_hint: int | None) -> str:
+    """The strategy ``auto`` runs for a space of this size and this budget."""
+    return "grid" if budget_hint is not None and budget_hint >= space_size else SEARCHER
+
+
 def run_key(name: str, space_size: int, budget: int | None) -> str:
     """What a strategy actually runs for this budget: runs with equal keys make the same
     proposals (the benchmark shares them between budgets)."""
-    if name == "auto":
-        from .auto import choose
-
-        return choose(space_size, budget)
-    return name
+    return choose(space_size, budget) if name == "auto" else name
 
 
 __all__ = ["Budget", "NoBudget", "Prior", "Source", "SearchSpace", "Strategy", "config_key", "make_strategy", "run_key", "space_size",

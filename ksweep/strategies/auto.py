@@ -3,7 +3,8 @@
 With a budget at least the size of the space, ``grid`` evaluates everything and nothing
 can do better. Otherwise ``surrogate`` (Gaussian-process expected improvement with local
 steps and failure awareness), which beat every other searcher on the recorded datasets at
-every budget measured (docs/benchmarks.md).
+every budget measured (docs/benchmarks.md). The choice is ``strategies.choose``, which
+``run_key`` asks too.
 """
 
 from __future__ import annotations
@@ -12,19 +13,12 @@ from typing import Any, Mapping
 
 from .base import SearchSpace, Strategy, space_size
 
-SEARCHER = "surrogate"
-
-
-def choose(space_size: int, budget_hint: int | None) -> str:
-    """The strategy ``auto`` runs for a space of this size and this budget."""
-    return "grid" if budget_hint is not None and budget_hint >= space_size else SEARCHER
-
 
 class AutoStrategy(Strategy):
     name = "auto"
 
     def __init__(self, space: SearchSpace, seed: int = 0, budget_hint: int | None = None, prior=None):
-        from . import make_strategy
+        from . import choose, make_strategy
 
         super().__init__(space, seed)
         self.chosen = choose(space_size(space), budget_hint)
