@@ -70,6 +70,13 @@ class Recording:
         self.told: list[tuple[dict, float | None]] = []
         self.most_open = 0  # the most configs asked and not yet told
 
+    def phase_of(self, config):
+        return self.inner.phase_of(config)
+
+    @property
+    def label(self):
+        return self.inner.label
+
     def ask(self, n: int = 1):
         configs = self.inner.ask(n)
         self.asked.extend(dict(c) for c in configs)

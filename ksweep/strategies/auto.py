@@ -24,6 +24,13 @@ class AutoStrategy(Strategy):
         self.chosen = choose(space_size(space), budget_hint)
         self.inner = make_strategy(self.chosen, space, seed=seed, prior=prior)
 
+    @property
+    def label(self) -> str:
+        return self.chosen
+
+    def phase_of(self, config: Mapping[str, Any]) -> str | None:
+        return self.inner.phase_of(config)
+
     def ask(self, n: int = 1) -> list[dict[str, Any]]:
         out = super().ask(n)
         self.exhausted = self.exhausted or self.inner.exhausted

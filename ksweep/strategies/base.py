@@ -108,6 +108,17 @@ class Strategy(abc.ABC):
     def _propose(self, n: int) -> list[dict[str, Any]]:
         """Candidate configs (may include already-proposed ones; ``ask`` filters them)."""
 
+    def phase_of(self, config: Mapping[str, Any]) -> str | None:
+        """The phase of the search a config was asked in (a phased search's tier1, tier2),
+        stored with its result; None for a search of one phase."""
+        return None
+
+    @property
+    def label(self) -> str:
+        """The search that runs, as reports name it: the strategy's name (``auto``: the one
+        it chose)."""
+        return self.name
+
     @property
     def best(self) -> tuple[dict[str, Any], float] | None:
         ok = [(c, v) for c, v in self.history if v is not None]

@@ -29,8 +29,11 @@ class Seeded(Strategy):
     def phase_of(self, config: Mapping[str, Any]) -> str | None:
         if config_key(config, self.space.names) in {config_key(c, self.space.names) for c in self._seeds}:
             return "warm"
-        phase_of = getattr(self.inner, "phase_of", None)
-        return phase_of(config) if phase_of else None
+        return self.inner.phase_of(config)
+
+    @property
+    def label(self) -> str:
+        return self.inner.label
 
     def ask(self, n: int = 1) -> list[dict[str, Any]]:
         out = super().ask(n)

@@ -22,16 +22,17 @@ from ..run.program import RunOutcome
 from ..status import Status, Stopped
 from ..store import owed as owing
 from ..store.owed import OwedConfirmation
+from .context import SweepContext
 from .waiting import wait_for
 
 if TYPE_CHECKING:
-    from .driver import Sweep, _Target
+    from .pipeline import Target
 
 
 class ConfirmationPhase:
     """One confirmation, run by the sweep ``sweep`` after ``target``'s search."""
 
-    def __init__(self, sweep: "Sweep", target: "_Target", variant: str, shape: str):
+    def __init__(self, sweep: SweepContext, target: "Target", variant: str, shape: str):
         self.sweep, self.target, self.variant, self.shape = sweep, target, variant, shape
         self.store, self.options = sweep.store, sweep.options
         self.plan = self.options.confirm
@@ -93,7 +94,7 @@ class ConfirmationPhase:
                 if stored is None or stored.cache_key != job.cache_key or rerun:  # it is now, as part of the
                     # confirmation (not counted by --max-evals, nor shown as progress)
                     build, outcome = self.measure(replace(job, phase="default"))
-                    stored = sweep.finish(replace(job, phase="default"), build, outcome, self.target.reference,
+                    stored = sweep.record.finish(replace(job, phase="default"), build, outcome, self.target.reference,
                                           observe=False)
                     sweep.summary.confirm_runs += 1
                 if stored.status is Status.OK:  # a failed one (a hang: a timeout a round) is not run again
@@ -175,7 +176,7 @@ class ConfirmationPhase:
                                message=build.message)
         gpu, metrics = outcome.gpu, physics.with_efficiency(outcome.metrics, job.work)
         reference = None if job.is_reference else self.target.reference
-        status, message, _ = self.sweep.judged(job, outcome, metrics, reference)
+        status, message, _ = self.sweep.record.judged(job, outcome, metrics, reference)
         value = metrics.get(self.sweep.spec.objective.metric) if status is Status.OK else None
         return Measurement(job.variant, job.shape, dict(job.params), job.cache_key, round_, status,
                            value=float(value) if value is not None else None, message=message, metrics=metrics,

@@ -1,0 +1,272 @@
+"""The pipeline of one shape × variant: ask → build → run → tell.
+
+The strategy is asked one config at a time while fewer than ``window`` configs are asked
+but not told; a config already in the store has its result at once, the others are built
+(ahead of the runs: the GPU does not wait on the compiler) and run on free GPU slots. Each
+finished build or run is judged, stored and shown at once (``record.py``), but told to the
+strategy in the order asked, so a seeded search sees one sequence of events whatever the
+timing, and a resumed one proposes what an uninterrupted one does. A harness
+(``[build.harness]``) builds beside the first configs; no run starts before it is there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass
+from typing import Mapping
+
+from ..build.builder import BuildResult
+from ..errors import KsweepError
+from ..job import Job
+from ..result import Result
+from ..run.program import RunOutcome
+from ..status import Status, Stopped
+from ..strategies.base import Budget
+from .jobs import JobFactory
+from .context import SweepContext
+from .waiting import WAIT_STEP
+
+
+RUN_QUEUE_PER_SLOT = 2  # runs handed to the executor per GPU slot: the one running and the next
+
+
+@dataclass
+class Entry:
+    """One asked config: its job, and its result once stored (or found in the store)."""
+
+    job: Job
+    result: Result | None = None
+    resumed: bool = False
+    remeasured: bool = False  # its first run was throttled and it was run again
+
+
+
+
+class Target:
+    """The pipeline of one shape × variant: asks, builds, runs, stores, and tells in order."""
+
+    def __init__(self, sweep: SweepContext, space, factory: JobFactory, strategy, budget: Budget,
+                 stored: dict[str, Result], window: int, harness: "Harness | None"):
+        self.sweep, self.space, self.factory, self.strategy = sweep, space, factory, strategy
+        self.budget, self.stored, self.window, self.harness = budget, stored, window, harness
+        self.executor = sweep.executor
+        self.standing: dict[str, Result] = {}  # the stored results of this experiment, reused or not (stored)
+        self.reference: Mapping[str, float] | None = None
+        self.order: list[Entry] = []  # every asked config, in the order asked
+        self.told = 0  # entries told to the strategy (a prefix of order)
+        self.fresh = 0  # asked configs not found in the store (evaluated by this run)
+        self.builds: dict[Future, Entry] = {}
+        self.ready: list[tuple[Entry, BuildResult]] = []
+        self.runs: dict[Future, tuple[Entry, BuildResult]] = {}
+        self.done_asking = False
+
+    # -- asking and telling, in one fixed order --------------------------------------
+    def _may_ask(self) -> bool:
+        if self.done_asking or len(self.order) - self.told >= self.window:
+            return False
+        b = self.budget
+        if b.max_evals is not None and len(self.stored) + self.fresh >= b.max_evals:
+            return False
+        return not b.exhausted_by_time_or_patience()
+
+    def _fill(self) -> None:
+        while self._may_ask():
+            configs = self.strategy.ask(1)
+            if not configs:
+                self.done_asking = self.strategy.exhausted
+                return
+            job = self.factory.make(configs[0], phase=self.strategy.phase_of(configs[0]))
+            self._submit(job)
+
+    def _submit(self, job: Job) -> Entry:
+        entry = Entry(job)
+        self.order.append(entry)
+        old = self.stored.get(job.config_id)
+        if old is not None:  # shown and counted when the target started
+            entry.result, entry.resumed = old, True
+            return entry
+        self.fresh += 1
+        if self.harness is not None:
+            self.harness.start()
+        self.sweep.observer.build_started(job)
+        self.builds[self.executor.submit_build(job)] = entry
+        return entry
+
+    def _advance(self) -> None:
+        """Tell every result whose turn has come, asking for more after each one (asked configs
+        found in the store have their result at once, and are told in their turn too)."""
+        while True:
+            while self.told < len(self.order) and self.order[self.told].result is not None:
+                entry = self.order[self.told]
+                self.told += 1
+                self.sweep.record.tell(entry.result, self.strategy, self.budget, counted=not entry.resumed)
+                self._fill()
+            asked = len(self.order)
+            self._fill()
+            if len(self.order) == asked:
+                return
+
+    # -- the pipeline --------------------------------------------------------------------
+    def evaluate_now(self, job: Job) -> Result:
+        """Build and run one job before any other (the reference), then tell it."""
+        entry = self._submit(job)
+        while entry.result is None:
+            self._step()
+        self._advance()
+        return entry.result
+
+    def loop(self) -> None:
+        while True:
+            self._advance()
+            if not self.builds and not self.runs and not self.ready:
+                if self.told < len(self.order):  # an asked config neither in flight nor finished
+                    raise RuntimeError(f"ksweep bug: {self.order[self.told].job.label} was lost")
+                return  # nothing in flight, nothing more to ask
+            self._step()
+            if self.budget.exhausted_by_time_or_patience():
+                self._cancel_queued()
+                if not self.builds and not self.runs:
+                    return
+
+    def _step(self) -> None:
+        """Start what can start, wait a little for something to finish, and store it."""
+        self._start_runs()
+        waiting = [*self.builds, *self.runs]
+        if self.harness is not None and self.harness.pending:
+            waiting.append(self.harness.future)
+        if not waiting:
+            return
+        try:
+            done, _ = wait(waiting, timeout=WAIT_STEP, return_when=FIRST_COMPLETED)
+        except KeyboardInterrupt:
+            self._salvage()
+            raise
+        for fut in done:
+            if fut in self.builds:
+                self._built(self.builds.pop(fut), fut.result())
+            elif fut in self.runs:
+                entry, build = self.runs.pop(fut)
+                self._ran(entry, build, fut.result())
+
+    def _start_runs(self) -> None:
+        # start runs on free GPU slots, and queue one more per slot: a slot that finishes a
+        # run starts the next at once instead of waiting for this loop (and, on a cluster,
+        # the next binary reaches its worker during the run before)
+        harness = self.harness
+        while self.ready and len(self.runs) < RUN_QUEUE_PER_SLOT * self.executor.run_slots and \
+                (harness is None or harness.ready(cancel_on_failure=self.builds)):
+            entry, build = self.ready.pop(0)
+            self.runs[self.executor.submit_run(entry.job, build)] = (entry, build)
+
+    def _built(self, entry: Entry, build: BuildResult | Stopped) -> None:
+        if isinstance(build, Stopped):
+            raise KeyboardInterrupt  # Ctrl-C reached the build first
+        self.sweep.summary.build_cpu_seconds += build.cpu_seconds
+        if build.harness_failed and self.harness is not None:
+            self.harness.failed(build, cancel=self.builds)
+        if build.status is Status.OK:
+            self.ready.append((entry, build))
+        else:
+            entry.result = self.sweep.record.finish(entry.job, build, None)
+
+    def _ran(self, entry: Entry, build: BuildResult, outcome: RunOutcome | Stopped) -> None:
+        if isinstance(outcome, Stopped):
+            raise KeyboardInterrupt
+        if outcome.status is Status.OK and outcome.gpu_state.get("throttled") and not entry.remeasured:
+            entry.remeasured = True  # measured while throttled: once more (kept, flagged, if again)
+            self.sweep.summary.note_gpu_state(outcome.gpu_state)
+            self.runs[self.executor.submit_run(entry.job, build)] = (entry, build)
+            return
+        harness_deps = self.harness.deps if self.harness is not None else ()
+        entry.result = self.sweep.record.finish(entry.job, build, outcome,
+                                         None if entry.job.is_reference else self.reference, harness_deps)
+
+    def _salvage(self) -> None:
+        """Ctrl-C: store what had already finished (runs, and builds that failed) before leaving."""
+        for fut, (entry, build) in list(self.runs.items()):
+            if fut.done() and not fut.cancelled():
+                outcome = fut.result()
+                if not isinstance(outcome, Stopped):
+                    with contextlib.suppress(KsweepError):
+                        self._ran(entry, build, outcome)
+        for fut, entry in list(self.builds.items()):
+            if fut.done() and not fut.cancelled():
+                build = fut.result()
+                if not isinstance(build, Stopped) and build.status is not Status.OK and not build.harness_failed:
+                    with contextlib.suppress(KsweepError):
+                        entry.result = self.sweep.record.finish(entry.job, build, None)
+
+    def _cancel_queued(self) -> None:
+        for fut in [f for f in self.runs if f.cancel()]:  # queued, not started: past the budget
+            self.runs.pop(fut)
+        for fut in [f for f in self.builds if f.cancel()]:
+            self.builds.pop(fut)
+        self.ready.clear()
+        # what was asked but will not be evaluated is never told: it leaves the order
+        in_flight = {id(e) for e in self.builds.values()} | {id(e) for e, _ in self.runs.values()}
+        self.order = self.order[: self.told] + [e for e in self.order[self.told:]
+                                                if e.result is not None or id(e) in in_flight]
+        self.done_asking = True
+
+
+class Harness:
+    """The build of a shape × variant's harness, started with the first config that needs
+    building: no run starts before it is there, and a harness that does not build stops
+    the sweep (every config would fail the same way)."""
+
+    def __init__(self, job: Job, sweep: SweepContext):
+        self.job, self._sweep = job, sweep
+        self.future: Future | None = None
+        self._checked = False
+
+    def start(self) -> None:
+        if self.future is None:
+            self.future = self._sweep.executor.submit_build(self.job)
+
+    @property
+    def deps(self) -> tuple:
+        """The files the harness's build read (a result depends on them too)."""
+        if self.future is None or not self.future.done() or self.future.cancelled():
+            return ()
+        return self.future.result().deps
+
+    @property
+    def pending(self) -> bool:
+        return self.future is not None and not self.future.done()
+
+    def ready(self, cancel_on_failure=()) -> bool:
+        """Built and fine; raises when it failed, after cancelling the builds not yet started."""
+        if self.future is None or not self.future.done():
+            return False
+        if not self._checked:
+            try:
+                self._check(self.future.result())
+            except KsweepError:
+                for fut in cancel_on_failure:
+                    fut.cancel()
+                raise
+        return True
+
+    def wait(self) -> None:
+        self.start()
+        while not self.future.done():  # in steps: Ctrl-C is handled between them
+            wait([self.future], timeout=WAIT_STEP)
+        self.ready()
+
+    def failed(self, build: BuildResult, cancel=()) -> None:
+        """A config's build found its harness broken (one it links): stop the sweep."""
+        for fut in cancel:
+            fut.cancel()
+        self.wait()  # raises with the compiler's words
+        raise KsweepError(f"{self._sweep.spec.label}: {build.message}")  # a build worker's own copy failed
+
+    def _check(self, build: BuildResult | Stopped) -> None:
+        self._checked = True
+        if isinstance(build, Stopped):
+            raise KeyboardInterrupt
+        self._sweep.summary.build_cpu_seconds += build.cpu_seconds
+        if build.status is not Status.OK:
+            log = "\n".join(build.log.strip().splitlines()[-20:])
+            raise KsweepError(f"{self._sweep.spec.label}: the harness ([build.harness]) did not build: "
+                              f"{build.message or 'no message'}" + (f"\n{log}" if log else ""))

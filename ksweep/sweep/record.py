@@ -1,0 +1,138 @@
+"""One result of a sweep: a finished build (and run) judged, stored and shown at once, and
+told to the strategy in its turn.
+
+A status is decided where the contract says (``run/classify.py`` for a run, ``verify.judge``
+for an OK run's metrics, the builder for a build); this module puts them together into the
+stored ``Result``, holds compile errors until ``sweep/systematic.py`` has seen whether they
+are every config's, and keeps the run's counts for its summary.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Mapping
+
+from .. import physics
+from ..build.builder import BuildResult
+from ..errors import EnvironmentProblem, SystematicFailure
+from ..job import Job
+from ..observer import Observer
+from ..result import Result
+from ..run.environment import build_problem, run_problem
+from ..run.gpus import Gpu
+from ..run.program import RunOutcome
+from ..spec.model import Spec
+from ..status import Status
+from ..store.sqlite import Store
+from ..strategies.base import Budget
+from ..verify import judge
+from .options import Summary
+from .systematic import SameErrorGuard
+
+
+class Recorder:
+    """Judges, stores, shows and counts the results of one sweep."""
+
+    def __init__(self, spec: Spec, store: Store, summary: Summary, observer: Observer,
+                 gpu_models: set[str] | None):
+        self.spec, self.store, self.summary, self.observer = spec, store, summary, observer
+        self._gpu_models = gpu_models
+        self._same_error = SameErrorGuard()
+
+    def finish(self, job: Job, build: BuildResult, outcome: RunOutcome | None,
+               reference: Mapping[str, float] | None = None, harness_deps: tuple = (), observe: bool = True) -> Result:
+        """Judge a finished build (and run), store it, and return the stored result. A failure
+        that every config would share (environment.py) stops the sweep and is not stored."""
+        problem = build_problem(build, job) if outcome is None else run_problem(outcome)
+        if problem:
+            raise EnvironmentProblem(f"{self.spec.label}: {problem}")
+        status, message, metrics, verified = build.status, build.message, {}, False
+        gpu: Gpu | None = None
+        if outcome is not None:
+            self.summary.gpu_seconds += outcome.seconds
+            metrics, gpu = physics.with_efficiency(outcome.metrics, job.work), outcome.gpu
+            if self._gpu_models is None and gpu is not None:  # a Dask cluster's: known as its runs end
+                self.summary.ran_on.add(gpu.name)
+            status, message, verified = self.judged(job, outcome, metrics, reference)
+        result = Result(
+            variant=job.variant, shape=job.shape, params=dict(job.params), derived=dict(job.derived),
+            status=status, message=message, verified=verified, metrics=metrics, **build.report.result_fields(),
+            build_argv=job.build_argv, cache_key=job.cache_key, cached=build.cached, phase=job.phase,
+            gpu_index=gpu.index if gpu else None, gpu_name=gpu.name if gpu else None,
+            gpu_uuid=gpu.uuid if gpu else None, driver=gpu.driver if gpu else None,
+            build_seconds=build.seconds, run_seconds=outcome.seconds if outcome else None,
+            started=outcome.started if outcome else None, finished=time.time(), deps=tuple(dict.fromkeys((*build.deps, *harness_deps, *job.inputs))),
+            gpu_state=dict(outcome.gpu_state) if outcome is not None else {},
+        )
+        if outcome is not None and outcome.gpu_state:
+            self.summary.note_gpu_state(outcome.gpu_state)
+        if not job.is_harness:
+            verdict = self._same_error.see(build.status is not Status.COMPILE_ERROR, message, result,
+                                           job.params.values())
+            if verdict == "stop":
+                raise SystematicFailure(
+                    f"{self.spec.label}: the first {len(self._same_error.held)} configs all failed to compile with "
+                    f"the same error, so every config would: {message[:600]} — fix the source or the build "
+                    "command (a parameter whose -D macro rewrites an identifier of the program? give it "
+                    "define = \"KS_NAME\" or [sweep] define_prefix; `ksweep plan` warns of such names)")
+            if verdict == "hold":
+                return result
+            for held in self._same_error.release():
+                self._store(held)
+        if observe:
+            self._store(result)
+        else:
+            self.store.put(result)
+        return result
+
+    def judged(self, job: Job, outcome: RunOutcome, metrics: Mapping[str, float],
+                reference: Mapping[str, float] | None):
+        """(status, message, verified) of a finished run: its own status, or for a run that ended
+        OK, what verify.judge says of its ``metrics`` (every objective measured, the check, the
+        physics gate)."""
+        if outcome.status is not Status.OK:
+            return outcome.status, outcome.message, False
+        return judge(metrics, [o.metric for o in self.spec.objective_list()], self.spec.check, reference,
+                     job.is_reference, outcome.outputs_checked, self.impossible(job, metrics, outcome.gpu))
+
+    def impossible(self, job: Job, metrics: Mapping[str, float], gpu: Gpu | None) -> str | None:
+        """Why the run's time is below the physics floor of its GPU, or None."""
+        p = self.spec.physics
+        if p is None or job.work is None:
+            return None
+        value = metrics.get(p.time)
+        if not isinstance(value, (int, float)):
+            return None
+        peaks = physics.gpu_peaks(gpu.name if gpu else None, p.peak_tflops, p.bandwidth_gbs, p.dtype)
+        return physics.check(float(value), p.unit, physics.floor(job.work, p.dtype, peaks), p.margin)
+
+    def _store(self, result: Result) -> None:
+        self.store.put(result)
+        self.summary.evaluated += 1
+        self._observe(result, resumed=False)
+
+    def flush_held(self) -> None:
+        """Store the compile errors kept back by the same-error guard (the sweep ends)."""
+        for held in self._same_error.release():
+            self._store(held)
+
+    def resumed(self, result: Result) -> None:
+        self.summary.resumed += 1
+        self._observe(result, resumed=True)
+
+    def _observe(self, result: Result, resumed: bool) -> None:
+        self.summary.counts[result.status.value] = self.summary.counts.get(result.status.value, 0) + 1
+        key = (result.variant, result.shape, result.gpu_name)  # GPU models are never ranked together
+        best = self.summary.best.get(key)
+        v = result.value(self.spec.objective.metric)
+        if v is not None and (best is None or self.spec.objective.better(v, best.value(self.spec.objective.metric))):
+            self.summary.best[key] = best = result
+        self.observer.result(result, best, resumed)
+
+    def tell(self, result: Result, strategy, budget: Budget, counted: bool) -> None:
+        value = result.value(self.spec.objective.metric)
+        if value is not None and self.spec.objective.direction == "max":
+            value = -value
+        strategy.tell(dict(result.params), value)
+        budget.record(value, counted=counted)
+
