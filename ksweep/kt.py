@@ -26,7 +26,8 @@ import numpy as np
 from .errors import ExprError, KsweepError
 from .spec.expr import parse
 from .spec.kernel import COMPILERS, Timing, default_flags, valid_race
-from .spec.model import Build, Constraint, Derived, PyFunction
+from .spec.model import Build, Constraint, Derived
+from .spec.pyref import PyFunction
 
 DEFAULT_BLOCK_SIZE_NAMES = ("block_size_x", "block_size_y", "block_size_z")
 DEFAULT_BLOCK = (256, 1, 1)  # Kernel Tuner's block where a dimension's name is not tuned

@@ -7,17 +7,17 @@ does I/O; a ``Spec`` gives the ``SpaceParts`` of each shape × variant, of which
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from .expr import Expr
 from .limits import limit_names
 
 if TYPE_CHECKING:
     from .kernel import KernelSpec
+    from .pyref import PyFunction
 
 
 def _frozen_map(m: Mapping | None) -> Mapping:
@@ -81,29 +81,6 @@ class Derived:
     @property
     def define_name(self) -> str:
         return self.macro or self.name
-
-
-@dataclass(frozen=True)
-class PyFunction:
-    """A constraint written in Python: ``file.py:function``.
-
-    The function receives the names its parameters ask for (matched exactly, or
-    case-insensitively: ``tn`` gets ``TN``), or, when its only parameter is called
-    ``config``, a dict of every name. It returns a bool or ``(bool, reason)``.
-    """
-
-    path: Path
-    function: str
-    fn: Callable = field(repr=False, compare=False)
-
-    def arg_names(self) -> tuple[str, ...]:
-        return tuple(inspect.signature(self.fn).parameters)
-
-    def takes_config(self) -> bool:
-        params = list(inspect.signature(self.fn).parameters.values())
-        return (len(params) == 1 and params[0].name == "config") or any(
-            p.kind is inspect.Parameter.VAR_KEYWORD for p in params
-        )
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,10 @@ exists where it is read, and the one "did you mean" of every message about a nam
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import SpecError
 from .expr import FUNCTIONS
-
-if TYPE_CHECKING:
-    from .model import Constraint, Derived
 
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
@@ -33,8 +30,8 @@ def unknown_name(name: str, visible: Iterable[str], label: str, key: str) -> Spe
 
 def resolve_names(
     param_names: Sequence[str],
-    derived: Sequence[Derived],
-    constraints: Sequence[Constraint],
+    derived: Sequence[Any],  # spec/model.py's Derived records
+    constraints: Sequence[Any],  # and Constraint records
     fixed: Mapping[str, Any],
     label: str,
 ) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
@@ -85,7 +82,7 @@ def resolve_names(
     return derived_deps, constraint_deps
 
 
-def match_arg(arg: str, candidates: Sequence[str], c: Constraint, label: str) -> str:
+def match_arg(arg: str, candidates: Sequence[str], c: Any, label: str) -> str:
     """The name a Python constraint's argument stands for: exact, else case-insensitive."""
     if arg in candidates:
         return arg

@@ -10,16 +10,40 @@ line that names the key, the file or the function, and the fix.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import SpecError
-from .model import PyFunction
 from .names import did_you_mean
 from .pycall import CallClock, PythonTimeout
+
+
+
+@dataclass(frozen=True)
+class PyFunction:
+    """A constraint written in Python: ``file.py:function``.
+
+    The function receives the names its parameters ask for (matched exactly, or
+    case-insensitively: ``tn`` gets ``TN``), or, when its only parameter is called
+    ``config``, a dict of every name. It returns a bool or ``(bool, reason)``.
+    """
+
+    path: Path
+    function: str
+    fn: Callable = field(repr=False, compare=False)
+
+    def arg_names(self) -> tuple[str, ...]:
+        return tuple(inspect.signature(self.fn).parameters)
+
+    def takes_config(self) -> bool:
+        params = list(inspect.signature(self.fn).parameters.values())
+        return (len(params) == 1 and params[0].name == "config") or any(
+            p.kind is inspect.Parameter.VAR_KEYWORD for p in params
+        )
 
 
 @dataclass(frozen=True)
