@@ -201,12 +201,15 @@ def test_heatmap(program_dir, tmp_path):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+# configs X > 4 wait for the file GATE before they start: the sweep is mid-run, whatever the
+# machine's load, when the test kills it after 4 results (no sleep races the sweep)
 SLOW = f"""
 [params]
 MODE = [10]
 X = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
-{GCC_BUILD.replace('"{{defines}}"', '"{{defines}}", "-DSLEEP_MS=400"')}
+{GCC_BUILD.replace('"{{defines}}"', '"{{defines}}", "-DSLEEP_MS=100"')}
 [run]
+command = ["sh", "-c", "test {{X}} -le 4 || while [ ! -e GATE ]; do sleep 0.02; done; exec {{binary}}"]
 env = {{ KSWEEP_TEST_LOG = "LOGFILE" }}
 """
 
@@ -219,7 +222,8 @@ def _alive_from(folder) -> bool:
 
 def test_resume_after_sigkill_runs_no_config_twice(program_dir):
     log = program_dir.dir / "executions.log"
-    spec = program_dir(SLOW.replace("LOGFILE", str(log)))
+    gate = program_dir.dir / "gate"
+    spec = program_dir(SLOW.replace("LOGFILE", str(log)).replace("GATE", str(gate)))
     proc = subprocess.Popen([sys.executable, "-m", "ksweep.cli.main", "run", str(spec), "--strategy", "grid", "-q",
                              "--no-confirm"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     db = program_dir.dir / ".ksweep" / "sweep.db"
@@ -236,18 +240,18 @@ def test_resume_after_sigkill_runs_no_config_twice(program_dir):
     deadline = time.time() + 60
     while time.time() < deadline and stored() < 4:
         time.sleep(0.02)
-    time.sleep(0.15)  # the next program (400 ms) is now mid-run: kill -9 lands inside it
-    proc.send_signal(signal.SIGKILL)
+    proc.send_signal(signal.SIGKILL)  # X=5 waits for the gate: the sweep is mid-run
     proc.wait()
     deadline = time.time() + 60  # the program it was running dies with it (before the log is moved)
     while time.time() < deadline and _alive_from(program_dir.dir):
         time.sleep(0.02)
     with Store(db) as store:  # readable after kill -9
         finished = {f"MODE=10 X={r.params['X']}" for r in store.results()}
-    assert 3 <= len(finished) < 12
+    assert finished == {f"MODE=10 X={x}" for x in range(1, 5)}
     first_runs = log.read_text().splitlines()
     log.rename(program_dir.dir / "first.log")
     assert finished <= set(first_runs)
+    gate.touch()
     r = run_cli("run", str(spec), "--strategy", "grid", "-q", "--no-confirm")
     assert r.returncode == 0, r.stderr
     second_runs = log.read_text().splitlines()
