@@ -84,6 +84,10 @@ class StoreError(KsweepError):
     """The results database cannot be opened or is not a ksweep database."""
 
 
+class StoreDamaged(StoreError):
+    """The results database's file is damaged: SQLite cannot read all of it."""
+
+
 class StoreInUse(StoreError):
     """Another sweep is writing this results database."""
 

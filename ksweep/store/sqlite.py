@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..errors import StoreError, StoreInUse
+from ..errors import StoreDamaged, StoreError, StoreInUse
 from ..result import Measurement, Result
 from ..spec.model import Objective
 from ..status import Status
@@ -117,6 +117,85 @@ _SUPERSEDED = """CREATE TABLE IF NOT EXISTS superseded (
 )"""
 
 
+def damaged(path: Path, what: str) -> StoreDamaged:
+    """The one message for a damaged database: what SQLite said, what to do, and that the
+    file was left as it was."""
+    return StoreDamaged(f"{path}: the results database is damaged ({what}); it was left as it is: restore it from "
+                        f"a copy, or recover what SQLite can still read with `sqlite3 {path} .recover | sqlite3 "
+                        f"recovered.db` and give that file")
+
+
+def _translated(path: Path, exc: sqlite3.Error) -> StoreError:
+    """SQLite's errors, said once at the store's boundary (``_Connection``)."""
+    text = str(exc)
+    if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError) or \
+            "malformed" in text or "not a database" in text:
+        out: StoreError = damaged(path, text)
+    else:
+        out = StoreError(f"{path}: {text}")
+    out.sqlite = text  # what SQLite said, for a caller that says it in its own words
+    return out
+
+
+class _Cursor:
+    """A cursor whose rows, read later, translate SQLite's errors too."""
+
+    def __init__(self, cursor: sqlite3.Cursor, path: Path):
+        self._cursor, self._path = cursor, path
+
+    def __iter__(self):
+        try:
+            yield from self._cursor
+        except sqlite3.Error as exc:
+            raise _translated(self._path, exc) from None
+
+    def fetchone(self):
+        try:
+            return self._cursor.fetchone()
+        except sqlite3.Error as exc:
+            raise _translated(self._path, exc) from None
+
+    def fetchall(self):
+        try:
+            return self._cursor.fetchall()
+        except sqlite3.Error as exc:
+            raise _translated(self._path, exc) from None
+
+
+class _Connection:
+    """The SQLite connection, with every error of SQLite's translated into the store's
+    (``StoreDamaged``, ``StoreError``): a damaged file is one line naming it, never a
+    traceback, in every command."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path):
+        self._conn, self._path = conn, path
+
+    def execute(self, *args) -> _Cursor:
+        try:
+            return _Cursor(self._conn.execute(*args), self._path)
+        except sqlite3.Error as exc:
+            raise _translated(self._path, exc) from None
+
+    def executemany(self, *args) -> _Cursor:
+        try:
+            return _Cursor(self._conn.executemany(*args), self._path)
+        except sqlite3.Error as exc:
+            raise _translated(self._path, exc) from None
+
+    def executescript(self, script: str) -> None:
+        try:
+            self._conn.executescript(script)
+        except sqlite3.Error as exc:
+            raise _translated(self._path, exc) from None
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._conn.in_transaction
+
+    def close(self) -> None:
+        self._conn.close()
+
+
 def _dumps(v: Any) -> str:
     return json.dumps(v, sort_keys=False, default=str)
 
@@ -166,22 +245,36 @@ class Store:
         if create and self.path.exists() and not os.access(self.path, os.W_OK):
             raise StoreError(f"{self.path}: the file is not writable: choose another --db")
         try:
-            self.db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+            fresh = self._open(create)
+        except StoreError:
+            if hasattr(self, "db"):
+                self.db.close()
+            raise
+        self._check_schema(fresh)
+
+    def _open(self, create: bool) -> bool:
+        """Connect, refuse another program's file, and make the tables; whether the file was new."""
+        try:
+            self.db = _Connection(sqlite3.connect(str(self.path), timeout=30, isolation_level=None), self.path)
             self._refuse_foreign(create)  # before anything is written to the file
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             fresh = not self._has_table("results")
             self.db.executescript(f"BEGIN;{_SCHEMA}COMMIT;")  # every table or none (kill -9)
-        except sqlite3.OperationalError as exc:
-            raise StoreError(f"{self.path}: cannot open it ({exc}): check that it is a writable file, "
-                             f"or choose another --db") from None
-        except sqlite3.DatabaseError as exc:
+            return fresh
+        except StoreDamaged as exc:
             if self.path.suffix == ".toml":  # `ksweep history sweep.toml`: the spec, not its results
                 db = workspace(self.path.parent) / f"{self.path.stem}.db"
                 raise StoreError(f"{self.path}: a spec, not a results database: a sweep of it keeps its "
                                  f"results in {db} (unless it ran with --db)") from None
-            raise StoreError(f"{self.path}: not a ksweep results database ({exc})") from None
-        self._check_schema(fresh)
+            if not _sqlite_header(self.path):
+                raise StoreError(f"{self.path}: not a ksweep results database ({exc.sqlite})") from None
+            raise
+        except StoreError as exc:
+            if getattr(exc, "sqlite", None) is None:  # the store's own refusal, said already
+                raise
+            raise StoreError(f"{self.path}: cannot open it ({exc.sqlite}): check that it is a writable file, "
+                             f"or choose another --db") from None
 
     def _refuse_foreign(self, create: bool) -> None:
         """Another program's SQLite file (its own tables, not ksweep's) is never written to; a
@@ -223,6 +316,13 @@ class Store:
             return
         raise StoreError(f"{self.path}: written by a newer ksweep (schema {version}, this one reads "
                          f"{SCHEMA_VERSION}): upgrade ksweep, or choose another --db")
+
+    def check_integrity(self) -> None:
+        """SQLite's quick check of every page (a sweep does it before it writes, so that it never
+        resumes on a damaged file); StoreDamaged naming what it found."""
+        rows = [row[0] for row in self.db.execute("PRAGMA quick_check(5)")]
+        if rows != ["ok"]:
+            raise damaged(self.path, "; ".join(map(str, rows[:3])))
 
     def lock(self) -> None:
         """Become the only sweep writing this database; raises StoreInUse naming the holder."""
@@ -542,6 +642,18 @@ class Store:
 
     def _to_result(self, row) -> Result:
         return _to_result(row, self._deps)
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _sqlite_header(path: Path) -> bool:
+    """Whether the file starts as an SQLite database does (damaged or not)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
 
 
 def _where(variant: str | None, shape: str | None) -> tuple[str, list]:

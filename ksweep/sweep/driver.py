@@ -120,6 +120,7 @@ class Sweep:
         start = time.monotonic()
         self.store.lock()
         try:
+            self.store.check_integrity()  # never resumed on a damaged file
             self._check_store()
             self._preflight()
             self.store.set_meta("spec", str(self.spec.path) if self.spec.path else None)
