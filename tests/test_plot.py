@@ -73,12 +73,15 @@ def test_heatmap_of_several_shapes_draws_a_panel_per_shape(shapes_db, tmp_path, 
     assert main(["plot", "heatmap", shapes_db, "--x", "A", "--y", "B", "--out", str(out)]) == 0
     assert out.read_bytes()[:4] == b"\x89PNG"
     drawn, bars = panels(figures[-1])
-    assert sorted(drawn) == [("big", ["300", "400", "400", "500"]), ("small", ["3", "4", "4", "5"])]
+    # each panel's BEST (the store's: measured once here, no confirmation) is marked
+    assert sorted(drawn) == [("big", ["300", "400", "400", "500", "BEST 300"]),
+                             ("small", ["3", "4", "4", "5", "BEST 3"])]
     assert bars == ["best ms (min: lower is better)"] * 2
     # --shape: that shape's panel alone, named
     assert main(["plot", "heatmap", shapes_db, "--x", "A", "--y", "B", "--shape", "big", "--out", str(out)]) == 0
     drawn, _ = panels(figures[-1])
-    assert len(drawn) == 1 and drawn[0][1] == ["300", "400", "400", "500"] and drawn[0][0].endswith(": big")
+    assert len(drawn) == 1 and drawn[0][1] == ["300", "400", "400", "500", "BEST 300"]
+    assert drawn[0][0].endswith(": big")
 
 
 def test_heatmap_of_a_throughput_shows_its_highest_value(shapes_db, tmp_path, figures):
@@ -122,3 +125,28 @@ def test_a_heatmap_of_one_parameter_against_itself_is_refused_in_one_line(shapes
     err = capsys.readouterr().err
     assert "--x and --y are both A: give two parameters" in err and len(err.strip().splitlines()) == 1, err
     assert not out.exists()
+
+
+def test_the_heatmap_marks_the_stores_best_with_its_confirmed_median(tmp_path, figures):
+    """The cells show the best single measurement; the store's BEST is a confirmed median
+    that may sit elsewhere (here A=2 B=2, measured once at 5.0 but confirmed at 4.1, while
+    A=1 B=1 was once 4.0 and confirmed at 4.6): that cell is the one marked, with the value
+    the table shows."""
+    from ksweep.result import Measurement
+
+    rows = [Result("base", "s", {"A": a, "B": b}, Status.OK, metrics={"ms": ms}, cache_key=f"k{a}{b}",
+                   finished=10.0) for (a, b), ms in {(1, 1): 4.0, (1, 2): 6.0, (2, 1): 7.0, (2, 2): 5.0}.items()]
+    db = make_db(tmp_path / "c.db", rows)
+    with Store(db) as store:
+        for r, values in ((rows[0], [4.6, 4.7, 4.6]), (rows[3], [4.1, 4.0, 4.1])):
+            for i, v in enumerate(values):
+                store.put_measurement(Measurement("base", "s", dict(r.params), r.cache_key, i, Status.OK, v,
+                                                  finished=20.0 + i))
+    out = tmp_path / "h.png"
+    assert main(["plot", "heatmap", db, "--x", "A", "--y", "B", "--out", str(out)]) == 0
+    (ax,) = [a for a in figures[-1].axes if a.images]
+    marks = [t for t in ax.texts if t.get_text().startswith("BEST")]
+    assert [t.get_text() for t in marks] == ["BEST 4.1 (median)"]
+    x, y = marks[0].get_position()
+    assert round(x) == 1 and round(y) == 1  # the cell of A=2, B=2 (x index 1, y index 1)
+    assert len(ax.patches) == 1

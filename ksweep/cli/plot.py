@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..report.plot import plot_convergence, plot_heatmap
 from ..spec.objectives import metric_direction
+from ..store import standings
 from ..store.sqlite import Store
 from .report import check_names
 
@@ -48,7 +49,16 @@ def _load(args):
 
 def run(args) -> int:
     results, metric, direction = _load(args)
-    out = plot_heatmap(results, args.x, args.y, metric, direction, args.out)
+    with Store(args.db, create=False) as store:  # the store's BEST of each shape, as the table marks it
+        found = standings.read(store, args.variant, args.shape)
+    best = {}
+    if metric == found.objective.metric:
+        for key, s in found.items():
+            r = s.best()
+            v = s.value(r, singles=True) if r is not None else None
+            if v is not None:
+                best[key] = (r, v.value, v.confirmed)
+    out = plot_heatmap(results, args.x, args.y, metric, direction, args.out, best=best)
     print(out)
     return 0
 

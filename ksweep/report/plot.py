@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from ..errors import KsweepError, require
 from ..result import Result
@@ -58,11 +58,15 @@ def _panel_name(variant: str, shape: str, variants: set) -> str:
 
 
 def plot_heatmap(results: list[Result], x: str, y: str, metric: str, direction: str, out: Path,
-                 title: str = "") -> Path:
+                 title: str = "", best: Mapping[tuple[str, str], tuple[Result, float, bool]] | None = None) -> Path:
     """The heat-map of the best ``metric`` per (x, y), a panel per shape × variant (each with
-    its own colour bar: shapes' values differ in scale)."""
+    its own colour bar: shapes' values differ in scale). ``best``: (variant, shape) -> the
+    store's BEST, its value and whether that is a confirmed median (store/standings.py): its
+    cell is outlined and says BEST with that value, which the table shows too (a cell's own
+    value is the best single measurement there)."""
     require("matplotlib", "plot", "ksweep plot")
     from matplotlib.figure import Figure  # no pyplot: the caller's backend (a notebook's) is left alone
+    from matplotlib.patches import Rectangle
     import numpy as np
 
     panels = heatmap_panels(results, x, y, metric, direction)
@@ -96,6 +100,12 @@ def plot_heatmap(results: list[Result], x: str, y: str, metric: str, direction: 
                 dark = (v > mid) if direction == "min" else (v < mid)
                 ax.text(j, i, text, ha="center", va="center", fontsize=8,
                         color="white" if (not np.isnan(v) and dark) else "black")
+        marked = (best or {}).get((variant, shape))
+        if marked is not None and marked[0].params.get(x) in xs and marked[0].params.get(y) in ys:
+            j, i = xs.index(marked[0].params[x]), ys.index(marked[0].params[y])
+            ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2.5))
+            ax.text(j, i - 0.32, "BEST " + (f"{marked[1]:.3g} (median)" if marked[2] else f"{marked[1]:.3g}"),
+                    ha="center", va="center", fontsize=7, color="red", fontweight="bold")
         fig.colorbar(im, ax=ax, label=direction_label(metric, direction))
         name = _panel_name(variant, shape, variants)
         if len(panels) == 1:
