@@ -147,13 +147,69 @@ def _choose(defines: Iterable[Define], names: Sequence[str] | None, label: str) 
 
 
 def unified_diff(before: str, after: str, path: str) -> str:
-    """A unified diff (as ``diff -u`` and ``git apply`` read it) from ``before`` to ``after``."""
+    """A unified diff (as ``diff -u`` and ``git apply`` read it) from ``before`` to ``after``.
+    Guarding only inserts lines: then ``before`` is a subsequence of ``after``, and the diff
+    is found in one pass (difflib's matcher is quadratic: 15 s for 4,000 defines); any other
+    edit falls back on difflib."""
     a = [line.text + line.end for line in split_lines(before)]
     b = [line.text + line.end for line in split_lines(after)]
-    out = []
-    for line in difflib.unified_diff(a, b, f"a/{path}", f"b/{path}"):
-        if not line.endswith(("\n", "\r")):
-            line += "\n\\ No newline at end of file\n"
-        out.append(line)
-    return "".join(out)
+    matcher = _Inserted(a, b) if _inserted_only(a, b) else difflib.SequenceMatcher(None, a, b, autojunk=False)
+    groups = list(matcher.get_grouped_opcodes(3))
+    if not groups:
+        return ""
+    out = [f"--- a/{path}\n", f"+++ b/{path}\n"]
+    for group in groups:
+        first, last = group[0], group[-1]
+        out.append(f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                out.extend(" " + line for line in a[i1:i2])
+                continue
+            out.extend("-" + line for line in a[i1:i2])
+            out.extend("+" + line for line in b[j1:j2])
+    return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n"
+                   for line in out)
+
+
+def _range(start: int, stop: int) -> str:
+    """A hunk's range as diff -u writes it: 'first,count', 'first' alone for one line."""
+    count = stop - start
+    if count == 1:
+        return str(start + 1)
+    return f"{start + 1 if count else start},{count}"
+
+
+def _inserted_only(a: list[str], b: list[str]) -> bool:
+    """Whether ``a`` is a subsequence of ``b`` (every difference an inserted line)."""
+    i = 0
+    for line in b:
+        if i < len(a) and line == a[i]:
+            i += 1
+    return i == len(a)
+
+
+class _Inserted(difflib.SequenceMatcher):
+    """The opcodes of an edit that only inserts lines, matched in one pass; difflib groups them
+    into hunks."""
+
+    def __init__(self, a: list[str], b: list[str]):
+        super().__init__(None, a, b, autojunk=False)
+
+    def get_opcodes(self):
+        a, b = self.a, self.b
+        ops, i, j = [], 0, 0
+        while j < len(b):
+            start_i, start_j = i, j
+            while i < len(a) and j < len(b) and a[i] == b[j]:
+                i, j = i + 1, j + 1
+            if j > start_j:
+                ops.append(("equal", start_i, i, start_j, j))
+            start_j = j
+            while j < len(b) and (i >= len(a) or b[j] != a[i]):
+                j += 1
+            if j > start_j:
+                ops.append(("insert", i, i, start_j, j))
+        if not ops:
+            ops.append(("equal", 0, 0, 0, 0))
+        return ops
 
