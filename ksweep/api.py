@@ -21,8 +21,8 @@ from .confirm import Confirmation
 from .errors import KsweepError, SpecError
 from .kernel.executor import KernelExecutor, shape_sizes
 from .kernel.mode import KernelMode
-from .report.export import to_csv
 from .report.pareto import front_ids
+from .report.records import to_csv
 from .result import Result
 from .run.executor import LocalExecutor
 from .run.gpus import Gpu, detect_gpus, select_gpus
