@@ -13,10 +13,15 @@ import pytest
 
 PACKAGE = Path(__file__).parent.parent / "ksweep"
 
+# every package and loose module of ksweep, by its name
+_EVERYTHING = {p.stem for p in PACKAGE.iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file()} - {"__init__"}
+
 # (package or module, the ksweep packages/modules it must never import, why)
 RULES = [
+    ("gpu", _EVERYTHING - {"gpu", "errors", "result", "status"},
+     "what ksweep knows of GPUs is the bottom layer: the spec and every layer above read it"),
     ("spec", {"space", "strategies", "build", "run", "kernel", "sweep", "store", "report", "export", "cli", "api",
-              "replay", "source"}, "the spec is the bottom layer"),
+              "replay", "source"}, "the spec sits on gpu/ alone"),
     ("space", {"strategies", "build", "run", "kernel", "sweep", "store", "report", "export", "cli", "api", "source"},
      "spaces know specs, nothing above"),
     ("strategies", {"build", "run", "kernel", "sweep", "store", "report", "export", "cli", "api", "source"},

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from ..errors import SourceError
-from ..spec.limits import KNOWN_ARCHS
+from ..gpu.limits import KNOWN_ARCHS
 from ..spec.objectives import MAX_IS_BETTER
 from .directives import Scan, scan
 from .guard import is_value
