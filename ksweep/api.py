@@ -390,7 +390,7 @@ class Estimate:
 
 def measured_cost(db: str | Path | None, warm_start: Sequence[str] = ()):
     """Build and run times in ``db`` (else in the --warm-start databases: the cost says so), or None."""
-    from .replay.warm import is_database
+    from .warm.sources import is_database
     from .report.estimate import cost_of
 
     for path in [db, *warm_start]:
@@ -409,7 +409,7 @@ def _stored(db: str | Path | None, spec: Spec, groups: Sequence[tuple[str, str]]
     when its keys still match (another spec's database is refused, as the sweep refuses it)."""
     if db is None or not Path(db).exists():
         return tuple(0 for _ in groups)
-    from .replay.warm import is_database
+    from .warm.sources import is_database
     from .sweep.driver import check_store_spec
 
     if not is_database(db):

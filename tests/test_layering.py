@@ -16,7 +16,8 @@ PACKAGE = Path(__file__).parent.parent / "ksweep"
 # every package and loose module of ksweep, by its name
 _EVERYTHING = {p.stem for p in PACKAGE.iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file()} - {"__init__"}
 
-# (package or module, the ksweep packages/modules it must never import, why)
+# (package or module, the ksweep packages/modules it must never import (a package, or one module
+# of it: "warm.sources"), why)
 RULES = [
     ("gpu", _EVERYTHING - {"gpu", "errors", "result", "status"},
      "what ksweep knows of GPUs is the bottom layer: the spec and every layer above read it"),
@@ -24,8 +25,15 @@ RULES = [
               "replay", "source"}, "the spec sits on gpu/ alone"),
     ("space", {"strategies", "build", "run", "kernel", "sweep", "store", "report", "export", "cli", "api", "source"},
      "spaces know specs, nothing above"),
-    ("strategies", {"build", "run", "kernel", "sweep", "store", "report", "export", "cli", "api", "source"},
-     "a strategy sees a space and results"),
+    ("strategies", {"build", "run", "kernel", "sweep", "store", "report", "export", "cli", "api", "source",
+                    "warm.sources"}, "a strategy sees a space and results"),
+    ("warm/prior", {"space", "strategies", "build", "run", "kernel", "sweep", "store", "report", "export", "cli",
+                    "api", "replay", "source", "warm.sources", "warm.transfer"},
+     "the prior the strategies read is pure data"),
+    ("warm/transfer", {"build", "run", "kernel", "sweep", "store", "report", "export", "cli", "api", "replay",
+                       "source", "warm.sources"}, "the surrogate strategy's prior mean reads no file"),
+    ("warm/sources", {"sweep", "run", "kernel", "report", "export", "cli", "api", "source"},
+     "warm-start sources are read from files and databases, no runs"),
     ("build", {"run", "kernel", "sweep", "store", "report", "export", "cli", "api", "source"},
      "builds know nothing of runs"),
     ("run", {"kernel", "sweep", "report", "export", "cli", "api", "source"},
@@ -134,7 +142,7 @@ def _upward_imports(where: str, forbidden: set[str], root: Path = PACKAGE) -> li
     broken = []
     for path in _files(where, root):
         for line, module in _imports(path, root):
-            if module.split(".")[0] in forbidden:
+            if any(module == f or module.startswith(f + ".") for f in forbidden):
                 broken.append(f"{path.relative_to(root.parent)}:{line} imports ksweep.{module}")
     return broken
 
@@ -178,6 +186,18 @@ def test_an_upward_import_of_any_form_is_flagged(tmp_path):
     assert _upward_imports("store", store_rule, copy) == []
     (copy / "store" / "planted.py").write_text('"""Planted."""\n\n\ndef later():\n    from .. import sweep\n')
     assert _upward_imports("store", store_rule, copy) == ["ksweep/store/planted.py:5 imports ksweep.sweep"]
+
+
+def test_a_forbidden_module_of_an_allowed_package_is_flagged(tmp_path):
+    """A rule may forbid one module of a package ("warm.sources") and allow its others."""
+    copy = tmp_path / "ksweep"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    rule = next(forbidden for where, forbidden, _ in RULES if where == "strategies")
+    (copy / "strategies" / "planted.py").write_text(
+        '"""Planted."""\n\nfrom ..warm import prior\nfrom ..warm.prior import Prior\n\n\n'
+        'def later():\n    from ..warm import sources\n    from ksweep.warm.sources import load_prior\n')
+    assert _upward_imports("strategies", rule, copy) == ["ksweep/strategies/planted.py:8 imports ksweep.warm.sources",
+                                                          "ksweep/strategies/planted.py:9 imports ksweep.warm.sources"]
 
 
 def _module_name(path: Path, root: Path = PACKAGE) -> str:

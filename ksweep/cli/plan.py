@@ -73,7 +73,7 @@ def _estimate(spec, args):
     # the build cache `ksweep run` with the same --db and --cache will use, so that it reuses the samples
     cache = cache_folder(args.db, args.cache)
     if args.warm_start:
-        from ..replay.warm import check_sources
+        from ..warm.sources import check_sources
 
         check_sources(args.warm_start, spec.param_names())  # as ksweep run will
     cost = sample_cost(sample_builds(spec, args.estimate, cache=cache)) if args.estimate else None

@@ -138,7 +138,7 @@ def check_options(spec: Spec, options: SweepOptions, own_strategy: bool = False,
         if absent is not None:
             raise absent
     if options.warm_start:
-        from ..replay.warm import check_sources as check_warm
+        from ..warm.sources import check_sources as check_warm
 
         check_warm(options.warm_start, spec.param_names())
 
