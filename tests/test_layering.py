@@ -21,8 +21,10 @@ _EVERYTHING = {p.stem for p in PACKAGE.iterdir() if p.suffix == ".py" or (p / "_
 RULES = [
     ("gpu", _EVERYTHING - {"gpu", "errors", "result", "status"},
      "what ksweep knows of GPUs is the bottom layer: the spec and every layer above read it"),
+    ("preprocessor", _EVERYTHING - {"preprocessor", "errors"},
+     "the preprocessor's reader is the bottom layer: the spec's warnings and source/ read it"),
     ("spec", {"space", "strategies", "build", "run", "kernel", "sweep", "store", "report", "export", "cli", "api",
-              "replay", "source"}, "the spec sits on gpu/ alone"),
+              "replay", "source"}, "the spec sits on gpu/ and preprocessor/ alone"),
     ("space", {"strategies", "build", "run", "kernel", "sweep", "store", "report", "export", "cli", "api", "source"},
      "spaces know specs, nothing above"),
     ("strategies", {"build", "run", "kernel", "sweep", "store", "report", "export", "cli", "api", "source",

@@ -27,8 +27,8 @@ from pathlib import PurePath
 
 from ..errors import SourceError
 from ..gpu.limits import KNOWN_ARCHS
+from ..preprocessor.directives import Scan, scan
 from ..spec.objectives import MAX_IS_BETTER
-from .directives import Scan, scan
 from .guard import is_value
 
 DEFAULT_ARCH = "sm_90a"
