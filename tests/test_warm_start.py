@@ -30,7 +30,7 @@ from ksweep.strategies.base import Budget
 from ksweep.strategies.effort import choose
 from ksweep.sweep.driver import Sweep, SweepOptions
 from ksweep.testing import FakeExecutor
-from ksweep.testing.strategy_suite import StrategySuite, replay_run, synthetic_dataset
+from ksweep.testing.strategy_suite import StrategySuite
 from ksweep.warm.prior import map_config, map_value, seed_configs
 from ksweep.warm.sources import database_prior, dataset_prior, load_prior
 

@@ -191,8 +191,6 @@ def run(args) -> int:
 def effort_line(effort, seconds, est, strategy: str, max_evals: int | None) -> str:
     """'effort default: auto, --max-evals 100 per shape × variant (100 evaluations (cold) of
     4,201 configs); expected 25 min on 16 cores, 1 GPU (from 40 results in the database)'"""
-    from ..report.estimate import duration
-
     from .plan import expected as at_least
 
     budget = "every config" if max_evals is None else f"--max-evals {max_evals} per shape × variant"

@@ -63,9 +63,6 @@ class Prior:
     def __bool__(self) -> bool:
         return any(s.ok for s in self.sources)
 
-    def plus(self, source: Source) -> "Prior":
-        return Prior((*self.sources, source))
-
     @property
     def labels(self) -> tuple[str, ...]:
         return tuple(s.label for s in self.sources)
