@@ -19,7 +19,7 @@ import numpy as np
 
 from .confirm import Confirmation
 from .errors import KsweepError, SpecError
-from .gpu.limits import builtin_limits
+from .gpu.limits import DEFAULT_ARCH, builtin_limits
 from .kernel.executor import KernelExecutor, shape_sizes
 from .kernel.mode import KernelMode
 from .report.pareto import front_ids
@@ -29,7 +29,7 @@ from .run.executor import LocalExecutor
 from .run.gpus import Gpu, detect_gpus, select_gpus
 from .run.modes import Mode, program_mode
 from .spec.expr import parse
-from .spec.load import DEFAULT_ARCH, validate_names
+from .spec.load import validate_names
 from .spec.model import Constraint, Objective, Param, Shape, Spec
 from .spec.kernel import Timing, kernel_spec_from_dict
 from .status import Status

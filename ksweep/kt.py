@@ -94,7 +94,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     from .store.standings import standings_of
     from .job import config_id
     from .export.kt_cache import failure_name
-    from .spec.load import DEFAULT_ARCH
+    from .gpu.limits import DEFAULT_ARCH
     from .store.sqlite import Store
     from .sweep.driver import SweepOptions
 

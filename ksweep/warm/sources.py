@@ -110,7 +110,7 @@ def load_prior(path: str | Path, variant: str | None = None, shape: str | None =
     return prior
 
 
-def check_sources(paths: Sequence[str | Path], names: Iterable[str]) -> None:
+def check_warm_start(paths: Sequence[str | Path], names: Iterable[str]) -> None:
     """Refuse, in one line and before anything is made, a --warm-start source that
     ``load_prior`` would refuse at the first shape (no such file, nothing that succeeded, no
     parameter shared with any of the target's ``names``)."""
