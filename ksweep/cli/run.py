@@ -22,7 +22,7 @@ from ..spec.load import load_spec
 from ..spec.objectives import with_objectives
 from ..sweep.driver import SweepOptions
 from ..sweep.local import check_options, default_db_path
-from .main import count_of, seconds_of
+from .main import count_of, parse_gpus, seconds_of
 from .report import load_all, objectives_option
 
 
@@ -95,16 +95,6 @@ def add_parser(sub) -> None:
 
 def seconds(text: str) -> float:
     return seconds_of("--start-gap")(text)
-
-
-def parse_gpus(text: str | None) -> list[int] | None:
-    if text is None:
-        return None
-    parts = [g.strip() for g in text.split(",") if g.strip()]
-    if not parts or not all(p.isdigit() for p in parts):
-        raise KsweepError(f"--gpus {text}: give GPU indices separated by commas, e.g. --gpus 0,1 "
-                          f"(nvidia-smi lists them)")
-    return [int(p) for p in parts]
 
 
 NO_CONFIRM = "none"  # --no-confirm; no --confirm at all: the library's default (SweepOptions)
