@@ -32,7 +32,6 @@ def main() -> int:
     ap.add_argument("--out", default="confirm-out")
     ap.add_argument("--extra", default="", help="more ksweep run options, one string")
     args = ap.parse_args()
-    from ksweep.job import config_id
     from ksweep.confirm import confirmed
     from ksweep.store.sqlite import Store
 

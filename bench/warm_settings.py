@@ -23,9 +23,9 @@ import numpy as np
 from ksweep.replay import ReplaySpace, load_dataset, replay
 from ksweep.replay.bench import same_kernel_pairs
 from ksweep.replay.stats import evals_to_within, ratio_curve
-from ksweep.replay.warm import dataset_prior
 from ksweep.strategies.base import Budget
 from ksweep.strategies.surrogate import SurrogateSettings, SurrogateStrategy
+from ksweep.warm.sources import dataset_prior
 
 KERNELS = ("dedispersion", "convolution", "gemm")
 _DATA: dict = {}

@@ -19,17 +19,17 @@ import numpy as np
 
 from .confirm import Confirmation
 from .errors import KsweepError, SpecError
+from .gpu.limits import DEFAULT_ARCH, builtin_limits
 from .kernel.executor import KernelExecutor, shape_sizes
 from .kernel.mode import KernelMode
-from .report.export import to_csv
 from .report.pareto import front_ids
+from .report.records import to_csv
 from .result import Result
 from .run.executor import LocalExecutor
 from .run.gpus import Gpu, detect_gpus, select_gpus
 from .run.modes import Mode, program_mode
 from .spec.expr import parse
-from .spec.limits import builtin_limits
-from .spec.load import DEFAULT_ARCH, validate_names
+from .spec.load import validate_names
 from .spec.model import Constraint, Objective, Param, Shape, Spec
 from .spec.kernel import Timing, kernel_spec_from_dict
 from .status import Status
@@ -390,7 +390,7 @@ class Estimate:
 
 def measured_cost(db: str | Path | None, warm_start: Sequence[str] = ()):
     """Build and run times in ``db`` (else in the --warm-start databases: the cost says so), or None."""
-    from .replay.warm import is_database
+    from .warm.sources import is_database
     from .report.estimate import cost_of
 
     for path in [db, *warm_start]:
@@ -409,7 +409,7 @@ def _stored(db: str | Path | None, spec: Spec, groups: Sequence[tuple[str, str]]
     when its keys still match (another spec's database is refused, as the sweep refuses it)."""
     if db is None or not Path(db).exists():
         return tuple(0 for _ in groups)
-    from .replay.warm import is_database
+    from .warm.sources import is_database
     from .sweep.driver import check_store_spec
 
     if not is_database(db):

@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 from .api import cache_folder, mode_for
 from .build.builder import BuildResult
 from .errors import KsweepError
+from .gpu.limits import limit_names
 from .job import Job, config_id
 from .process import run_process
 from .profile import ncu as ncu_mod
@@ -26,7 +27,6 @@ from .report import explain as ex
 from .build.deps import changed
 from .result import Result
 from .space.space import Space
-from .spec.limits import limit_names
 from .spec.load import load_spec
 from .spec.model import Spec
 from .spec.names import did_you_mean

@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from types import MappingProxyType
 
-from .physics import Work
+from .gpu.physics import Work
 
 
 BINARY_NAME = "prog"  # a build's output file, unless the job names another

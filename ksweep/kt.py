@@ -93,8 +93,8 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     from .confirm import Confirmation
     from .store.standings import standings_of
     from .job import config_id
-    from .report.export_kt import failure_name
-    from .spec.load import DEFAULT_ARCH
+    from .export.kt_cache import failure_name
+    from .gpu.limits import DEFAULT_ARCH
     from .store.sqlite import Store
     from .sweep.driver import SweepOptions
 

@@ -15,9 +15,9 @@ import pytest
 
 from ksweep import Status, load_spec, spec_from_dict
 from ksweep.errors import EnvironmentProblem, KsweepError, SpecError
+from ksweep.gpu.physics import Work, with_efficiency
 from ksweep.kernel.backend import FakeBackend
 from ksweep.kernel.worker import EnergyUnavailable, Worker
-from ksweep.physics import Work, with_efficiency
 from ksweep.report.pareto import front_ids, fronts, nondominated
 from ksweep.result import Result
 from ksweep.run.gpu_state import FakeMonitor, GpuSample, NvmlMonitor, summarize

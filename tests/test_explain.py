@@ -14,13 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from ksweep.build.occupancy import occupancy
 from ksweep.build.ptxas import parse_ptxas
-from ksweep.errors import KsweepError
-from ksweep.profile.diff import metric_rows, render
+from ksweep.gpu.limits import builtin_limits
+from ksweep.gpu.occupancy import occupancy
+from ksweep.profile.diff import metric_rows
 from ksweep.profile.ncu import parse_csv, profile_argv
 from ksweep.report.explain import comparisons
-from ksweep.spec.limits import builtin_limits
 from ksweep.store.sqlite import Store
 
 from conftest import GCC_BUILD

@@ -16,8 +16,8 @@ import pytest
 
 from ksweep.cli.main import main
 from ksweep.job import config_id
-from ksweep.report.cover import _greedy, cover
-from ksweep.report.selection import select as select_of
+from ksweep.export.cover import _greedy, cover
+from ksweep.export.selection import select as select_of
 from ksweep.spec.model import Objective
 from ksweep.store.standings import standings_of
 from ksweep.result import Measurement, Result

@@ -11,8 +11,8 @@ import pytest
 
 from ksweep.cli.main import main
 from ksweep.errors import SourceError
+from ksweep.preprocessor.directives import scan, split_lines
 from ksweep.source.codecheck import _argv, split_functions
-from ksweep.source.directives import scan, split_lines
 from ksweep.source.guard import guard, is_value, unified_diff
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -180,6 +180,33 @@ def test_the_examples_are_already_guarded():
         found = scan((EXAMPLES / source).read_text())
         tunables = [d for d in found.defines if not d.function_like and is_value(d.value)]
         assert tunables and all(d.guarded for d in tunables if d.name != "TILE_CONFIG"), source
+
+
+def test_guard_and_plan_read_one_answer_of_what_is_guarded():
+    """One reader (preprocessor/directives.py) says what is guarded: guard leaves alone what
+    plan's warning does not flag (a define where -DNAME keeps its value, or in #if 0) and
+    guards what it flags."""
+    from pathlib import Path
+
+    from ksweep.spec.collisions import unguarded
+
+    src = ("#ifndef A\n#define A 1\n#endif\n"
+           "#if !defined(B)\n#define B 2\n#endif\n"
+           "#ifdef C\n#else\n#define C 3\n#endif\n"
+           "#if defined(D)\n#elif X > 1\n#define D 4\n#endif\n"
+           "#if (0)\n#define E 5\n#endif\n"
+           "#ifdef F\n#define F 6\n#endif\n"
+           "#ifndef OTHER\n#define G 7\n#endif\n"
+           "#define H \\\n  8\n"
+           'const char *s = R"(\n#define I 9\n)";\n')
+    result = guard(src)
+    assert {(x.name, x.why) for x in result.left} == {("A", "already guarded"), ("B", "already guarded"),
+                                                      ("C", "already guarded"), ("D", "already guarded"),
+                                                      ("E", "inside #if 0")}
+    assert [d.name for d in result.guarded] == ["F", "G", "H"]
+    names = ["A", "B", "C", "D", "E", "F", "G", "H", "I"]
+    assert list(unguarded(names, {Path("k.cu"): src})) == ["F", "G", "H"]
+    assert list(unguarded(names, {Path("k.cu"): src}, defined={"OTHER"})) == ["F", "H"]
 
 
 def test_names_choose_defines_whatever_their_value():

@@ -601,6 +601,21 @@ def test_check_refuses_a_shape_or_variant_the_spec_lacks_in_one_line(tmp_path):
         check(load_spec(str(tmp_path / "s.toml")), variants=["nope"])
 
 
+def test_check_refuses_gpus_that_are_not_indices_in_one_line(tmp_path):
+    """`check --gpus abc` ended in a traceback; it is refused as `run --gpus abc` is, before
+    anything is built."""
+    (tmp_path / "p.c").write_text('#include <stdio.h>\nint main(void) { printf("@@RESULT ms=%d\\n", 10 * X); '
+                                  'return 0; }\n')
+    one_value_spec(tmp_path, "X = [1]")
+    for gpus in ("abc", "0,x", "-1"):
+        r = cli("check", "s.toml", "--gpus", gpus, cwd=tmp_path)
+        assert r.returncode == 2 and r.stdout == "", r.stdout + r.stderr
+        assert r.stderr.splitlines() == [f"ksweep: error: --gpus {gpus}: give GPU indices separated by commas, "
+                                         "e.g. --gpus 0,1 (nvidia-smi lists them)"], r.stderr
+        assert cli("run", "s.toml", "--gpus", gpus, cwd=tmp_path).stderr == r.stderr
+    assert not (tmp_path / ".ksweep").exists()
+
+
 def test_check_refuses_a_negative_tolerance_or_repeats_in_one_line(tmp_path):
     """`--tolerance -2` made a result 1.7% faster REGRESSED (exit 1); `--repeats -1` was
     zero rounds, a verdict of unknown noise. Both are refused as run's numbers are."""

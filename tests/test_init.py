@@ -13,8 +13,8 @@ import pytest
 
 from ksweep.cli.main import main
 from ksweep.errors import SourceError
+from ksweep.preprocessor.directives import scan
 from ksweep.run.gpus import arch_of
-from ksweep.source.directives import scan
 from ksweep.source.starter import result_keys, starter_spec, values_around
 from ksweep.spec.load import load_spec
 from ksweep.status import Status

@@ -13,26 +13,48 @@ import pytest
 
 PACKAGE = Path(__file__).parent.parent / "ksweep"
 
-# (package or module, the ksweep packages/modules it must never import, why)
+# every package and loose module of ksweep, by its name
+_EVERYTHING = {p.stem for p in PACKAGE.iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file()} - {"__init__"}
+
+# (package or module, the ksweep packages/modules it must never import (a package, or one module
+# of it: "warm.sources"), why)
 RULES = [
-    ("spec", {"space", "strategies", "build", "run", "kernel", "sweep", "store", "report", "cli", "api", "replay",
-              "source"}, "the spec is the bottom layer"),
-    ("space", {"strategies", "build", "run", "kernel", "sweep", "store", "report", "cli", "api", "source"},
+    ("gpu", _EVERYTHING - {"gpu", "errors", "result", "status"},
+     "what ksweep knows of GPUs is the bottom layer: the spec and every layer above read it"),
+    ("preprocessor", _EVERYTHING - {"preprocessor", "errors"},
+     "the preprocessor's reader is the bottom layer: the spec's warnings and source/ read it"),
+    ("spec", {"space", "strategies", "build", "run", "kernel", "sweep", "store", "report", "export", "cli", "api",
+              "replay", "source"}, "the spec sits on gpu/ and preprocessor/ alone"),
+    ("space", {"strategies", "build", "run", "kernel", "sweep", "store", "report", "export", "cli", "api", "source"},
      "spaces know specs, nothing above"),
-    ("strategies", {"build", "run", "kernel", "sweep", "store", "report", "cli", "api", "source"},
-     "a strategy sees a space and results"),
-    ("build", {"run", "kernel", "sweep", "store", "report", "cli", "api", "source"}, "builds know nothing of runs"),
-    ("run", {"kernel", "sweep", "report", "cli", "api", "source"}, "run modes and executors sit below the loop"),
-    ("kernel", {"sweep", "report", "cli", "api", "source"}, "kernel mode is a mode below the loop"),
-    ("store", {"run", "kernel", "sweep", "report", "cli", "api", "source"}, "the store keeps results, it runs nothing"),
-    ("sweep", {"kernel", "report", "cli", "api", "source"}, "the loop knows modes and executors by their contracts"),
-    ("report", {"sweep", "run", "kernel", "cli", "api", "source"}, "reports read results, not the loop"),
-    ("replay", {"sweep", "run", "kernel", "cli", "api", "source"}, "replay evaluates recorded data, no runs"),
-    ("source", {"space", "strategies", "build", "run", "kernel", "sweep", "store", "report", "cli", "api", "replay"},
-     "guard and init read sources and spec names; no sweep"),
-    ("profile", {"space", "strategies", "build", "run", "kernel", "sweep", "store", "report", "cli", "api", "insight",
-                 "source"}, "Nsight Compute's command lines and output, read by the layers above"),
+    ("strategies", {"build", "run", "kernel", "sweep", "store", "report", "export", "cli", "api", "source",
+                    "warm.sources"}, "a strategy sees a space and results"),
+    ("warm/prior", {"space", "strategies", "build", "run", "kernel", "sweep", "store", "report", "export", "cli",
+                    "api", "replay", "source", "warm.sources", "warm.transfer"},
+     "the prior the strategies read is pure data"),
+    ("warm/transfer", {"build", "run", "kernel", "sweep", "store", "report", "export", "cli", "api", "replay",
+                       "source", "warm.sources"}, "the surrogate strategy's prior mean reads no file"),
+    ("warm/sources", {"sweep", "run", "kernel", "report", "export", "cli", "api", "source"},
+     "warm-start sources are read from files and databases, no runs"),
+    ("build", {"run", "kernel", "sweep", "store", "report", "export", "cli", "api", "source"},
+     "builds know nothing of runs"),
+    ("run", {"kernel", "sweep", "report", "export", "cli", "api", "source"},
+     "run modes and executors sit below the loop"),
+    ("kernel", {"sweep", "report", "export", "cli", "api", "source"}, "kernel mode is a mode below the loop"),
+    ("store", {"run", "kernel", "sweep", "report", "export", "cli", "api", "source"},
+     "the store keeps results, it runs nothing"),
+    ("sweep", {"kernel", "report", "export", "cli", "api", "source"},
+     "the loop knows modes and executors by their contracts"),
+    ("report", {"sweep", "run", "kernel", "export", "cli", "api", "source"}, "reports read results, not the loop"),
+    ("export", {"sweep", "run", "kernel", "cli", "api", "source"},
+     "ksweep export reads results and the store (and report's records), not the loop"),
+    ("replay", {"sweep", "run", "kernel", "export", "cli", "api", "source"}, "replay evaluates recorded data, no runs"),
+    ("source", {"space", "strategies", "build", "run", "kernel", "sweep", "store", "report", "export", "cli", "api",
+                "replay"}, "guard and init read sources and spec names; no sweep"),
+    ("profile", {"space", "strategies", "build", "run", "kernel", "sweep", "store", "report", "export", "cli", "api",
+                 "insight", "source"}, "Nsight Compute's command lines and output, read by the layers above"),
     ("report", {"insight", "regress"}, "reports read results, not the loop"),
+    ("export", {"insight", "regress"}, "ksweep export reads results, not the loop"),
 ]
 
 
@@ -122,7 +144,7 @@ def _upward_imports(where: str, forbidden: set[str], root: Path = PACKAGE) -> li
     broken = []
     for path in _files(where, root):
         for line, module in _imports(path, root):
-            if module.split(".")[0] in forbidden:
+            if any(module == f or module.startswith(f + ".") for f in forbidden):
                 broken.append(f"{path.relative_to(root.parent)}:{line} imports ksweep.{module}")
     return broken
 
@@ -166,6 +188,18 @@ def test_an_upward_import_of_any_form_is_flagged(tmp_path):
     assert _upward_imports("store", store_rule, copy) == []
     (copy / "store" / "planted.py").write_text('"""Planted."""\n\n\ndef later():\n    from .. import sweep\n')
     assert _upward_imports("store", store_rule, copy) == ["ksweep/store/planted.py:5 imports ksweep.sweep"]
+
+
+def test_a_forbidden_module_of_an_allowed_package_is_flagged(tmp_path):
+    """A rule may forbid one module of a package ("warm.sources") and allow its others."""
+    copy = tmp_path / "ksweep"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    rule = next(forbidden for where, forbidden, _ in RULES if where == "strategies")
+    (copy / "strategies" / "planted.py").write_text(
+        '"""Planted."""\n\nfrom ..warm import prior\nfrom ..warm.prior import Prior\n\n\n'
+        'def later():\n    from ..warm import sources\n    from ksweep.warm.sources import load_prior\n')
+    assert _upward_imports("strategies", rule, copy) == ["ksweep/strategies/planted.py:8 imports ksweep.warm.sources",
+                                                          "ksweep/strategies/planted.py:9 imports ksweep.warm.sources"]
 
 
 def _module_name(path: Path, root: Path = PACKAGE) -> str:

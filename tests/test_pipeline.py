@@ -64,7 +64,7 @@ def test_every_status(program_dir):
             assert r.started is not None and r.started <= r.finished, mode
             assert r.finished - r.started >= r.run_seconds * 0.99, mode
     # and reported: the CSV beside the database and the JSON report carry it
-    from ksweep.report.export import to_csv, to_records
+    from ksweep.report.records import to_csv, to_records
 
     with Store(db) as store:
         stored = store.results()

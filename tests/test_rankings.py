@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from ksweep import physics
 from ksweep.cli.main import main
 from ksweep.confirm import Confirmation, Interval, choose, interval, order, paired, speedup, verdicts
+from ksweep.gpu import physics
+from ksweep.gpu.peaks import peaks_for
 from ksweep.result import Result
 from ksweep.spec.load import spec_from_dict
-from ksweep.spec.peaks import peaks_for
 from ksweep.status import Status
 from ksweep.store.sqlite import Store
 from ksweep.errors import SpecError

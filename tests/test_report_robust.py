@@ -17,7 +17,7 @@ import pytest
 
 import ksweep
 from ksweep.cli.main import main
-from ksweep.report.export import to_json
+from ksweep.report.records import to_json
 from ksweep.report.plot import heatmap_grid
 from ksweep.store.ranking import ranked_best as best, rank
 from ksweep.result import Result

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 import ksweep
+from ksweep.gpu.limits import builtin_limits
 from ksweep.space.plan import make_plan
 from ksweep.space.space import Space
-from ksweep.spec.limits import builtin_limits
 
 SPECS = Path(__file__).parent / "specs"
 EXAMPLES = Path(__file__).parent.parent / "examples"

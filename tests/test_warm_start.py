@@ -19,7 +19,6 @@ from ksweep.replay import ReplaySpace, load_dataset, replay
 from ksweep.replay.bench import parse_pairs, run_bench, same_kernel_pairs
 from ksweep.replay.importers import parse_kernel_tuner
 from ksweep.replay.stats import evals_to_within
-from ksweep.replay.warm import database_prior, dataset_prior, load_prior
 from ksweep.job import config_id
 from ksweep.report.estimate import Cost, cost_of, duration, wall_seconds
 from ksweep.result import Result
@@ -29,10 +28,11 @@ from ksweep.store.sqlite import Store
 from ksweep.strategies import Prior, Source, make_strategy
 from ksweep.strategies.base import Budget
 from ksweep.strategies.effort import choose
-from ksweep.strategies.prior import map_config, map_value, seed_configs
 from ksweep.sweep.driver import Sweep, SweepOptions
 from ksweep.testing import FakeExecutor
-from ksweep.testing.strategy_suite import StrategySuite, replay_run, synthetic_dataset
+from ksweep.testing.strategy_suite import StrategySuite
+from ksweep.warm.prior import map_config, map_value, seed_configs
+from ksweep.warm.sources import database_prior, dataset_prior, load_prior
 
 from test_driver import Recording, toy
 
@@ -506,7 +506,7 @@ def test_effort_line_says_what_was_chosen_and_how_long_it_takes():
 
 
 def test_stored_results_make_the_same_source_whatever_order_they_finished_in():
-    from ksweep.replay.warm import results_sources
+    from ksweep.warm.sources import results_sources
 
     rows = [Result("v", "s", {"A": a}, Status.OK, metrics={"ms": float(a % 3)}, gpu_name="G") for a in range(6)]
     a = results_sources(rows, "ms", "min")
@@ -516,7 +516,7 @@ def test_stored_results_make_the_same_source_whatever_order_they_finished_in():
 
 def test_a_source_swept_without_a_gpu_is_not_said_to_be_on_one():
     """A run on a host without a GPU printed "warm start from this run: base/small on none"."""
-    from ksweep.replay.warm import results_sources
+    from ksweep.warm.sources import results_sources
 
     rows = [Result("v", "s", {"A": a}, Status.OK, metrics={"ms": float(a)}, gpu_name="none") for a in range(3)]
     assert [s.label for s in results_sources(rows, "ms", "min", label="this run: ")] == ["this run: v/s"]

@@ -29,7 +29,7 @@ class BuildResult:
     seconds: float = 0.0
     cached: bool = False
     cpu_seconds: float = 0.0
-    harness_failed: bool = False  # the config's harness did not build: not the config's fault
+    failed_harness: BuildResult | None = None  # the build of the harness it links, which failed: not its fault
     deps: tuple[tuple[str, str], ...] = ()  # (path, digest) of the files the compiler read (build/deps.py)
     built_seconds: float = 0.0  # the wall time of the build that made it, also when served from the cache
 
@@ -80,7 +80,7 @@ def failed_build(status: Status, message: str, **fields) -> BuildResult:
 def harness_failure(harness: BuildResult) -> BuildResult:
     """A config's build that cannot happen because the harness it links did not build."""
     return BuildResult(Status.COMPILE_ERROR, f"the harness did not build: {harness.message}", log=harness.log,
-                       harness_failed=True)
+                       failed_harness=harness)
 
 
 def lost_build(reason: str) -> BuildResult:

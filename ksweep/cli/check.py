@@ -10,7 +10,7 @@ from ..regress import check
 from ..spec.load import load_spec
 from ..sweep.driver import SweepOptions
 from ..sweep.local import check_options
-from .main import count_of, percent_of
+from .main import count_of, parse_gpus, percent_of
 
 
 def add_parser(sub) -> None:
@@ -30,10 +30,10 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    gpus = parse_gpus(args.gpus) if args.gpus else None  # "": every GPU, as no --gpus
     spec = load_spec(args.spec)
     # a --shape or --variant the spec lacks: one line, as `ksweep run` says it (a typo must not pass a gate)
     check_options(spec, SweepOptions(shapes=args.shape, variants=args.variant), own_strategy=True, cli=True)
-    gpus = [int(g) for g in args.gpus.split(",")] if args.gpus else None
     verdicts = check(spec, db=args.db, tolerance=args.tolerance / 100, shapes=args.shape or (),
                      variants=args.variant or (), repeats=args.repeats, update=args.update, gpus=gpus)
     metric = spec.objective.metric

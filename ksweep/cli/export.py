@@ -9,7 +9,7 @@ from pathlib import Path
 from ..errors import ExportError
 from ..report.edited import edited_notes
 from ..report.rank import unverified_notes
-from ..report.export_formats import FORMATS, export
+from ..export.formats import FORMATS, export
 from ..store.sqlite import Store
 from .main import percent_of, version
 from .report import load_all

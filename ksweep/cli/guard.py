@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import KsweepError
 from ..source.codecheck import DEFAULT_TIMEOUT, check
-from ..source.directives import read_source, write_source
+from ..source.files import read_source, write_source
 from ..source.guard import guard, unified_diff
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import KsweepError
 from ..run.gpus import local_arch
-from ..source.directives import read_source, write_source
+from ..source.files import read_source, write_source
 from ..source.starter import starter_spec
 
 

@@ -94,6 +94,17 @@ def seconds_of(option: str):
     return _option_type(option, float, lambda v: 0 <= v < float("inf"), "a number of seconds, 0 or more")
 
 
+def parse_gpus(text: str | None) -> list[int] | None:
+    """``--gpus 0,1``: the GPU indices (None: not given); a KsweepError naming the option."""
+    if text is None:
+        return None
+    parts = [g.strip() for g in text.split(",") if g.strip()]
+    if not parts or not all(p.isdigit() for p in parts):
+        raise KsweepError(f"--gpus {text}: give GPU indices separated by commas, e.g. --gpus 0,1 "
+                          f"(nvidia-smi lists them)")
+    return [int(p) for p in parts]
+
+
 class _Version(argparse.Action):
     """``--version``: the version looked up only when asked for."""
 

@@ -73,9 +73,9 @@ def _estimate(spec, args):
     # the build cache `ksweep run` with the same --db and --cache will use, so that it reuses the samples
     cache = cache_folder(args.db, args.cache)
     if args.warm_start:
-        from ..replay.warm import check_sources
+        from ..warm.sources import check_warm_start
 
-        check_sources(args.warm_start, spec.param_names())  # as ksweep run will
+        check_warm_start(args.warm_start, spec.param_names())  # as ksweep run will
     cost = sample_cost(sample_builds(spec, args.estimate, cache=cache)) if args.estimate else None
     db = Path(args.db) if args.db else default_db_path(spec)
     return estimate(spec, db=db, warm_start=tuple(args.warm_start or ()), cost=cost, jobs=args.jobs)

@@ -40,8 +40,8 @@ def run(args: argparse.Namespace) -> int:
     dataset = load_dataset(args.dataset)
     prior = None
     for source in args.warm_start or ():
-        from ..replay.warm import load_prior
-        from ..strategies.prior import Prior
+        from ..warm.sources import load_prior
+        from ..warm.prior import Prior
 
         prior = Prior((*(prior.sources if prior else ()), *load_prior(source, names=dataset.names).sources))
     out = replay_search(dataset, args.strategy, seed=args.seed, max_evals=args.max_evals,

@@ -6,8 +6,8 @@ import sys
 
 from ..report.edited import edited_notes
 from ..report.rank import unverified_notes
-from ..report.export import to_csv, to_json
 from ..report.pareto import front_ids, render_fronts
+from ..report.records import to_csv, to_json
 from ..errors import KsweepError
 from ..job import config_id
 from ..spec.names import did_you_mean

@@ -22,7 +22,7 @@ from ..spec.load import load_spec
 from ..spec.objectives import with_objectives
 from ..sweep.driver import SweepOptions
 from ..sweep.local import check_options, default_db_path
-from .main import count_of, seconds_of
+from .main import count_of, parse_gpus, seconds_of
 from .report import load_all, objectives_option
 
 
@@ -95,16 +95,6 @@ def add_parser(sub) -> None:
 
 def seconds(text: str) -> float:
     return seconds_of("--start-gap")(text)
-
-
-def parse_gpus(text: str | None) -> list[int] | None:
-    if text is None:
-        return None
-    parts = [g.strip() for g in text.split(",") if g.strip()]
-    if not parts or not all(p.isdigit() for p in parts):
-        raise KsweepError(f"--gpus {text}: give GPU indices separated by commas, e.g. --gpus 0,1 "
-                          f"(nvidia-smi lists them)")
-    return [int(p) for p in parts]
 
 
 NO_CONFIRM = "none"  # --no-confirm; no --confirm at all: the library's default (SweepOptions)
@@ -191,8 +181,6 @@ def run(args) -> int:
 def effort_line(effort, seconds, est, strategy: str, max_evals: int | None) -> str:
     """'effort default: auto, --max-evals 100 per shape × variant (100 evaluations (cold) of
     4,201 configs); expected 25 min on 16 cores, 1 GPU (from 40 results in the database)'"""
-    from ..report.estimate import duration
-
     from .plan import expected as at_least
 
     budget = "every config" if max_evals is None else f"--max-evals {max_evals} per shape × variant"

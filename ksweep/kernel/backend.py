@@ -4,6 +4,8 @@ The contract, which ``CudaBackend`` (the real one, cuda-python's driver API) and
 ``FakeBackend`` (a stand-in for tests without a GPU: its "kernels" are Python functions,
 and they can fault or hang on purpose, so the worker protocol is tested in CI) both keep:
 
+- the config: ``set_config(params)`` before each config's evaluation (the stand-in's kernels
+  are played with its parameters; a cubin on a GPU is the config already: nothing to do);
 - memory: ``alloc(nbytes) -> ptr``, ``upload(ptr, array)``, ``download(ptr, array)``,
   ``fill(ptr, byte, nbytes)``, ``copy(dst, src, nbytes)`` (device to device), and
   ``host_array(shape, dtype)`` (host memory fast to copy to and from);
@@ -121,6 +123,9 @@ class CudaBackend:
     @staticmethod
     def now() -> float:
         return time.perf_counter()
+
+    def set_config(self, params: dict) -> None:
+        """Nothing: the loaded cubin is the config's."""
 
     def _check(self, result, where: str):
         err, *values = result if isinstance(result, tuple) else (result,)
@@ -321,6 +326,10 @@ class FakeBackend:
 
     def now(self) -> float:
         return self._clock if self._power is not None else time.perf_counter()
+
+    def set_config(self, params: dict) -> None:
+        """The parameters the next launches play their kernels with."""
+        self.params = params
 
     def _draw(self, seconds: float, watts: float) -> None:
         """A launch of ``seconds`` at ``watts`` on the stand-in clock; the counter takes the

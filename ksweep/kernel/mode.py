@@ -12,8 +12,8 @@ from typing import Any, Mapping
 
 from ..build import nvrtc
 from ..build.digest import file_digest
+from ..gpu.limits import DEFAULT_ARCH
 from ..run.modes import ConfigExtras, Mode, Templates
-from ..spec.load import DEFAULT_ARCH
 from ..workspace import workspace
 from .launch import launch_dims, wrapper_source
 

@@ -168,8 +168,7 @@ class Worker:
     def evaluate(self, req: dict) -> dict:
         if not self.ready:
             raise RuntimeError("eval before setup")
-        if hasattr(self.b, "params"):
-            self.b.params = req.get("params", {})
+        self.b.set_config(req.get("params", {}))
         fn = self._load(req)
         grid, block, smem = req["grid"], req["block"], int(req.get("smem", 0))
         launch = lambda args: self.b.launch(fn, grid, block, smem, args)  # noqa: E731

@@ -20,12 +20,12 @@ import numpy as np
 
 from ..strategies import make_strategy, run_key
 from ..strategies.base import Budget
-from ..strategies.prior import Prior
+from ..warm.prior import Prior
+from ..warm.sources import dataset_prior
 from .dataset import Dataset
 from .driver import replay
 from .importers import load_dataset
 from .space import ReplaySpace
-from .warm import dataset_prior
 from .stats import evals_to_within, random_expectation, ratio_curve, summarise
 
 EXACT_RANDOM = "random-exact"  # the strategy name of the exact random-search expectation
@@ -236,7 +236,7 @@ def parse_pairs(text: str, datasets: Sequence[Dataset]) -> list[tuple[int, int]]
         if target == source:
             raise KsweepError(f"--warm-start-from {part}: a dataset cannot warm-start itself")
         t, src = datasets[names[target]], datasets[names[source]]
-        if not set(t.names) & set(src.names):  # as replay and run refuse it (replay.warm.load_prior)
+        if not set(t.names) & set(src.names):  # as replay and run refuse it (warm.sources.load_prior)
             raise KsweepError(f"--warm-start-from {part}: {source} shares no parameter with {target} (its: "
                               f"{', '.join(src.names[:8])}; the target's: {', '.join(t.names[:8])}): "
                               f"another kernel's results inform nothing")

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..strategies import make_strategy
 from ..strategies.base import Budget
-from ..strategies.prior import Prior
+from ..warm.prior import Prior
 from .dataset import Dataset
 from .driver import replay
 from .space import ReplaySpace
@@ -44,7 +44,7 @@ def replay_search(
     batch: int = 1,
     prior: Prior | None = None,
 ) -> ReplayOutcome:
-    """``prior``: start from earlier results (warm start; ``replay.warm.load_prior``)."""
+    """``prior``: start from earlier results (warm start; ``warm.sources.load_prior``)."""
     space = ReplaySpace(dataset)
     s = make_strategy(strategy, space, seed=seed, budget_hint=max_evals, prior=prior)
     trace = replay(s, space, Budget(max_evals=max_evals, time_limit=time_limit, patience=patience), batch=batch)

@@ -4,7 +4,7 @@ For one config of one shape × variant: every derived value; every constraint wi
 pass/fail, the values it read and, for each comparison in it, the margin (``SMEM_BYTES
 217088 <= MAX_SMEM_PER_BLOCK 232448: 15360 to spare``); the GPU limits the spec reads; the
 build's resources per kernel (ptxas); the theoretical occupancy per judged kernel
-(``build/occupancy.py``), its binding limit named; the stored result (status, message)
+(``gpu/occupancy.py``), its binding limit named; the stored result (status, message)
 and profile metrics. Gathering a stored result or a build is the caller's
 (``ksweep/insight.py``); this module computes and renders.
 """
@@ -17,12 +17,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from ..build.occupancy import Occupancy, occupancy
 from ..errors import KsweepError
+from ..gpu.limits import builtin_limits
+from ..gpu.occupancy import Occupancy, occupancy
 from ..result import Result
 from ..spec.expr import ExprError, parse
 from ..space.space import _call_python, format_reason
-from ..spec.limits import builtin_limits
 
 _OPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 

@@ -30,8 +30,8 @@ from typing import Sequence
 
 from ..errors import SourceError
 from ..process import run_process
-from .directives import encode_source
 from .elfcode import Difference, compare, is_cubin, is_elf, units
+from .files import encode_source
 
 DEFAULT_TIMEOUT = 300.0
 MAX_FUNCTIONS_SHOWN = 3

@@ -7,10 +7,11 @@ inserted ``#ifndef``/``#endif`` lines take the define's indentation, its spacing
 backslash continuations, or over a block comment that spans lines, is wrapped whole.
 
 Without names, every object-like define with a value is guarded, except: function-like
-macros, defines already inside ``#ifndef NAME`` (or ``#if !defined(NAME)``), defines inside
-``#if 0``, empty defines (flags, include guards) and defines whose value is code rather than
-a value (a ``;``, braces, ``#``/``##``, a statement or declaration keyword, a CUDA qualifier
-such as ``__device__``). Names given choose those defines alone, whatever their value; a
+macros, defines already guarded (``Define.guarded``: inside ``#ifndef NAME`` or ``#if
+!defined(NAME)``, or after ``#ifdef NAME``'s ``#else``), defines inside ``#if 0``, empty
+defines (flags, include guards) and defines whose value is code rather than a value (a
+``;``, braces, ``#``/``##``, a statement or declaration keyword, a CUDA qualifier such as
+``__device__``). Names given choose those defines alone, whatever their value; a
 name the file does not define is an error with "did you mean", and so is a function-like
 macro.
 """
@@ -24,8 +25,8 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from ..errors import SourceError
+from ..preprocessor.directives import Define, Line, join_lines, scan, split_lines
 from ..spec.names import did_you_mean
-from .directives import Define, Line, join_lines, scan, split_lines
 
 # Tokens that make a replacement text code (a statement, a declaration, an attribute)
 # rather than a value; type names (float, unsigned) and sizeof are values here.

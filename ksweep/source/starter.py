@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from ..errors import SourceError
-from ..spec.limits import KNOWN_ARCHS
+from ..gpu.limits import KNOWN_ARCHS
+from ..preprocessor.directives import Scan, scan
 from ..spec.objectives import MAX_IS_BETTER
-from .directives import Scan, scan
 from .guard import is_value
 
-DEFAULT_ARCH = "sm_90a"
+NO_GPU_ARCH = "sm_90a"  # the arch a starting spec names when no GPU was found here
 _INT = re.compile(r"^\(?\s*([+-]?)(0[xX][0-9a-fA-F']+|0[bB][01']+|0[0-7']*|[1-9][0-9']*)([uUlLzZ]*)\s*\)?$")
 _FLOAT = re.compile(r"^\(?\s*([+-]?(?:\d+\.\d*|\.\d+|\d+(?=[eE]))(?:[eE][+-]?\d+)?)([fFlL]?)\s*\)?$")
 _RESULT_LINE = re.compile(r"@@RESULT\b([^\n\"]*)")
@@ -201,7 +201,7 @@ def starter_spec(text: str, source: str, *, arch: str | None = None, arch_note: 
     objective, direction, why = _objective(keys)
     out += ["[sweep]", f"name = {_toml(name)}"]
     if lang == "cuda":
-        gpu = arch or DEFAULT_ARCH
+        gpu = arch or NO_GPU_ARCH
         note = arch_note or ("no GPU found here: sm_90a assumed; give your GPU's arch" if arch is None else "")
         if gpu in KNOWN_ARCHS:
             out.append(_commented(f"arch = {_toml(gpu)}", note))
@@ -251,7 +251,7 @@ def starter_spec(text: str, source: str, *, arch: str | None = None, arch_note: 
         out.append("# (the GPU's limits are names too: MAX_THREADS_PER_BLOCK, MAX_SMEM_PER_BLOCK, ...)")
     out.append("")
 
-    command = _build_command(lang, source, arch or DEFAULT_ARCH, includes)
+    command = _build_command(lang, source, arch or NO_GPU_ARCH, includes)
     out += ["[build]", f"sources = {_toml([source])}", f"command = {_toml(command)}",
             f"timeout = {300 if lang == 'cuda' else 60}", ""]
     out += ["[run]", _commented("command = [\"{binary}\"]", "add the program's arguments (or \"{shape_args}\")"),

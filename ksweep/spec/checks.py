@@ -30,14 +30,3 @@ def require_sources(root: Path, sources: Iterable[str], label: str, key: str) ->
         if not (root / rel).exists():
             raise SpecError(f"source '{rel}' does not exist (paths are relative to the spec file)",
                             path=label, key=key)
-
-
-def check_sources(spec: Spec, variants: Iterable[str] | None = None) -> None:
-    """The sources each chosen variant (all, when None) builds from exist. The loader
-    checks those of [build] and [build.harness]; a variant's own are checked before a
-    sweep, not at load, so that a spec whose kernels are not shipped can still be planned
-    (examples/megakernel)."""
-    chosen = set(variants) if variants else None
-    for v in spec.variant_list():
-        if v.sources is not None and (chosen is None or v.name in chosen):
-            require_sources(spec.root, v.sources, spec.label, f"variants.{v.name}.sources")

@@ -26,6 +26,8 @@ import shutil
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from ..preprocessor.directives import scan
+
 _INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _STRING = re.compile(r'"(?:\\.|[^"\\\n])*"')
@@ -111,11 +113,6 @@ def collisions(names: Iterable[str], texts: dict[Path, str]) -> dict[str, tuple[
     return found
 
 
-_DIRECTIVE = re.compile(r"^\s*#\s*(\w+)\s*(.*)")
-_NOT_DEFINED = re.compile(r"^!\s*defined\s*\(?\s*(\w+)\s*\)?$")
-_DEFINED = re.compile(r"^defined\s*\(?\s*(\w+)\s*\)?$")
-
-
 def command_defines(argv: Sequence[str]) -> set[str]:
     """The macro names a command defines itself, whatever the config (``-DAUTOTUNE``,
     ``-D NAME=1``): placeholders ({defines}) left out."""
@@ -131,57 +128,15 @@ def command_defines(argv: Sequence[str]) -> set[str]:
 
 def unguarded(names: Iterable[str], texts: dict[Path, str], defined: Iterable[str] = ()) -> dict[str, tuple[Path, int]]:
     """name -> (file, line) for each macro name that a source #defines where the -D value
-    does not keep it out: not in a branch taken only when NAME is not defined (the first of
-    ``#ifndef NAME`` / ``#if !defined(NAME)``, the ``#else`` of ``#ifdef NAME`` / ``#if
-    defined(NAME)``), nor in one that no config's build takes (``#if 0``, or a branch that the
-    build command's own ``defined`` macros rule out: ``#ifndef AUTOTUNE`` under -DAUTOTUNE).
-    Such a definition replaces the -D value."""
+    does not keep it out (``Define.kept_out`` of preprocessor/directives.py: not guarded, not
+    in ``#if 0``, nor in a branch that the build command's own ``defined`` macros rule out:
+    ``#ifndef AUTOTUNE`` under -DAUTOTUNE). Such a definition replaces the -D value."""
     wanted, defined = set(names), set(defined)
     found: dict[str, tuple[Path, int]] = {}
     for path, text in texts.items():
         if not any(name in text for name in wanted):
             continue
-        # per open conditional: [NAME its first condition tests, True when its first branch is
-        # taken when NAME is defined (#ifdef), False when not (#ifndef), None: another condition;
-        # the branch now open; whether that branch is #if 0 / #elif 0]
-        stack: list[list] = []
-        for no, line in enumerate(_COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text).splitlines(), 1):
-            m = _DIRECTIVE.match(line)
-            if not m:
-                continue
-            word, rest = m.group(1), m.group(2).strip()
-            if word in ("if", "ifdef", "ifndef"):
-                tested, when = (rest.split()[0], word == "ifdef") if word != "if" and rest else (None, None)
-                if word == "if":
-                    for pattern, value in ((_NOT_DEFINED, False), (_DEFINED, True)):
-                        g = pattern.match(rest)
-                        if g:
-                            tested, when = g.group(1), value
-                stack.append([tested, when, 0, word == "if" and rest in ("0", "(0)")])
-            elif word in ("else", "elif", "elifdef", "elifndef") and stack:
-                top = stack[-1]
-                top[2] += 1
-                top[3] = word == "elif" and rest in ("0", "(0)")
-            elif word == "endif" and stack:
-                stack.pop()
-            elif word == "define":
-                name = re.match(r"\w*", rest).group(0)
-                if name in wanted and name not in found and not any(
-                        _kept_out(frame, name, defined) for frame in stack):
-                    found[name] = (path, no)
+        for d in scan(text).defines:
+            if d.name in wanted and d.name not in found and not d.kept_out(defined):
+                found[d.name] = (path, d.line)
     return found
-
-
-def _kept_out(frame: list, name: str, defined: set[str]) -> bool:
-    """Whether a #define in this branch of a conditional is never the -D name's value: the
-    branch is taken only when ``name`` is not defined, or in no config's build (it needs a
-    macro undefined that the build command defines)."""
-    tested, when, branch, dead = frame
-    if dead:
-        return True
-    if tested is None or when is None:
-        return False
-    # the first branch of #ifndef X, and every later one (#elif, #else) of #ifdef X, is taken
-    # only when X is not defined
-    needs_undefined = not when if branch == 0 else when
-    return needs_undefined and (tested == name or tested in defined)

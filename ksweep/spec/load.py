@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import SpecError
+from ..gpu.limits import DEFAULT_ARCH, KNOWN_ARCHS, LIMIT_KEYS, builtin_limits
+from ..gpu.peaks import DTYPES
 from .checks import check_modes, require_sources
 from .collisions import collisions, command_defines, cuda_headers, include_dirs, read_sources, unguarded
 from .context import Ctx
 from .kernel import kernel_spec_from_dict
-from .limits import KNOWN_ARCHS, LIMIT_KEYS, builtin_limits
 from .model import Build, Check, Constraint, Derived, Harness, Objective, Param, Physics, Profile, Run, Shape, Spec, Variant
 from .objectives import parse_objective, parse_objectives, with_objectives
-from .peaks import DTYPES
 from .names import did_you_mean, resolve_names
 from .pyref import load_python
 from .templates import check_placeholders, define_warnings, reason_names, unknown
@@ -24,7 +24,6 @@ from .templates import check_placeholders, define_warnings, reason_names, unknow
 _FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
 _MACRO = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SCALARS = (bool, int, float, str)
-DEFAULT_ARCH = "sm_90"
 
 _TOP_KEYS = {
     "sweep", "limits", "constants", "params", "switches", "derived", "constraints",

@@ -12,8 +12,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ..gpu.limits import limit_names
 from .expr import Expr
-from .limits import limit_names
 
 if TYPE_CHECKING:
     from .kernel import KernelSpec
@@ -218,7 +218,7 @@ class Check:
 
 @dataclass(frozen=True)
 class Physics:
-    """``[physics]``: the work of one run, for the physics gate (ksweep/physics.py).
+    """``[physics]``: the work of one run, for the physics gate (gpu/physics.py).
 
     ``flops`` and ``bytes`` are expressions over the config's names (a shape may give its
     own); ``time`` the @@RESULT metric holding the run's time, in ``unit``; ``dtype`` the

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Callable
 
 from ..errors import MissingDependency, UnknownStrategy
+from ..warm.prior import Prior, Source
 from .base import Budget, NoBudget, SearchSpace, Strategy, config_key, require_budget, space_size
-from .prior import Prior, Source
 
 # name -> (module, class); imported on use, so that optuna loads only for "bayes".
 _REGISTRY: dict[str, tuple[str, str]] = {

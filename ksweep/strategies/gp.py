@@ -113,11 +113,6 @@ class GaussianProcess:
         self._k_inv = inv_l.T @ inv_l
         self._alpha = self._k_inv @ y
 
-    def correlation(self, x: np.ndarray, points: np.ndarray) -> np.ndarray:
-        """Kernel correlation (in [0, 1]) between candidates and any points."""
-        ls = self.length_scales
-        return matern52(np.sqrt(sq_dist(x / ls, points / ls)))
-
     def predict(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and standard deviation at ``x``."""
         ks = self.signal * matern52(np.sqrt(sq_dist(x / self.length_scales, self._x)))

@@ -17,15 +17,12 @@ from typing import Any, Iterator, Mapping
 
 from .base import SearchSpace, Strategy, config_key
 
-PHASES = ("tier1", "tier2")
-
 
 class PhasedStrategy(Strategy):
     name = "phased"
 
     def __init__(self, space: SearchSpace, seed: int = 0):
         super().__init__(space, seed)
-        self._tier1 = [p for p in space.params if getattr(p, "tier", 1) == 1]
         self._tier2 = [p for p in space.params if getattr(p, "tier", 1) == 2]
         self._phase1 = self._phase1_configs()
         self._phase1_done = False  # every phase-1 config proposed

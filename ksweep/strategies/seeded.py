@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ..warm.prior import Prior, seed_configs
 from .base import Strategy, config_key
-from .prior import Prior, seed_configs
 
 SEEDS = 5
 

@@ -22,10 +22,10 @@ estimated chance that it does not fail:
 - *Batches*: configs asked before earlier ones are told are chosen with the pending ones
   as fantasies at their predicted mean ("kriging believer"), so a batch spreads out.
 
-- *Warm start* (a ``prior``: earlier results of the kernel, ``prior.py``): configs chosen
+- *Warm start* (a ``prior``: earlier results of the kernel, ``warm/prior.py``): configs chosen
   from the sources replace the random start (their best, then the switches tried each
   way), and the model is of the target's log-time as ``a + b * p_k(x) + c[switches] +
-  residual``, where ``p_k`` is what a source says (``transfer.py``), ``b`` and ``c`` (an
+  residual``, where ``p_k`` is what a source says (``warm/transfer.py``), ``b`` and ``c`` (an
   offset per combination of the switches' values: a code path may pay on one GPU only) are
   fitted to the target's results, and the components ``k`` are weighed by how well each
   explains them. Without a prior nothing here changes: the same seed makes the same
@@ -44,11 +44,11 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..warm.prior import Prior, seed_configs, switch_names
 from .base import SearchSpace, Strategy
 from .features import Featurizer
 from .gp import GaussianProcess, expected_improvement
 from .indexed import IndexedSpace
-from .prior import Prior, seed_configs, switch_names
 
 MAX_FAILURE = 0.5  # candidates more likely than this to fail come after all others
 EAGER_FAILURES = 20  # refit the failure model at each failure up to this many
@@ -253,7 +253,7 @@ class SurrogateStrategy(Strategy):
 
     def _transfer_ready(self, values: np.ndarray) -> bool:
         if self._transfer is None:
-            from .transfer import TransferMean
+            from ..warm.transfer import TransferMean
 
             self._log = bool((values > 0).all())
             switches = [self._ix.params[j].name for j in self._switch_cols] if self.settings.prior_switches else []
@@ -269,8 +269,8 @@ class SurrogateStrategy(Strategy):
 
     def _transfer_fit(self, positions: np.ndarray, values: np.ndarray):
         """The model of y (the log of the times) = a + b * prior_k + c[switches] + residual,
-        for each component k of the prior (``transfer.py``): by least squares, b shrunk towards
-        1 (the same ratios as the source) and kept in [0, 2], c an offset per combination of
+        for each component k of the prior (``warm/transfer.py``): by least squares, b shrunk
+        towards 1 (the same ratios as the source) and kept in [0, 2], c an offset per combination of
         the switches' values shrunk towards 0. The components' fits are averaged, each
         weighed by how well it explains the results (its prior probability times the profile
         likelihood SSE^(-n/2)). Returns the residuals

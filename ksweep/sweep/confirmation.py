@@ -14,8 +14,9 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Mapping
 
-from .. import confirm, physics
+from .. import confirm
 from ..build.builder import BuildResult
+from ..gpu import physics
 from ..job import Job, config_id
 from ..result import Measurement, Result
 from ..run.program import RunOutcome

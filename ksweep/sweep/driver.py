@@ -91,8 +91,8 @@ class Sweep:
     def _prior(self, variant: str, shape: str):
         """What the search of (variant, shape) starts from: the --warm-start sources, and the
         results of the shapes of this variant that this run swept before (unless turned off)."""
-        from ..replay.warm import load_prior, results_sources
-        from ..strategies.prior import Prior
+        from ..warm.sources import load_prior, results_sources
+        from ..warm.prior import Prior
 
         sources = []
         # a source must share a parameter with some variant (a database's results of another

@@ -14,7 +14,7 @@ from ..build.argv import define_flags, expand
 from ..build.builder import BuildRules
 from ..build.cache import cache_key
 from ..errors import ExprError, SpecError
-from ..physics import Work
+from ..gpu.physics import Work
 from ..include import include_dir
 from ..job import Job
 from ..run.modes import Mode, Templates, program_mode

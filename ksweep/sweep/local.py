@@ -20,7 +20,8 @@ from ..store.sqlite import Store
 from ..workspace import ensure, workspace
 from .driver import Summary, Sweep, SweepOptions
 
-__all__ = ["build_rules", "check_sources", "default_db_path", "make_builder", "run_with", "scratch_dir", "workspace"]
+__all__ = ["build_rules", "check_sources_exist", "default_db_path", "make_builder", "run_with", "scratch_dir",
+           "workspace"]
 
 
 def default_db_path(spec: Spec) -> Path:
@@ -66,7 +67,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def check_sources(spec: Spec, variants: tuple[str, ...] | None = None) -> None:
+def check_sources_exist(spec: Spec, variants: tuple[str, ...] | None = None) -> None:
     """Every source the chosen variants list exists (one line naming the first that does not)."""
     for v in spec.variant_list():
         if variants and v.name not in variants:
@@ -88,7 +89,7 @@ def run_with(spec: Spec, executor_factory, mode: Mode | None = None, *, db: str 
     variant, when not the one ``options`` names."""
     db_path = Path(db) if db else default_db_path(spec)
     check_options(spec, options, strategy_factory is not None)  # before anything is created
-    check_sources(spec, options.variants)  # before anything is created beside the spec
+    check_sources_exist(spec, options.variants)  # before anything is created beside the spec
     problem = missing_programs(spec)
     if problem:
         raise EnvironmentProblem(f"{spec.label}: {problem}")
@@ -138,9 +139,9 @@ def check_options(spec: Spec, options: SweepOptions, own_strategy: bool = False,
         if absent is not None:
             raise absent
     if options.warm_start:
-        from ..replay.warm import check_sources as check_warm
+        from ..warm.sources import check_warm_start
 
-        check_warm(options.warm_start, spec.param_names())
+        check_warm_start(options.warm_start, spec.param_names())
 
 
 @contextlib.contextmanager

@@ -163,7 +163,7 @@ class Target:
         if isinstance(build, Stopped):
             raise KeyboardInterrupt  # Ctrl-C reached the build first
         self.sweep.summary.build_cpu_seconds += build.cpu_seconds
-        if build.harness_failed and self.harness is not None:
+        if build.failed_harness is not None and self.harness is not None:
             self.harness.failed(build, cancel=self.builds)
         if build.status is Status.OK:
             self.ready.append((entry, build))
@@ -193,7 +193,7 @@ class Target:
         for fut, entry in list(self.builds.items()):
             if fut.done() and not fut.cancelled():
                 build = fut.result()
-                if not isinstance(build, Stopped) and build.status is not Status.OK and not build.harness_failed:
+                if not isinstance(build, Stopped) and build.status is not Status.OK and build.failed_harness is None:
                     with contextlib.suppress(KsweepError):
                         entry.result = self.sweep.record.finish(entry.job, build, None)
 

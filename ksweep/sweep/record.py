@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 from typing import Mapping
 
-from .. import physics
 from ..build.builder import BuildResult
 from ..errors import EnvironmentProblem, SystematicFailure
+from ..gpu import physics
 from ..job import Job
 from ..observer import Observer
 from ..result import Result

@@ -13,7 +13,7 @@ from ..errors import SpecError
 from ..job import config_id
 from ..run.gpus import Gpu
 from ..status import Status
-from ..verify import judge, unprinted, unverified
+from ..verify import judge, unprinted
 
 from .context import SweepContext
 
@@ -62,9 +62,13 @@ class ReferencePhase:
         if ref_id is None:
             return
         target = self.target
+        # under a check, judge leaves an OK result unverified only when the reference it is checked
+        # against had failed (results stored before the verified column existed never stand: their
+        # result keys are older than the reference config in the key)
+        checkable = self.spec.check.active and target.reference is not None  # the reference stands now
         for cid, old in list(target.standing.items()):
             old = target.stored.get(cid, old)
-            if cid != ref_id and (changed or (target.reference is not None and unverified(old.status, old.message))):
+            if cid != ref_id and (changed or (checkable and old.status is Status.OK and not old.verified)):
                 self._judge_stored(cid, target.reference, is_reference=False)
         self.store.set_meta(f"reference:{self.variant}:{self.shape}", ref_id)
 

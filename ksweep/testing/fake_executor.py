@@ -13,8 +13,8 @@ or a recorded dataset (``FakeExecutor.replaying``). A config the plan does not k
 bug of the test: ``submit_build`` raises ``LookupError`` at once.
 
 Harness builds (``job.is_harness``) are answered by ``harness``; as with the real
-executors, a config build that links a harness which did not build fails with
-``harness_failed``, and a run that names one gets a RUN_ERROR outcome. ``STOPPED``
+executors, a config build that links a harness which did not build fails, the harness's
+build its ``failed_harness``, and a run that names one gets a RUN_ERROR outcome. ``STOPPED``
 (``ksweep.status``) in place of a status makes that build or run a stopped outcome:
 Ctrl-C came first.
 

@@ -1,7 +1,7 @@
 """Where a warm-started search learns from: recorded datasets and ksweep databases.
 
 ``load_prior(path, ...)`` reads either (recognised by content: an SQLite database, else a
-Kernel Tuner cache or T4 results file) and returns the ``Prior`` (``strategies/prior.py``)
+Kernel Tuner cache or T4 results file) and returns the ``Prior`` (``warm/prior.py``)
 of a search. A database gives one source per (variant, shape, GPU model) it holds,
 chosen for the target: the target's own shape and variant when it has them (the same
 kernel on another GPU, or before a change of its source), else the target's variant, else
@@ -17,10 +17,10 @@ import numpy as np
 
 from ..errors import DatasetError, KsweepError
 from ..job import config_id
+from ..replay.dataset import Dataset
 from ..result import Result
 from ..status import Status
-from ..strategies.prior import Prior, Source
-from .dataset import Dataset
+from .prior import Prior, Source
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -93,7 +93,7 @@ def load_prior(path: str | Path, variant: str | None = None, shape: str | None =
     """The prior of a database or a recorded dataset; a one-line error for anything else,
     and, given the target's parameter ``names``, for a source that shares none of them
     (another kernel's: it could inform nothing)."""
-    from .importers import load_dataset
+    from ..replay.importers import load_dataset
 
     if not Path(path).exists():
         raise KsweepError(f"--warm-start {path}: no such file (give a ksweep database or a recorded dataset)")
@@ -110,7 +110,7 @@ def load_prior(path: str | Path, variant: str | None = None, shape: str | None =
     return prior
 
 
-def check_sources(paths: Sequence[str | Path], names: Iterable[str]) -> None:
+def check_warm_start(paths: Sequence[str | Path], names: Iterable[str]) -> None:
     """Refuse, in one line and before anything is made, a --warm-start source that
     ``load_prior`` would refuse at the first shape (no such file, nothing that succeeded, no
     parameter shared with any of the target's ``names``)."""

@@ -13,7 +13,7 @@ belong to the space searched now. They are *mapped* into it by parameter name:
 A mapped config may still be invalid in the target space (a constraint that depends on the
 shape, say): whoever uses the mapping checks ``config in space`` and skips those.
 
-Pure data and pure functions: no file is read here (``ksweep.replay.warm`` reads sources).
+Pure data and pure functions: no file is read here (``warm/sources.py`` reads sources).
 """
 
 from __future__ import annotations
@@ -62,9 +62,6 @@ class Prior:
 
     def __bool__(self) -> bool:
         return any(s.ok for s in self.sources)
-
-    def plus(self, source: Source) -> "Prior":
-        return Prior((*self.sources, source))
 
     @property
     def labels(self) -> tuple[str, ...]:

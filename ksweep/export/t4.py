@@ -17,7 +17,7 @@ import math
 
 from ..result import time_unit_ms
 from ..status import Status
-from .export_kt import timestamp
+from .kt_cache import timestamp
 from .recording import Recording
 
 SCHEMA_VERSION = "1.0.0"

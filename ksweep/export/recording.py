@@ -1,6 +1,6 @@
 """One shape × variant × GPU model of a database as a recording (pure): every config with its
 time in milliseconds, or why it has none. What a Kernel Tuner cache and a T4 results file
-hold (report/export_kt.py, report/export_t4.py); both rank by that time, lower is better.
+hold (export/kt_cache.py, export/t4.py); both rank by that time, lower is better.
 
 The time is the objective when it is a time to minimise (ms, us, s, ...: converted to
 milliseconds), else the first time metric the results carry (an objective such as GFLOP/s
@@ -40,7 +40,7 @@ class Recording:
     params: tuple[str, ...]  # the parameter names, in the spec's order
     time_metric: str  # the metric the times come from
     records: tuple[Record, ...]
-    best: Entry  # the database's best config of this shape (report/selection.py)
+    best: Entry  # the database's best config of this shape (export/selection.py)
 
     @property
     def best_time_ms(self) -> float | None:

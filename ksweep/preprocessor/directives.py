@@ -1,5 +1,6 @@
-"""The preprocessor lines of a C, C++ or CUDA source, as ``ksweep guard`` and ``ksweep init``
-read them (pure, but for ``read_source`` and ``write_source``).
+"""The preprocessor lines of a C, C++ or CUDA source (pure): the one reader of them, for
+``ksweep guard`` and ``ksweep init`` (source/) and for plan's warning of a ``-D`` name that an
+unguarded ``#define`` replaces (spec/collisions.py).
 
 A source is split into physical lines that keep their own endings (``\\n``, ``\\r\\n`` or
 ``\\r``), so a rewrite can give every line back as it was. A small lexer follows comments,
@@ -7,9 +8,12 @@ string and character literals and raw strings across lines, so that a ``#define`
 a comment is not taken for one. A directive is a line that starts outside a comment and
 whose first character, once comments are blanked as the preprocessor does, is ``#``; it
 goes on over backslash continuations and over a block comment that spans lines (``#define
-X 4 /* ... */`` ends where the comment ends). Conditionals are followed to say whether a
-define is already guarded (inside the first branch of ``#ifndef NAME`` or ``#if
-!defined(NAME)``, at any depth) and whether it is inside ``#if 0``.
+X 4 /* ... */`` ends where the comment ends). Conditionals are followed: each define
+knows the branches it sits in (``Branch``), and so whether it is guarded (in a branch
+taken only when NAME is not defined: the first of ``#ifndef NAME`` / ``#if
+!defined(NAME)``, a later one of ``#ifdef NAME`` / ``#if defined(NAME)``, at any depth),
+whether it is inside ``#if 0``, and whether a build that defines other macros ever takes it
+(``Define.kept_out``).
 
 Not handled (the preprocessor would accept them, sources rarely hold them): a directive
 whose ``#`` follows a comment that began on an earlier line, trigraphs and digraphs (``%:``).
@@ -17,13 +21,8 @@ whose ``#`` follows a comment that began on an earlier line, trigraphs and digra
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
-
-from ..errors import SourceError
 
 _EOL = re.compile(r"\r\n|\n|\r")
 _SPLICE = re.compile(r"\\[ \t]*$")  # gcc also splices a backslash followed by blanks
@@ -31,9 +30,11 @@ _DIRECTIVE = re.compile(r"\s*#\s*([A-Za-z_]\w*)?(.*)", re.S)
 _HEAD = re.compile(r"^([ \t\ufeff]*)#([ \t]*)")
 _NAME = re.compile(r"[A-Za-z_]\w*")
 _NOT_DEFINED = re.compile(r"!\s*defined\s*(?:\(\s*([A-Za-z_]\w*)\s*\)|([A-Za-z_]\w*))")
+_ONLY_DEFINED = re.compile(r"defined\s*(?:\(\s*([A-Za-z_]\w*)\s*\)|([A-Za-z_]\w*))")
 _DEFINED = re.compile(r"\bdefined\s*(?:\(\s*([A-Za-z_]\w*)\s*\)|([A-Za-z_]\w*))")
 _HEADER = re.compile(r'\s*(?:<([^>]+)>|"([^"]+)")')
 _RAW_DELIM = re.compile(r'([^ ()\\\t\n"]{0,16})\(')
+_ZERO = ("0", "(0)")  # the condition of a branch no build takes
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,24 @@ class Directive:
 
 
 @dataclass(frozen=True)
+class Branch:
+    """One branch of a conditional (``#if`` ... ``#elif`` ... ``#else`` ... ``#endif``)."""
+
+    tested: str | None  # the NAME its conditional's first condition tests, when it tests one alone
+    # the first branch is taken when NAME is defined (#ifdef, #if defined(NAME): True), when it
+    # is not (#ifndef, #if !defined(NAME): False); None: another condition
+    when: bool | None
+    index: int  # 0: the first branch, then one per #elif and #else
+    dead: bool  # #if 0 / #elif 0: no build takes it
+
+    @property
+    def needs_undefined(self) -> bool:
+        """Taken only when ``tested`` is not defined: the first branch of #ifndef NAME, and every
+        later one (#elif, #else) of #ifdef NAME."""
+        return self.when is not None and (not self.when if self.index == 0 else self.when)
+
+
+@dataclass(frozen=True)
 class Define:
     """An object-like or function-like ``#define``."""
 
@@ -64,13 +83,29 @@ class Define:
     value: str  # the replacement text, comments blanked ('' when empty)
     function_like: bool
     directive: Directive
-    guarded: bool  # in the first branch of #ifndef NAME / #if !defined(NAME), at any depth
-    dead: bool  # inside #if 0
+    branches: tuple[Branch, ...] = ()  # the conditionals' branches it sits in, outermost first
 
     @property
     def line(self) -> int:
         """1-based number of its first line."""
         return self.directive.first + 1
+
+    @property
+    def guarded(self) -> bool:
+        """In a branch taken only when NAME is not defined, at any depth: a -DNAME keeps its value."""
+        return any(b.needs_undefined and b.tested == self.name for b in self.branches)
+
+    @property
+    def dead(self) -> bool:
+        """Inside #if 0 (or #elif 0)."""
+        return any(b.dead for b in self.branches)
+
+    def kept_out(self, defined=()) -> bool:
+        """Whether this definition never replaces a -DNAME value: it is guarded, dead, or in a
+        branch that a build defining the macros ``defined`` never takes (``#ifndef AUTOTUNE``
+        under -DAUTOTUNE)."""
+        return self.dead or any(b.needs_undefined and (b.tested == self.name or b.tested in defined)
+                                for b in self.branches)
 
 
 @dataclass(frozen=True)
@@ -84,7 +119,8 @@ class Include:
 
 @dataclass
 class _Frame:
-    guard: str | None  # NAME of #ifndef NAME / #if !defined(NAME)
+    tested: str | None  # as Branch's
+    when: bool | None
     dead: bool  # this branch is #if 0 / #elif 0
     branch: int = 0
     known: bool | None = None  # True: a branch so far is surely taken by the default build
@@ -101,43 +137,6 @@ class Scan:
     includes: tuple[Include, ...] = ()
     code: str = ""  # the text with comments blanked
     tested: dict[str, int] = field(default_factory=dict)  # name -> 1-based line of its first defined-ness test
-
-
-def read_source(path: str | Path) -> str:
-    """A source's text, every byte kept: what is not UTF-8 comes back as it was when the text
-    is encoded with ``encode_source``."""
-    try:
-        return Path(path).read_bytes().decode("utf-8", "surrogateescape")
-    except IsADirectoryError:
-        raise SourceError(f"{path}: is a folder, not a source file") from None
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from None
-
-
-def encode_source(text: str) -> bytes:
-    return text.encode("utf-8", "surrogateescape")
-
-
-def write_source(path: str | Path, text: str) -> None:
-    """Write a text ``read_source`` gave; an existing file is replaced at once (a reader never
-    sees half of it), keeping its permissions, and a link is followed."""
-    path = Path(path)
-    try:
-        if not path.exists():
-            path.write_bytes(encode_source(text))
-            return
-        path = path.resolve()
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(encode_source(text))
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
 
 def split_lines(text: str) -> list[Line]:
@@ -307,14 +306,15 @@ def _read(lines: list[Line], directives: list[Directive], code: str) -> Scan:
         elif kw in ("ifdef", "ifndef", "elifdef", "elifndef") and first_name:
             test(first_name.group(0), d)
         if kw in ("if", "ifdef", "ifndef"):
-            guard = (first_name.group(0) if kw == "ifndef" and first_name else
-                     _not_defined(rest) if kw == "if" else None)
+            name, when = ((first_name.group(0), kw == "ifdef") if kw != "if" and first_name else
+                          _defined_test(rest) if kw == "if" else (None, None))
             value = known(kw, rest)
-            stack.append(_Frame(guard=guard, dead=kw == "if" and rest == "0", known=value, taken=value is not False))
+            stack.append(_Frame(tested=name, when=when, dead=kw == "if" and rest in _ZERO, known=value,
+                                taken=value is not False))
         elif kw in ("elif", "elifdef", "elifndef", "else") and stack:
             top = stack[-1]
             top.branch += 1
-            top.dead = kw == "elif" and rest == "0"
+            top.dead = kw == "elif" and rest in _ZERO
             value = True if kw == "else" else known(kw, rest)
             if top.known is True:  # an earlier branch is taken: this one is not
                 top.taken = False
@@ -337,8 +337,7 @@ def _read(lines: list[Line], directives: list[Directive], code: str) -> Scan:
             after = rest[first_name.end():]
             defines.append(Define(
                 name=name, value=after.strip(), function_like=after.startswith("("), directive=d,
-                guarded=any(f.guard == name and f.branch == 0 for f in stack),
-                dead=any(f.dead for f in stack),
+                branches=tuple(Branch(f.tested, f.when, f.branch, f.dead) for f in stack),
             ))
             if all(f.taken for f in stack):
                 now.add(name)
@@ -346,7 +345,11 @@ def _read(lines: list[Line], directives: list[Directive], code: str) -> Scan:
                 code=code, tested=tested)
 
 
-def _not_defined(condition: str) -> str | None:
-    """NAME of a condition that is exactly !defined(NAME) or !defined NAME."""
-    m = _NOT_DEFINED.fullmatch(condition)
-    return (m.group(1) or m.group(2)) if m else None
+def _defined_test(condition: str) -> tuple[str | None, bool | None]:
+    """(NAME, False) for a condition that is exactly !defined(NAME) or !defined NAME, (NAME,
+    True) for defined(NAME) or defined NAME, else (None, None)."""
+    for pattern, when in ((_NOT_DEFINED, False), (_ONLY_DEFINED, True)):
+        m = pattern.fullmatch(condition)
+        if m:
+            return m.group(1) or m.group(2), when
+    return None, None

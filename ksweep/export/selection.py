@@ -17,7 +17,7 @@ from ..job import config_id
 from ..result import Result
 from ..store.standings import Standings
 from .cover import cover
-from .rank import group_results
+from ..report.rank import group_results
 
 
 @dataclass(frozen=True)

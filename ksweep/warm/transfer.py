@@ -21,8 +21,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .features import Featurizer
-from .gp import GaussianProcess
+from ..strategies.features import Featurizer
+from ..strategies.gp import GaussianProcess
 from .prior import Prior, common_names, observations
 
 MAX_POINTS = 300  # source results a source model is fitted to

@@ -1,14 +1,16 @@
 """``ksweep export``'s formats (pure): from a database's results to the text to write and the
 lines to tell the user (what was exported, the loss per shape under a cover, notes).
 
-- ``header``: a C/C++ header (report/export_header.py) of report/selection.py's entries;
-- ``json``: the same entries as JSON (report/export.py's ``selection_json``);
-- ``t4``: a T4 results file of one shape (report/export_t4.py);
-- ``kt-cache``: a Kernel Tuner cache of one shape (report/export_kt.py).
+- ``header``: a C/C++ header (export/header.py) of export/selection.py's entries;
+- ``json``: the same entries as JSON (``selection_json``, each with its result's record as
+  report/records.py writes it);
+- ``t4``: a T4 results file of one shape (export/t4.py);
+- ``kt-cache``: a Kernel Tuner cache of one shape (export/kt_cache.py).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -16,13 +18,13 @@ from ..errors import ExportError
 from ..result import Result
 from ..spec.model import BASE_VARIANT
 from ..spec.names import did_you_mean
+from ..report.records import finite_or_none, to_records
 from ..store.standings import Standings
-from .export import selection_json
-from .export_header import header
-from .export_kt import kt_cache_text
-from .export_t4 import t4_text
+from .header import defines_of, header
+from .kt_cache import kt_cache_text
 from .recording import recording
 from .selection import Selection, select
+from .t4 import t4_text
 
 FORMATS = ("header", "json", "t4", "kt-cache")
 
@@ -108,3 +110,21 @@ def _summary(sel: Selection) -> list[str]:
         lines.append(f"  {label:<{width}}  config {sel.config_index(e)}  {e.value:.6g} {sel.metric}  "
                      f"loss {100 * e.loss:5.2f}%  (own best {e.best_value:.6g})")
     return lines
+
+
+def selection_json(selection: Selection, conf=None) -> str:
+    """What ``ksweep export --format json`` writes: the shipped config of each shape (the
+    header's entries, export/selection.py) with its macros and its whole result record."""
+    records = to_records([e.result for e in selection.entries], conf)
+    doc = {
+        "objective": {"metric": selection.metric, "direction": selection.direction},
+        "cover_pct": selection.cover_pct, "exact": selection.exact,
+        "entries": [
+            {"variant": e.variant, "shape": e.shape, "gpu": e.gpu, "config": selection.config_index(e),
+             "params": dict(e.result.params), "defines": dict(defines_of(e.result)), "value": e.value,
+             "confirmed": e.confirmed, "loss": e.loss, "best_value": e.best_value,
+             "best_params": dict(e.best.params), "result": record}
+            for e, record in zip(selection.entries, records)
+        ],
+    }
+    return json.dumps(finite_or_none(doc), indent=2, default=str, allow_nan=False)

@@ -1,5 +1,5 @@
 """Peak dense throughput per data type and DRAM bandwidth of common GPUs: what no kernel
-can beat (the physics gate, ksweep/physics.py).
+can beat (the physics gate, gpu/physics.py).
 
 Figures are NVIDIA's datasheet numbers for dense math (no structured sparsity), in TFLOP/s,
 and DRAM bandwidth in GB/s (10^9 bytes). Where a part has two tensor rates for one input

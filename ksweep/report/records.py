@@ -1,4 +1,5 @@
-"""CSV (every column) and JSON exports of results.
+"""Results as records: CSV (every column) and JSON, what ``ksweep report --csv/--json`` and
+``ksweep run`` write (``ksweep export``'s formats are the export package's).
 
 JSON is strict: a value that is not a finite number (a NaN or infinite metric stored
 by an older ksweep) is written as null, so that every JSON parser reads the output.
@@ -125,23 +126,3 @@ def paste_able(argv) -> str:
     """A config's build command as one shell line a user can paste to rebuild it: quoted,
     writing ``prog`` in the current folder (``{binary}`` is a cache path while ksweep builds)."""
     return shlex.join(a.replace("{binary}", "prog") for a in argv) if argv else ""
-
-
-def selection_json(selection, conf=None) -> str:
-    """What ``ksweep export --format json`` writes: the shipped config of each shape (the
-    header's entries, report/selection.py) with its macros and its whole result record."""
-    from .export_header import defines_of
-
-    records = to_records([e.result for e in selection.entries], conf)
-    doc = {
-        "objective": {"metric": selection.metric, "direction": selection.direction},
-        "cover_pct": selection.cover_pct, "exact": selection.exact,
-        "entries": [
-            {"variant": e.variant, "shape": e.shape, "gpu": e.gpu, "config": selection.config_index(e),
-             "params": dict(e.result.params), "defines": dict(defines_of(e.result)), "value": e.value,
-             "confirmed": e.confirmed, "loss": e.loss, "best_value": e.best_value,
-             "best_params": dict(e.best.params), "result": record}
-            for e, record in zip(selection.entries, records)
-        ],
-    }
-    return json.dumps(finite_or_none(doc), indent=2, default=str, allow_nan=False)

@@ -34,6 +34,7 @@ _TABLE = {
 _ALIASES = {"sm_90a": "sm_90", "sm_100a": "sm_100", "sm_120a": "sm_120"}
 
 KNOWN_ARCHS = tuple(sorted(set(_TABLE) | set(_ALIASES)))
+DEFAULT_ARCH = "sm_90"  # the GPU a spec that names no arch is taken for: its limits, kernel mode's target
 LIMIT_KEYS = tuple(sorted(set(_COMMON) | {k for row in _TABLE.values() for k in row}))
 
 

@@ -3,7 +3,7 @@
 A spec's ``[physics]`` gives the work of one run as expressions, ``flops`` (operations)
 and ``bytes`` (the fewest bytes it must move through DRAM), per shape if need be. With
 the GPU's peak dense throughput for the data type and its DRAM bandwidth
-(spec/peaks.py, or the spec's own numbers), no run can take less than
+(gpu/peaks.py, or the spec's own numbers), no run can take less than
 
     floor = max(flops / peak, bytes / bandwidth)
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from .spec.peaks import Peaks, peaks_for
+from .peaks import Peaks, peaks_for
 
 _UNIT_SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 

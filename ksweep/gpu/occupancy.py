@@ -2,7 +2,7 @@
 
 How many blocks of one kernel a multiprocessor holds at once, as limited by its
 registers, its shared memory, its warp slots and its block slots, from the GPU's limits
-(``spec/limits.py``), the kernel's resources (ptxas: registers, static shared memory) and
+(``gpu/limits.py``), the kernel's resources (ptxas: registers, static shared memory) and
 the launch (threads per block, dynamic shared memory). The rules are NVIDIA's, as the
 occupancy calculator of the CUDA toolkit states them for compute capability 8.x-12.x:
 
@@ -82,7 +82,7 @@ def occupancy(limits: Mapping[str, int], *, threads: int, registers: int,
               static_smem: int = 0, dynamic_smem: int = 0, opt_in: bool = True) -> Occupancy:
     """The theoretical occupancy of a launch of ``threads`` threads per block, with
     ``registers`` per thread and that much static and dynamic shared memory (bytes), on
-    a GPU with ``limits`` (``spec.limits.builtin_limits(arch)``: threads_per_block,
+    a GPU with ``limits`` (``gpu.limits.builtin_limits(arch)``: threads_per_block,
     regs_per_sm, smem_per_sm, smem_per_block (opt-in), static_smem, warps_per_sm,
     blocks_per_sm, warp_size). ``opt_in``: the kernel raises its dynamic shared-memory
     limit (else a block over 48 KB does not launch)."""
