@@ -68,6 +68,7 @@ class PlainLog:
     def result(self, result: Result, best, resumed: bool = False):
         self.done += 1
         self.fresh += not resumed
+        self.total = max(self.total, self.done)  # a result beyond the plan (the reference config) grows it
         value = result.metrics.get(self.metric)
         what = (f"{self.metric}={_number(value)}" if result.status is Status.OK and value is not None
                 else result.message)
@@ -77,8 +78,8 @@ class PlainLog:
         self._print(f"[ksweep] {self.done}/{self.total} {eta} {how}{result.status.value:<17} {params}  {what}"[:300])
 
     def finished(self, summary):
-        if summary.failed:
-            return  # the error says what happened
+        if summary.failed or summary.interrupted:
+            return  # the error, or the interruption's own line, says what happened
         counts = ", ".join(f"{n} {status}" for status, n in sorted(summary.counts.items()))
         self._print(f"[ksweep] done: {summary.evaluated} evaluated, {summary.resumed} resumed"
                     f"{' (' + counts + ')' if counts else ''}, {summary.wall_seconds:.1f} s")
@@ -130,6 +131,7 @@ class RichProgress:
     def result(self, result: Result, best, resumed: bool = False):
         self.done += 1
         self.fresh += not resumed
+        self.total = max(self.total, self.done)
         if not resumed and (result.build_seconds is not None or result.status.build_failure):
             self.building = max(0, self.building - 1)
         self.counts[result.status.value] = self.counts.get(result.status.value, 0) + 1
