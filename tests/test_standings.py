@@ -94,3 +94,11 @@ def test_the_objective_is_typed_and_defaults_for_a_new_store(tmp_path):
         store.set_objectives([Objective("gflops", "max"), Objective("energy_mj", "min")])
         assert store.objective() == Objective("gflops", "max")
         assert store.objectives() == (Objective("gflops", "max"), Objective("energy_mj", "min"))
+
+
+def test_the_report_table_has_no_trailing_spaces(tmp_path, capsys):
+    db = busier_machine(tmp_path / "b.db")
+    assert main(["report", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "BEST" in out
+    assert not [line for line in out.splitlines() if line != line.rstrip(" ")]

@@ -26,8 +26,34 @@ _HIDDEN_METRICS = {"checksum"}
 
 
 def wide_console() -> Console:
-    """A terminal's own width; a wide page for files and pipes, so tables are not squeezed."""
-    return Console() if sys.stdout.isatty() else Console(width=240)
+    """A terminal's own width; a wide page for files and pipes, so tables are not squeezed.
+    Lines end where their text ends: rich pads a table's rows to its width, and the spaces
+    (before any closing colour codes) are cut as the lines are written."""
+    out = _Trimmed(sys.stdout)
+    return Console(file=out, force_terminal=True) if sys.stdout.isatty() else Console(file=out, width=240)
+
+
+_TRAILING = re.compile(r" +((?:\x1b\[[0-9;]*m)*)(?=\n)")
+
+
+class _Trimmed:
+    """A text stream that drops the spaces ending each line written to it."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(_TRAILING.sub(r"\1", text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
 
 
 def fmt_cell(v) -> str:
