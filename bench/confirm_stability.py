@@ -32,7 +32,7 @@ def main() -> int:
     ap.add_argument("--out", default="confirm-out")
     ap.add_argument("--extra", default="", help="more ksweep run options, one string")
     args = ap.parse_args()
-    from ksweep.confirm import confirmed
+    from ksweep.verify.confirm import confirmed
     from ksweep.store.sqlite import Store
 
     out = Path(args.out)

@@ -16,7 +16,7 @@ from collections import Counter
 
 import ksweep
 from ksweep.job import config_id
-from ksweep.confirm import confirmed
+from ksweep.verify.confirm import confirmed
 from ksweep.store.sqlite import Store
 
 METRICS = ("ms", "tflops", "unfused_ms", "gemm_only_ms", "lt_fused_ms", "max_rel_err", "mismatches")

@@ -34,7 +34,7 @@ included; the speed-up is the ratio of these) and the ``tune_kernel`` call alone
 every config that was best in some sweep is measured again with one timer, ksweep's (a
 sweep of that config alone, with a worker of its own, ``--remeasure`` times each, in
 rotated order as ksweep's confirmation does): two picks are "within noise" when the 95%
-intervals of their re-measured times overlap (ksweep/confirm.py). The inputs are drawn
+intervals of their re-measured times overlap (ksweep/verify/confirm.py). The inputs are drawn
 once (seed 0) and saved; both tools of every round read the same files.
 
 Convolution (``convolution_kernel``, 4096 x 4096 image, the sizes are fixed by the
@@ -393,7 +393,7 @@ def remeasure(example: Example, data: Mapping[str, np.ndarray], source: Path, co
     """Each config measured ``rounds`` times by ksweep, each time a sweep of its own (a fresh
     worker), the configs in rotated order; returns config key -> the times (ms), the round of
     each time, and failures."""
-    from ksweep.confirm import order
+    from ksweep.verify.confirm import order
     from ksweep.kt import tune_kernel
 
     names = list(example.tune_params)
@@ -420,7 +420,7 @@ def remeasure(example: Example, data: Mapping[str, np.ndarray], source: Path, co
 def noise_verdicts(measured: dict) -> dict:
     """BEST / TIE / '' per re-measured config (compared round by round, as ksweep's
     confirmation does, when the rounds were recorded), with its median and 95% interval."""
-    from ksweep.confirm import verdicts
+    from ksweep.verify.confirm import verdicts
 
     out = {}
     for key, v in verdicts(measured["values_ms"], measured["failures"], "min", measured.get("rounds")).items():

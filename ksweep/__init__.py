@@ -27,7 +27,7 @@ _LAZY = {
     **{name: "ksweep.spec.model" for name in ("Build", "Check", "Constraint", "Derived", "Harness", "Objective",
                                               "Param", "Run", "Shape", "Spec", "Variant")},
     "run_sweep": "ksweep.api", "tune": "ksweep.api", "tune_kernel": "ksweep.api", "TuneResult": "ksweep.api",
-    "SweepRun": "ksweep.api", "best_result": "ksweep.api", "Confirmation": "ksweep.confirm",
+    "SweepRun": "ksweep.api", "best_result": "ksweep.api", "Confirmation": "ksweep.verify.confirm",
     "SweepOptions": "ksweep.sweep.driver", "Summary": "ksweep.sweep.driver",
     "Store": "ksweep.store.sqlite", "Result": "ksweep.result", "make_strategy": "ksweep.strategies",
     "load_dataset": "ksweep.replay.importers", "Observer": "ksweep.observer",

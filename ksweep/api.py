@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .confirm import Confirmation
+from .verify.confirm import Confirmation
 from .errors import KsweepError, SpecError
 from .gpu.limits import DEFAULT_ARCH, builtin_limits
 from .kernel.executor import KernelExecutor, shape_sizes
@@ -488,7 +488,7 @@ def estimate(spec: Spec, *, db: str | Path | None = None, warm_start: Sequence[s
     cache ``cache`` holds (``cached_sample_builds``: nothing is built). With no run time
     measured the figures are the builds' alone (``Estimate.lower_bound``), and a preset does
     not choose a whole-space sweep on them."""
-    from .confirm import Confirmation
+    from .verify.confirm import Confirmation
     from .report.estimate import confirmation_seconds, sample_cost, wall_seconds, with_runs
     from .space.plan import make_plan
     from .strategies.effort import EFFORTS, choose

@@ -90,7 +90,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     ran at another clock. ``log`` and ``platform`` (OpenCL) are ignored.
     """
     from .api import _of_this_space, kernel_tuning_spec, run_sweep
-    from .confirm import Confirmation
+    from .verify.confirm import Confirmation
     from .store.standings import standings_of
     from .job import config_id
     from .export.kt_cache import failure_name

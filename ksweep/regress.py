@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Sequence
 
 from .api import run_sweep, write_csv
-from .confirm import Confirmation, Interval
+from .verify.confirm import Confirmation, Interval
 from .errors import KsweepError
 from .job import config_id
-from .confirm import confirmed
+from .verify.confirm import confirmed
 from .store import standings
 from .report.history import BEFORE, Point, timeline
 from .store.ranking import finite_value

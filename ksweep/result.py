@@ -81,7 +81,7 @@ class Result:
 
 @dataclass(frozen=True)
 class Measurement:
-    """One confirmation run of a config (ksweep/confirm.py): its round, how it ended and
+    """One confirmation run of a config (ksweep/verify/confirm.py): its round, how it ended and
     the objective's value when it ended OK."""
 
     variant: str

@@ -112,7 +112,7 @@ def test_the_python_api_refuses_what_the_cli_refuses_before_anything_is_made(tmp
 def test_best_result_is_the_confirmed_best_not_one_lucky_run(tmp_path):
     """`summary.best` and the docstring's min() over results give the fastest single run;
     `ksweep.best_result` gives what report and export show: the confirmation's BEST."""
-    from ksweep.confirm import Confirmation
+    from ksweep.verify.confirm import Confirmation
     from ksweep.testing import FakeExecutor
     from ksweep.sweep.driver import Sweep
 

@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from ksweep.confirm import Confirmation
+from ksweep.verify.confirm import Confirmation
 from ksweep.errors import Interrupted
 from ksweep.job import config_id
 from ksweep.result import Measurement, Result

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ksweep.confirm import Confirmation
+from ksweep.verify.confirm import Confirmation
 from ksweep.errors import EnvironmentProblem, Interrupted, KsweepError
 from ksweep.job import config_id
 from ksweep.spec.load import load_spec
@@ -212,7 +212,7 @@ def test_patience_stops_after_that_many_evaluations_without_improvement(tmp_path
 
 
 def test_a_search_that_patience_ended_is_still_confirmed(tmp_path):
-    from ksweep.confirm import Confirmation
+    from ksweep.verify.confirm import Confirmation
 
     spec = toy(tmp_path, a=[2, 3, 4, 5, 6, 7], b=[1])  # patience ends it after 4: the usual end, not a cut
     sweep(spec, tmp_path / "r.db", FakeExecutor(timed), patience=3, lookahead=1, confirm=Confirmation(2, 2))

@@ -24,7 +24,7 @@ from ksweep.run.gpu_state import FakeMonitor, GpuSample, NvmlMonitor, summarize
 from ksweep.spec.model import Objective
 from ksweep.spec.objectives import parse_objective, parse_objectives, resolve
 from ksweep.store.sqlite import Store
-from ksweep.verify import judge
+from ksweep.verify.checks import judge
 
 from conftest import KERNELS, vadd_kernel_spec
 from kernels.fake_energy import PROFILE  # the stand-in GPU's ms and W by BLOCK

@@ -115,7 +115,7 @@ def test_the_timeline_plot_takes_a_median_outside_its_interval(tmp_path):
     """A deterministic program's confirmed runs: an interval of zero width around the mean,
     which a rounding puts beside the median; the plot drew a negative error bar (a ValueError)."""
     pytest.importorskip("matplotlib")
-    from ksweep.confirm import Interval
+    from ksweep.verify.confirm import Interval
     from ksweep.report.history import Point, plot
 
     points = [Point("a", 1.0, 0.1, {"X": 1}, Interval(0.1, 0.1000001, 0.1000001, 3)),  # the median below it
@@ -462,7 +462,7 @@ def test_a_header_edit_confirms_again_and_the_best_follows_the_new_runs(tmp_path
     assert again.returncode == 0, again.stderr
     assert "confirmation runs" in again.stdout + again.stderr
     with Store(tmp_path / ".ksweep" / "sweep.db") as store:
-        from ksweep.confirm import confirmed
+        from ksweep.verify.confirm import confirmed
 
         results = store.results()
         conf = confirmed(results, store.measurements(), "min", store.default_configs())[("base", "default")]
@@ -727,7 +727,7 @@ def test_the_configs_of_a_revision_are_its_distinct_configs_not_its_runs():
 def test_history_labels_every_change_with_what_the_noise_says():
     """A regression said `(beyond noise)` and a 1.00x change `within noise`, but a 1.22x
     improvement beyond noise (JSON beyond_noise: true) had no label."""
-    from ksweep.confirm import Interval
+    from ksweep.verify.confirm import Interval
     from ksweep.report.history import Point, render
 
     def pt(rev, value, speedup=None, beyond=None, regression=False):

@@ -13,7 +13,7 @@ from ksweep.run.persistent import host_outcome
 from ksweep.spec.model import Check
 from ksweep.status import STOPPED, Status, Stopped
 from ksweep.store.sqlite import SCHEMA_VERSION, Store
-from ksweep.verify import judge
+from ksweep.verify.checks import judge
 
 TIMES = {"ms": 0.5, "ms_p20": 0.4, "ms_p80": 0.6, "reps": 9.0}
 

@@ -556,7 +556,7 @@ def test_a_sweep_races_its_configs_against_its_best_but_never_the_confirmation(t
     swept in that order: 128 and 64 are more than 1.5 times the best so far and stop at 3
     launches; 512 is not; the confirmation's runs are timed in full. With race = 0, none
     stops early."""
-    from ksweep.confirm import Confirmation
+    from ksweep.verify.confirm import Confirmation
 
     def sweep(folder, race):
         folder.mkdir()

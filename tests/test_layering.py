@@ -55,6 +55,9 @@ RULES = [
                  "insight", "source"}, "Nsight Compute's command lines and output, read by the layers above"),
     ("report", {"insight", "regress"}, "reports read results, not the loop"),
     ("export", {"insight", "regress"}, "ksweep export reads results, not the loop"),
+    ("verify", {"strategies", "build", "run", "kernel", "sweep", "store", "report", "export", "cli", "api", "insight",
+                "regress", "kt", "replay", "warm", "source", "profile"},
+     "the verify stage judges a run's metrics and the confirmation runs; it reads results, nothing above"),
 ]
 
 

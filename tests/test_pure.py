@@ -11,7 +11,7 @@ from ksweep.run.gpus import parse_nvidia_smi
 from ksweep.run.protocol import parse_results
 from ksweep.spec.model import Check
 from ksweep.status import Status
-from ksweep.verify import verify
+from ksweep.verify.checks import verify
 
 
 def test_expand_lists_and_fields():

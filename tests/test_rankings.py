@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from ksweep.cli.main import main
-from ksweep.confirm import Confirmation, Interval, choose, interval, order, paired, speedup, verdicts
 from ksweep.gpu import physics
 from ksweep.gpu.peaks import peaks_for
+from ksweep.verify.confirm import Confirmation, Interval, choose, interval, order, paired, speedup, verdicts
 from ksweep.result import Result
 from ksweep.spec.load import spec_from_dict
 from ksweep.status import Status
@@ -98,7 +98,7 @@ def test_the_stored_confirmation_pairs_its_rounds():
     """confirm.confirmed: the BEST's speed-up over the default from the rounds both ran in,
     so a clock that falls from round to round does not hide a steady 5% lead."""
     from ksweep.job import config_id
-    from ksweep.confirm import confirmed
+    from ksweep.verify.confirm import confirmed
     from ksweep.report.table import confirmation_line
     from ksweep.result import Measurement
 
@@ -540,7 +540,7 @@ def test_one_confirmation_round_claims_no_interval_and_no_lead():
     """``--confirm K,1`` (or a confirmation stopped after its first round): one run per config
     showed ±0.00% and "95% interval 1.06-1.06", and a config 1% behind BEST was never a TIE,
     whatever the noise."""
-    from ksweep.confirm import confirmed
+    from ksweep.verify.confirm import confirmed
     from ksweep.job import config_id
     from ksweep.report.history import _spread, Point
     from ksweep.report.table import _confirm_cells, confirmation_line

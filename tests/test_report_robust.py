@@ -204,7 +204,7 @@ def test_a_phased_search_has_a_table_per_phase_and_its_default_row_in_the_first(
     from rich.console import Console
 
     from ksweep.job import config_id
-    from ksweep.confirm import confirmed
+    from ksweep.verify.confirm import confirmed
     from ksweep.report.table import render
     from ksweep.result import Measurement
 

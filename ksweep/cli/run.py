@@ -9,7 +9,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from ..confirm import Confirmation
+from ..verify.confirm import Confirmation
 from ..errors import KsweepError
 from ..strategies.effort import EFFORTS
 from ..api import tune

@@ -15,10 +15,10 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
-from ..confirm import Interval
+from ..verify.confirm import Interval
 from ..job import config_id
 from ..result import Measurement, Result
-from ..confirm import confirmed
+from ..verify.confirm import confirmed
 from ..store.ranking import finite_value
 
 BEFORE = "(before history)"  # the revision of results stored before schema 6

@@ -11,7 +11,7 @@ from collections import defaultdict
 from typing import Iterable
 
 from ..result import Result
-from ..verify import unverified
+from ..verify.checks import unverified
 
 
 def group_results(results: Iterable[Result]) -> dict[tuple[str, str, str | None, str | None], list[Result]]:

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from ..build.demangle import short_name
 from ..job import config_id
-from ..confirm import Confirmed
+from ..verify.confirm import Confirmed
 
 from ..result import Result
 from ..status import Status

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from ..confirm import counts_for
+from ..verify.confirm import counts_for
 from ..job import config_id
 from ..result import Measurement, Result
 from ..status import Status

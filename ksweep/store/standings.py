@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping
 
-from ..confirm import Confirmed, Verdict, confirmed
+from ..verify.confirm import Confirmed, Verdict, confirmed
 from ..job import config_id
 from ..result import Result
 from ..spec.model import Objective

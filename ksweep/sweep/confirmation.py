@@ -14,7 +14,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Mapping
 
-from .. import confirm
+from ..verify import confirm
 from ..build.builder import BuildResult
 from ..gpu import physics
 from ..job import Job, config_id

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from ..confirm import Confirmation
+from ..verify.confirm import Confirmation
 from ..errors import KsweepError
 from ..result import Result
 

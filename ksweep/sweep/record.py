@@ -25,7 +25,7 @@ from ..spec.model import Spec
 from ..status import Status
 from ..store.sqlite import Store
 from ..strategies.base import Budget
-from ..verify import judge
+from ..verify.checks import judge
 from .options import Summary
 from .systematic import SameErrorGuard
 

@@ -13,7 +13,7 @@ from ..errors import SpecError
 from ..job import config_id
 from ..run.gpus import Gpu
 from ..status import Status
-from ..verify import judge, unprinted
+from ..verify.checks import judge, unprinted
 
 from .context import SweepContext
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Mapping, Sequence
 
-from .spec.model import Check
-from .status import Status
+from ..spec.model import Check
+from ..status import Status
 
 
 def close(value: float, expected: float, rtol: float, atol: float) -> bool:

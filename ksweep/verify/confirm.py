@@ -44,9 +44,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from .job import config_id
-from .result import Measurement, Result
-from .status import Status
+from ..job import config_id
+from ..result import Measurement, Result
+from ..status import Status
 
 # two-sided 95% quantiles of Student's t for 1..30 degrees of freedom; 1.96 beyond
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
