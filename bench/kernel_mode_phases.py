@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 t_import = time.perf_counter()
-from ksweep.api import mode_for  # noqa: E402
+from ksweep.app.wiring import mode_for  # noqa: E402
 from ksweep.build.builder import Builder, BuildRules  # noqa: E402
 from ksweep.build.cache import BuildCache  # noqa: E402
 from ksweep.kernel.backend import CudaBackend  # noqa: E402

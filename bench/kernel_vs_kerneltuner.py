@@ -88,14 +88,14 @@ def ksweep_sweep(work: Path) -> dict:
     wall = time.perf_counter() - t0
     if r.returncode != 0:
         raise SystemExit(f"ksweep run failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
-    from ksweep.insight import best_result
+    from ksweep.store import standings
     from ksweep.store.sqlite import Store
 
     with Store(db) as store:
         rows = store.results()
         ok = [x for x in rows if x.status.value == "OK"]
         # ksweep's pick: the confirmation's BEST (what `ksweep run` reports), else the sweep's fastest
-        best = best_result(store, ok[0].variant, ok[0].shape)
+        best = standings.best(store, ok[0].variant, ok[0].shape)
     sweep_best = min(ok, key=lambda x: x.metrics["ms"])
     counts: dict[str, int] = {}
     for x in rows:

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ksweep import Status, load_spec  # noqa: E402
-from ksweep.api import run_sweep  # noqa: E402
+from ksweep.app.sweep import run_sweep  # noqa: E402
 from ksweep.spec.kernel import default_flags  # noqa: E402
 from ksweep.store.sqlite import Store  # noqa: E402
 from ksweep.sweep.driver import SweepOptions  # noqa: E402

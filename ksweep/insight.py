@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .api import cache_folder, mode_for
+from .app.wiring import cache_folder, mode_for
 from .build.builder import BuildResult
 from .errors import KsweepError
 from .gpu.limits import limit_names

@@ -89,7 +89,8 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     ``env["confirmed_time"]``): one sweep measurement can be lucky, or taken while the GPU
     ran at another clock. ``log`` and ``platform`` (OpenCL) are ignored.
     """
-    from .api import _of_this_space, kernel_tuning_spec, run_sweep
+    from .app.kernel import kernel_tuning_spec, of_this_space
+    from .app.sweep import run_sweep
     from .verify.confirm import Confirmation
     from .store.standings import standings_of
     from .job import config_id
@@ -172,7 +173,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     gpus = None if parallel else [int(device)]
     _, db = run_sweep(spec, db=db, options=options, gpus=gpus, jobs=jobs, kernel_backend=backend,
                       observer=None if quiet or not verbose else _verbose_observer())
-    _, mine = _of_this_space(spec, db)  # a cache shared with calls of other tune_params keeps theirs too
+    _, mine = of_this_space(spec, db)  # a cache shared with calls of other tune_params keeps theirs too
     with Store(db) as store:
         # as Kernel Tuner writes it in its cache, for `ksweep export --format kt-cache`
         store.set_meta("kt_problem_size", _plain_size(problem_size))

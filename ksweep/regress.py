@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from .api import run_sweep, write_csv
+from .app.sweep import run_sweep, write_csv
 from .verify.confirm import Confirmation, Interval
 from .errors import KsweepError
 from .job import config_id

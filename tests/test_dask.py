@@ -30,7 +30,7 @@ from ksweep.run.gpus import NO_GPU, Gpu  # noqa: E402
 from ksweep.run.program import RunOutcome  # noqa: E402
 from ksweep.space.space import Space  # noqa: E402
 from ksweep.sweep.jobs import JobFactory  # noqa: E402
-from ksweep.api import make_dask_executor  # noqa: E402
+from ksweep.app.wiring import make_dask_executor  # noqa: E402
 from ksweep.sweep.local import build_rules, make_builder, workspace  # noqa: E402
 
 from conftest import GCC_BUILD  # noqa: E402
@@ -470,7 +470,7 @@ def test_a_remote_cluster_gets_the_binaries_in_its_tasks(tmp_path, monkeypatch, 
     """`ksweep run --cluster tcp://…` named the cache beside the database as a cache every
     worker sees: a worker on another host could not find any binary, and every run failed
     with "the run command cannot be started"."""
-    import ksweep.api as api
+    import ksweep.app.sweep as app_sweep
 
     seen = {}
 
@@ -481,10 +481,10 @@ def test_a_remote_cluster_gets_the_binaries_in_its_tasks(tmp_path, monkeypatch, 
         seen.update(kw)
         raise Seen
 
-    monkeypatch.setattr(api, "make_dask_executor", fake)
+    monkeypatch.setattr(app_sweep, "make_dask_executor", fake)
     spec = load_spec(devices_spec(tmp_path))
     with pytest.raises(Seen):
-        api.tune(spec, db=tmp_path / "x.db", cluster=cluster)
+        app_sweep.tune(spec, db=tmp_path / "x.db", cluster=cluster)
     expected = None if shared is None else (tmp_path / "cache").resolve()
     assert seen["shared_cache"] == expected
 

@@ -102,7 +102,7 @@ def test_a_gpu_without_an_energy_counter_fails_the_setup(tmp_path):
 
 @nvcc
 def test_a_sweep_that_cannot_measure_energy_stops_with_one_line(tmp_path):
-    from ksweep.api import run_sweep
+    from ksweep.app.sweep import run_sweep
     from ksweep.sweep.driver import SweepOptions
 
     spec = load_spec(vadd_kernel_spec(tmp_path, "BLOCK = [128, 256]\nELEMS = [1]", 4096, 'observers = ["energy"]'))
@@ -165,7 +165,7 @@ def test_observer_mistakes_are_one_line(tmp_path, extra, fragment):
 def test_the_energy_observer_keys_results_only_when_it_is_on(tmp_path):
     """A sweep without the observer keeps the result keys it had before the observer existed
     (its settings are left out), and turning it on evaluates every config again."""
-    from ksweep.api import mode_for
+    from ksweep.app.wiring import mode_for
     from ksweep.space.space import Space
     from ksweep.sweep.jobs import JobFactory
 
@@ -259,7 +259,7 @@ def test_objective_mistakes_are_one_line(tmp_path, sweep, fragment):
 
 
 def test_several_objectives_are_part_of_the_result_key(tmp_path):
-    from ksweep.api import mode_for
+    from ksweep.app.wiring import mode_for
     from ksweep.space.space import Space
     from ksweep.sweep.jobs import JobFactory
 
@@ -320,10 +320,10 @@ def test_fronts_per_shape_and_gpu_model_over_valid_configs_only():
 # -- a multi-objective sweep from the command line --------------------------------------------------
 @nvcc
 def test_run_with_objectives_time_energy_reports_the_pareto_front(tmp_path, monkeypatch, capsys):
-    import ksweep.api as api
+    import ksweep.app.sweep as app_sweep
     from ksweep.cli.main import main
 
-    monkeypatch.setattr(api, "run_sweep", functools.partial(api.run_sweep, kernel_backend=f"fake:{ENERGY}"))
+    monkeypatch.setattr(app_sweep, "run_sweep", functools.partial(app_sweep.run_sweep, kernel_backend=f"fake:{ENERGY}"))
     path = vadd_kernel_spec(tmp_path, "BLOCK = [64, 128, 256, 512]\nELEMS = [1]", 4096,
                             "timing = { warmup_ms = 1, budget_ms = 10, min_reps = 3, max_reps = 20, energy_ms = 200 }")
     assert main(["run", str(path), "-j", "2", "--no-confirm", "-q", "--objectives", "time,energy"]) == 0
@@ -382,7 +382,7 @@ def test_objectives_option_mistakes_are_one_line(tmp_path, capsys):
 
 
 def test_parse_errors_are_ksweep_errors():
-    from ksweep.cli.report import objectives_option
+    from ksweep.app.report import objectives_option
 
     with pytest.raises(KsweepError, match="--objectives a,a: 'a': a is already an objective"):
         objectives_option("a,a")

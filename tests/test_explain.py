@@ -525,7 +525,7 @@ def test_kernel_mode_profile_sets_up_the_worker_as_the_sweep_does_cmem_included(
     import numpy as np
 
     from ksweep import insight
-    from ksweep.api import kernel_tuning_spec
+    from ksweep.app.kernel import kernel_tuning_spec
     from ksweep.build.builder import BuildResult
     from ksweep.build.ptxas import KernelResources, PtxasReport
     from ksweep.kernel.executor import setup_request, shape_sizes

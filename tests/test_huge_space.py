@@ -191,7 +191,7 @@ def huge_spec(folder: Path) -> Path:
 @pytest.mark.parametrize("strategy", ["random", "auto", "grid"])
 def test_run_sweep_samples_a_huge_space(tmp_path, strategy):
     from ksweep.sweep.driver import SweepOptions
-    from ksweep.api import run_sweep
+    from ksweep.app.sweep import run_sweep
 
     spec = load_spec(huge_spec(tmp_path))
     space = Space.from_spec(spec)
@@ -211,7 +211,7 @@ def test_run_sweep_samples_a_huge_space(tmp_path, strategy):
 
 def test_run_sweep_without_a_budget_is_refused_before_building(tmp_path):
     from ksweep.sweep.driver import SweepOptions
-    from ksweep.api import run_sweep
+    from ksweep.app.sweep import run_sweep
 
     spec = load_spec(huge_spec(tmp_path))
     with pytest.raises(NoBudget) as err:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ksweep import Status, load_spec
-from ksweep.api import run_sweep
+from ksweep.app.sweep import run_sweep
 from ksweep.errors import SpecError
 from ksweep.run.classify import classify_answer
 from ksweep.run.handle import WorkerHandle

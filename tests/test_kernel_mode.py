@@ -18,7 +18,7 @@ from ksweep.sweep.jobs import JobFactory
 from ksweep.spec.kernel import kernel_spec_from_dict
 from ksweep.store.sqlite import Store
 from ksweep.sweep.driver import SweepOptions
-from ksweep.api import run_sweep
+from ksweep.app.sweep import run_sweep
 
 from conftest import KERNELS as HERE, vadd_kernel_spec
 
@@ -321,7 +321,7 @@ def test_templated_kernel_cubin_builds(tmp_path):
                      reference='"defaults"')
     spec = load_spec(tmp_path / "k.toml")
     from ksweep.sweep.local import make_builder
-    from ksweep.api import mode_for
+    from ksweep.app.wiring import mode_for
     from ksweep.sweep.jobs import JobFactory
 
     space = Space.from_spec(spec)
@@ -444,7 +444,7 @@ def test_a_kernel_mode_result_key_is_the_same_in_every_process(tmp_path):
     import sys
 
     vadd_kernel_spec(tmp_path, "BLOCK = [128]\nELEMS = [1]", 4096)
-    code = ("import sys; from ksweep import load_spec; from ksweep.api import mode_for; "
+    code = ("import sys; from ksweep import load_spec; from ksweep.app.wiring import mode_for; "
             "from ksweep.space.space import Space; from ksweep.sweep.jobs import JobFactory; "
             "spec = load_spec(sys.argv[1]); "
             "f = JobFactory(spec, spec.shape(None), spec.variant(None), Space.from_spec(spec), mode_for(spec)); "
@@ -625,7 +625,7 @@ def test_a_kernel_mode_reference_of_another_default_is_another_experiment(tmp_pa
     """Kernel mode compares outputs with the reference config's on the GPU, so its stored
     verdicts cannot be judged again from metrics: a default that changes the reference
     config changes every result's key (program mode judges its stored metrics again instead)."""
-    from ksweep.api import mode_for
+    from ksweep.app.wiring import mode_for
 
     def key(default: int) -> str:
         spec = load_spec(vadd_kernel_spec(tmp_path, f"BLOCK = {{ values = [128, 256], default = {default} }}\n"
@@ -662,6 +662,7 @@ def test_tune_kernel_refuses_what_a_kernel_table_refuses_before_building(tmp_pat
     every config compiled, then each was a RUN_ERROR; atol=-1, timeout=0 or four grid
     expressions were taken, and a missing source raised FileNotFoundError."""
     import ksweep
+    from ksweep.app.kernel import kernel_tuning_spec
     from ksweep.errors import SpecError
 
     (tmp_path / "src").mkdir()
@@ -669,8 +670,8 @@ def test_tune_kernel_refuses_what_a_kernel_table_refuses_before_building(tmp_pat
     shutil.copy(HERE / "vadd_args.py", tmp_path / "vadd_args.py")  # beside the caller, not the source
     monkeypatch.chdir(tmp_path)
     ok = dict(grid=["cdiv(N, BLOCK)"], block=["BLOCK"], outputs=[0], reference="vadd_args.py:reference")
-    spec = ksweep.api.kernel_tuning_spec("vadd", "src/vadd.cu", {"N": 64}, "vadd_args.py:make_args",
-                                         {"BLOCK": [128]}, **ok)
+    spec = kernel_tuning_spec("vadd", "src/vadd.cu", {"N": 64}, "vadd_args.py:make_args",
+                              {"BLOCK": [128]}, **ok)
     assert spec.kernel.args == f"{tmp_path / 'vadd_args.py'}:make_args"  # read from the current folder
     for bad, said in (({"arguments": "nope.py:make_args"}, "no such file nope.py"),
                       ({"atol": -1}, "atol"), ({"timeout": 0}, "timeout"),

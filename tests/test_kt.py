@@ -219,7 +219,7 @@ def test_what_cannot_be_honoured_is_one_line(here, keywords, message):
 def test_arrays_given_directly_are_saved_by_content_and_key_the_results(tmp_path):
     """Arguments, answers and cmem values passed as arrays: another call with other data gets
     other files (no overwriting), and the stored results' key covers their contents."""
-    from ksweep.api import kernel_tuning_spec
+    from ksweep.app.kernel import kernel_tuning_spec
     from ksweep.kernel.mode import KernelMode
 
     (tmp_path / "k.cu").write_text('extern "C" __global__ void k(float *y, const float *x) {}\n')

@@ -11,7 +11,7 @@ from ksweep import Status, load_spec
 from ksweep.build.ptxas import parse_ptxas
 from ksweep.store.sqlite import Store
 from ksweep.sweep.driver import SweepOptions
-from ksweep.api import run_sweep
+from ksweep.app.sweep import run_sweep
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 KERNELS = Path(__file__).parent / "programs" / "kernels.cu"

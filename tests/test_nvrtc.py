@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from ksweep import Status, load_spec
-from ksweep.api import mode_for
+from ksweep.app.wiring import mode_for
 from ksweep.build import nvrtc
 from ksweep.build.builder import first_error_lines
 from ksweep.build.ptxas import parse_ptxas

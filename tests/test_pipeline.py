@@ -13,7 +13,7 @@ import pytest
 from ksweep import Status, load_spec
 from ksweep.store.sqlite import Store
 from ksweep.sweep.driver import SweepOptions
-from ksweep.api import run_sweep
+from ksweep.app.sweep import run_sweep
 
 from conftest import GCC_BUILD
 

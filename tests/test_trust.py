@@ -26,7 +26,7 @@ from ksweep.spec.load import load_spec
 from ksweep.status import Status
 from ksweep.store.sqlite import Store
 from ksweep.sweep.driver import Sweep, SweepOptions
-from ksweep.api import run_sweep
+from ksweep.app.sweep import run_sweep
 from ksweep.sweep.local import make_builder, scratch_dir
 
 PROGRAMS = Path(__file__).parent / "programs"

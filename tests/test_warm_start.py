@@ -493,7 +493,7 @@ def test_a_source_that_fits_one_variant_only_is_taken_for_the_whole_run(tmp_path
 
 
 def test_effort_line_says_what_was_chosen_and_how_long_it_takes():
-    from ksweep.api import Estimate
+    from ksweep.app.estimate import Estimate
     from ksweep.cli.run import effort_line
 
     effort = choose("default", 5000)
@@ -524,7 +524,7 @@ def test_a_source_swept_without_a_gpu_is_not_said_to_be_on_one():
 
 def test_the_estimate_says_when_it_saw_no_gpu():
     """On a host without GPUs `plan` said '2 cores, 1 GPU'."""
-    from ksweep.api import Estimate
+    from ksweep.app.estimate import Estimate
 
     assert Estimate(2, 0, (10,), None, False, None, ()).machine == "2 cores, no GPU seen: one run at a time"
     assert Estimate(16, 1, (10,), None, False, None, ()).machine == "16 cores, 1 GPU"

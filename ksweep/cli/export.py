@@ -12,7 +12,7 @@ from ..report.rank import unverified_notes
 from ..export.formats import FORMATS, export
 from ..store.sqlite import Store
 from .main import percent_of, version
-from .report import load_all
+from ..app.report import load_all
 
 
 def add_parser(sub) -> None:

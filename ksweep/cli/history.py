@@ -7,7 +7,7 @@ import json
 from ..errors import require
 from ..report.history import plot, render, timeline
 from ..store.sqlite import Store
-from .report import check_names
+from ..app.report import check_names
 from .main import percent_of
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import sys
 
-from ..report.plan_view import print_plan, spilled
-from ..space.plan import make_plan
-from ..spec.load import load_spec
+from ..app.plan import plan as plan_of
+from ..app.wiring import load_spec
+from ..report.plan_view import print_plan
 from .main import count_of
 
 
@@ -34,9 +34,9 @@ def run(args) -> int:
     spec = load_spec(args.spec)
     for warning in spec.warnings:
         print(f"ksweep: warning: {warning}", file=sys.stderr)
-    plan = make_plan(spec, show=args.show)
-    est = _estimate(spec, args)
-    spills = _spilled(spec, args)
+    planned = plan_of(spec, show=args.show, db=args.db, samples=args.estimate,
+                      warm_start=tuple(args.warm_start or ()), jobs=args.jobs, cache=args.cache)
+    plan, est, spills = planned.plan, planned.estimate, planned.spilled
     if args.json:
         out = plan.to_json()
         out["estimate"] = _estimate_json(est)
@@ -47,38 +47,6 @@ def run(args) -> int:
         print_plan(spec, plan, spills=spills)
         _print_estimate(est)
     return 0
-
-
-def _spilled(spec, args) -> dict:
-    """(variant, shape) -> valid configs the database holds as SPILLS (report/plan_view.spilled)."""
-    from pathlib import Path
-
-    from ..store.sqlite import Store
-    from ..sweep.local import default_db_path
-
-    db = Path(args.db) if args.db else default_db_path(spec)
-    if not db.exists():
-        return {}
-    with Store(db, create=False) as store:
-        return spilled(spec, store.results())
-
-
-def _estimate(spec, args):
-    from pathlib import Path
-
-    from ..api import cache_folder, estimate, sample_builds
-    from ..report.estimate import sample_cost
-    from ..sweep.local import default_db_path
-
-    # the build cache `ksweep run` with the same --db and --cache will use, so that it reuses the samples
-    cache = cache_folder(args.db, args.cache)
-    if args.warm_start:
-        from ..warm.sources import check_warm_start
-
-        check_warm_start(args.warm_start, spec.param_names())  # as ksweep run will
-    cost = sample_cost(sample_builds(spec, args.estimate, cache=cache)) if args.estimate else None
-    db = Path(args.db) if args.db else default_db_path(spec)
-    return estimate(spec, db=db, warm_start=tuple(args.warm_start or ()), cost=cost, jobs=args.jobs)
 
 
 def _estimate_json(est) -> dict:

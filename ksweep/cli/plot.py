@@ -7,7 +7,7 @@ from ..report.plot import plot_convergence, plot_heatmap
 from ..spec.objectives import metric_direction
 from ..store import standings
 from ..store.sqlite import Store
-from .report import check_names
+from ..app.report import check_names
 
 DIRECTION_HELP = ("min: lower is better, max: higher is better (default: the sweep's direction for one of its "
                   "objectives, max for a throughput such as gflops, tflops, bandwidth, else min)")

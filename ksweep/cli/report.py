@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import sys
 
+from ..app.report import keys_of, load_all, objectives_of
 from ..report.edited import edited_notes
 from ..report.rank import unverified_notes
 from ..report.pareto import front_ids, render_fronts
 from ..report.records import to_csv, to_json
-from ..errors import KsweepError
-from ..job import config_id
-from ..spec.names import did_you_mean
-from ..spec.objectives import parse_objectives, resolve
 from ..report.profile_view import profiles_block
 from ..report.table import render, wide_console
-from ..store import standings as standings_of
-from ..store.sqlite import Store
 
 
 def add_parser(sub) -> None:
@@ -46,58 +41,15 @@ def count(text: str) -> int:
     return value
 
 
-def objectives_option(text: str):
-    """``--objectives time,energy`` as objectives; one line naming the option when it is not
-    (``ksweep report`` and ``ksweep run`` take it)."""
-    try:
-        return parse_objectives(w.strip() for w in text.split(","))
-    except ValueError as exc:
-        raise KsweepError(f"--objectives {text}: {exc}") from None
-
-
-def check_names(store: Store, shape=None, variant=None) -> None:
-    """--shape and --variant must name one the database has (a typo would print nothing)."""
-    for what, name in (("shape", shape), ("variant", variant)):
-        if name is None:
-            continue
-        known = store.names(what)
-        if known and name not in known:
-            close = did_you_mean(name, known)
-            raise KsweepError(f"--{what} {name}: no such {what} in {store.path}"
-                              + (f" — did you mean {close}?" if close else f" ({what}s: {', '.join(known[:12])})"))
-
-
-def load_all(db: str, shape=None, variant=None, profiles: list | None = None, superseded: list | None = None):
-    """The standings (results, objective, what the confirmation runs say: store/standings.py),
-    the parameter order and the objectives (and, into ``profiles`` when given, the stored
-    Nsight Compute profiles; into ``superseded``, the superseded results), read in one
-    transaction: a sweep marking results meanwhile cannot show one twice."""
-    with Store(db, create=False) as store, store.snapshot():
-        return _load(store, shape, variant, profiles, superseded)
-
-
-def _load(store: Store, shape, variant, profiles: list | None, superseded: list | None):
-    check_names(store, shape, variant)
-    standings = standings_of.read(store, variant, shape)
-    if superseded is not None:
-        superseded.extend(store.superseded_results(variant, shape))
-    if profiles is not None:
-        profiles.extend(store.profiles(variant, shape))
-    return standings, store.param_orders(), store.objectives()
-
-
 def run(args) -> int:
     profiles: list = []
     old: list = []
     standings, order, objectives = load_all(args.db, args.shape, args.variant, profiles, old)
     results, objective, conf = standings.results, standings.objective, standings.confirmations
     if args.objectives is not None:  # kernel mode's names (time: ms…) unless the results have such a metric
-        try:
-            objectives = resolve(objectives_option(args.objectives), True, {m for r in results for m in r.metrics})
-        except ValueError as exc:
-            raise KsweepError(f"--objectives {args.objectives}: {exc}") from None
+        objectives = objectives_of(args.objectives, results)
     old_rows = old if args.superseded else []
-    marked = {(r.variant, r.shape, config_id(r.params)) for r in old} if args.superseded else None
+    marked = keys_of(old) if args.superseded else None
     for line in [*edited_notes(results), *unverified_notes(results)]:  # what the user must know of them
         print(f"note: {line}", file=sys.stderr if args.format != "table" else sys.stdout)
     if args.format == "csv":

@@ -2,28 +2,21 @@
 
 from __future__ import annotations
 
-
 import argparse
 import signal
 import sys
-from dataclasses import replace
 from pathlib import Path
 
-from ..verify.confirm import Confirmation
+from ..app.estimate import EFFORTS, preset
+from ..app.report import load_all, objectives_option
+from ..app.sweep import Confirmation, SweepOptions, check_options, tune, with_overrides
+from ..app.wiring import database, load_spec
 from ..errors import KsweepError
-from ..strategies.effort import EFFORTS
-from ..api import tune
 from ..report.pareto import render_fronts
 from ..report.rank import unverified_notes
 from ..report.progress import make_observer, summary_line
 from ..report.table import render, wide_console
-from ..spec.checks import check_modes
-from ..spec.load import load_spec
-from ..spec.objectives import with_objectives
-from ..sweep.driver import SweepOptions
-from ..sweep.local import check_options, default_db_path
 from .main import count_of, parse_gpus, seconds_of
-from .report import load_all, objectives_option
 
 
 def add_parser(sub) -> None:
@@ -121,11 +114,9 @@ def run(args) -> int:
     spec = load_spec(args.spec)
     for warning in getattr(spec, "warnings", ()):
         print(f"ksweep: warning: {warning}", file=sys.stderr)
-    if args.persistent is not None:
-        spec = replace(spec, run=replace(spec.run, persistent=args.persistent))
-        check_modes(spec)  # e.g. --persistent on a [kernel] spec
+    spec = with_overrides(spec, persistent=args.persistent)
     if args.objectives is not None:
-        spec = with_objectives(spec, objectives_option(args.objectives), key="--objectives")
+        spec = with_overrides(spec, objectives=objectives_option(args.objectives))
     warm_start = tuple(args.warm_start or ())
     default = SweepOptions()  # the library's defaults, where the user typed nothing
     strategy, max_evals = args.strategy or default.strategy, args.max_evals
@@ -135,18 +126,13 @@ def run(args) -> int:
     check_options(spec, SweepOptions(strategy=strategy, shapes=shapes, variants=variants,
                                      warm_start=warm_start if args.effort else ()), cli=True)
     if args.effort:
-        from ..api import cache_folder, estimate
-
-        db0 = Path(args.db) if args.db else default_db_path(spec)
         conf = _confirmation(args.confirm)
         # no build measured in the database (or a --warm-start one): `plan --estimate`'s sample
         # builds, when the build cache holds them (nothing is built here)
-        est = estimate(spec, db=db0, warm_start=warm_start, cached_samples=True,
-                       cache=cache_folder(args.db, args.cache), jobs=args.jobs, gpus=parse_gpus(args.gpus),
-                       shapes=shapes, variants=variants, max_evals=args.max_evals,
-                       limited=args.time_limit is not None or args.patience is not None,
-                       confirm_runs=0 if conf is None else (conf.k + conf.default) * conf.rounds)
-        effort, seconds = dict((e.name, (e, t)) for e, t in est.presets)[args.effort]
+        effort, seconds, est = preset(spec, args.effort, db=args.db, cache=args.cache, warm_start=warm_start,
+                                      jobs=args.jobs, gpus=parse_gpus(args.gpus), shapes=shapes, variants=variants,
+                                      max_evals=args.max_evals,
+                                      limited=args.time_limit is not None or args.patience is not None, confirm=conf)
         strategy = args.strategy or effort.strategy
         max_evals = effort.max_evals
         print(effort_line(effort, seconds, est, strategy, max_evals), file=sys.stderr)
@@ -159,7 +145,7 @@ def run(args) -> int:
     gpus = parse_gpus(args.gpus)
     signal.signal(signal.SIGTERM, _sigterm)
     observer = make_observer(spec.objective.metric, args.quiet)
-    db = Path(args.db) if args.db else default_db_path(spec)
+    db = database(spec, args.db)
     try:
         done = tune(spec, db=db, options=options, gpus=gpus, jobs=args.jobs, cluster=args.cluster,
                     fake_gpus=args.fake_gpus, shared_cache=args.shared_cache, start_gap=args.start_gap,

@@ -5,7 +5,7 @@ that write an input, leave an element unwritten or get one wrong, with the host'
 import pytest
 
 from ksweep import Status, load_spec
-from ksweep.api import run_sweep
+from ksweep.app.sweep import run_sweep
 from ksweep.kernel.backend import CudaBackend
 from ksweep.kernel.worker import Worker
 from ksweep.store.sqlite import Store

@@ -4,7 +4,7 @@ are classified and the worker is restarted, the sweep goes on."""
 from ksweep import Status, load_spec
 from ksweep.store.sqlite import Store
 from ksweep.sweep.driver import SweepOptions
-from ksweep.api import run_sweep
+from ksweep.app.sweep import run_sweep
 
 from conftest import vadd_kernel_spec
 
