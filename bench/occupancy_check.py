@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ksweep import insight
+from ksweep.app import explain, target
 from ksweep.job import config_id
 from ksweep.build.sass import cuobjdump
 from ksweep.kernel.backend import CudaBackend
@@ -44,10 +44,10 @@ def main(dbs: list[str]) -> int:
                 ids = [(store.result_id(r.variant, r.shape, config_id(r.params)), r)
                        for r in store.results() if r.kernels]
             for rid, r in ids:
-                e = insight.explain(db, [str(rid)])
+                e = explain.explain(db, [str(rid)])
                 if not e.occupancy or e.launch.get("threads") is None:
                     continue
-                _, built, _ = insight.build_config(e_spec(db), r.shape, r.variant, dict(r.params), Path(db))
+                _, built, _ = target.build_config(e_spec(db), r.shape, r.variant, dict(r.params), Path(db))
                 files = cubins(Path(built.binary), Path(tmp)) if built.binary else []
                 smem = int(e.launch.get("smem") or 0)
                 for k in e.occupancy:
@@ -83,7 +83,7 @@ _specs: dict[str, object] = {}
 
 def e_spec(db: str):
     if db not in _specs:
-        _specs[db] = insight.open_target(db).spec
+        _specs[db] = target.open_target(db).spec
     return _specs[db]
 
 

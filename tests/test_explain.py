@@ -524,7 +524,7 @@ def test_plan_and_the_summary_say_how_many_configs_spilled(program_dir, tmp_path
 def test_kernel_mode_profile_sets_up_the_worker_as_the_sweep_does_cmem_included(tmp_path):
     import numpy as np
 
-    from ksweep import insight
+    from ksweep.app import profile, target
     from ksweep.app.kernel import kernel_tuning_spec
     from ksweep.build.builder import BuildResult
     from ksweep.build.ptxas import KernelResources, PtxasReport
@@ -535,9 +535,9 @@ def test_kernel_mode_profile_sets_up_the_worker_as_the_sweep_does_cmem_included(
     spec = kernel_tuning_spec("k", tmp_path / "k.cu", {"N": 8}, [np.zeros(8, np.float32)], {"B": [32]},
                               grid=["1"], block=["B"], outputs=[0], reference=None,
                               cmem={"d_c": np.ones(2, np.float32)})
-    job = insight._factory(spec, None, None).make({"B": 32})
+    job = target._factory(spec, None, None).make({"B": 32})
     built = BuildResult(Status.OK, binary=tmp_path / "k.cubin", report=PtxasReport((KernelResources("k"),)))
-    argv, kernel = insight._kernel_mode_program(spec, job, built, tmp_path)
+    argv, kernel = profile._kernel_mode_program(spec, job, built, tmp_path)
     request = json.loads((tmp_path / "request.json").read_text())
     assert kernel == "^k$" and argv[-1] == str(tmp_path / "request.json")
     assert request["setup"]["cmem"] == spec.kernel.cmem and request["setup"]["cmem"].startswith("npz:")

@@ -594,7 +594,7 @@ def test_check_refuses_a_shape_or_variant_the_spec_lacks_in_one_line(tmp_path):
     assert "did you mean default?" in cli("check", "s.toml", "--shape", "defualt", cwd=tmp_path).stderr
     assert cli("check", "s.toml", "--shape", "default", "--repeats", "1", cwd=tmp_path).returncode == 0
     from ksweep.errors import KsweepError
-    from ksweep.regress import check
+    from ksweep.app.check import check
     from ksweep.spec.load import load_spec
 
     with pytest.raises(KsweepError, match="variant 'nope': the spec has no such variant"):  # the library's call
@@ -634,7 +634,7 @@ def test_check_refuses_a_negative_tolerance_or_repeats_in_one_line(tmp_path):
     (v,) = json.loads(ok.stdout)
     assert (v["verdict"], v["beyond_noise"]) == ("ok", None)
     from ksweep.errors import KsweepError
-    from ksweep.regress import check
+    from ksweep.app.check import check
     from ksweep.spec.load import load_spec
 
     for bad in ({"tolerance": -0.02}, {"repeats": -1}):  # the library's call

@@ -52,11 +52,9 @@ RULES = [
     ("source", {"space", "strategies", "build", "run", "kernel", "sweep", "store", "report", "export", "cli", "app",
                 "replay"}, "guard and init read sources and spec names; no sweep"),
     ("profile", {"space", "strategies", "build", "run", "kernel", "sweep", "store", "report", "export", "cli", "app",
-                 "insight", "source"}, "Nsight Compute's command lines and output, read by the layers above"),
-    ("report", {"insight", "regress"}, "reports read results, not the loop"),
-    ("export", {"insight", "regress"}, "ksweep export reads results, not the loop"),
-    ("verify", {"strategies", "build", "run", "kernel", "sweep", "store", "report", "export", "cli", "app", "insight",
-                "regress", "kt", "replay", "warm", "source", "profile"},
+                 "source"}, "Nsight Compute's command lines and output, read by the layers above"),
+    ("verify", {"strategies", "build", "run", "kernel", "sweep", "store", "report", "export", "cli", "app", "kt",
+                "replay", "warm", "source", "profile"},
      "the verify stage judges a run's metrics and the confirmation runs; it reads results, nothing above"),
 ]
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 import sys
 
-from ..regress import check
-from ..spec.load import load_spec
-from ..sweep.driver import SweepOptions
-from ..sweep.local import check_options
+from ..app.check import check
+from ..app.sweep import SweepOptions, check_options
+from ..app.wiring import load_spec
 from .main import count_of, parse_gpus, percent_of
 
 

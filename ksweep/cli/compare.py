@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .. import insight
+from ..app.compare import compare
 from ..errors import KsweepError
 from ..profile.diff import render
 
@@ -27,10 +27,10 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     items = args.items
     if len(items) == 2:
-        c = insight.compare(items[0], items[1])
+        c = compare(items[0], items[1])
     elif len(items) == 3:
-        c = insight.compare(items[1], items[2], items[0], shape=args.shape, variant=args.variant,
-                            spec_path=args.spec, sass=not args.no_sass)
+        c = compare(items[1], items[2], items[0], shape=args.shape, variant=args.variant,
+                    spec_path=args.spec, sass=not args.no_sass)
     else:
         raise KsweepError("compare: give A.csv B.csv, or DB A B")
     print(json.dumps(c.to_json(), indent=2, default=str) if args.json else render(c, only_changed=args.changed))

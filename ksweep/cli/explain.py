@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .. import insight
+from ..app.explain import explain
 from ..report.explain import render
 
 
@@ -23,8 +23,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    e = insight.explain(args.target, args.config, shape=args.shape, variant=args.variant, build=args.build,
-                        spec_path=args.spec)
+    e = explain(args.target, args.config, shape=args.shape, variant=args.variant, build=args.build,
+                spec_path=args.spec)
     if args.json:
         print(json.dumps(e.to_json(), indent=2, default=str))
     else:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import insight
+from ..app.profile import profile
 from ..report.profile_view import profile_lines
 
 
@@ -32,9 +32,9 @@ def run(args) -> int:
     if args.metrics:
         metrics = args.metrics if args.metrics in ("default", "full") else tuple(
             m.strip() for m in args.metrics.split(",") if m.strip())
-    done = insight.profile(args.db, top=args.top, configs=args.configs or (), metrics=metrics, shape=args.shape,
-                           variant=args.variant, spec_path=args.spec, gpu=args.gpu, ncu=args.ncu, csv_dir=args.csv_dir,
-                           echo=lambda line: None)
+    done = profile(args.db, top=args.top, configs=args.configs or (), metrics=metrics, shape=args.shape,
+                   variant=args.variant, spec_path=args.spec, gpu=args.gpu, ncu=args.ncu, csv_dir=args.csv_dir,
+                   echo=lambda line: None)
     failed = 0
     for p in done:
         head = f"{p.shape}/{p.variant} {p.label}: " + " ".join(f"{k}={v}" for k, v in p.params.items())

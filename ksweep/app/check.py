@@ -8,7 +8,7 @@ slower than the baseline by more than ``tolerance`` and the two intervals do not
 (beyond noise; with no interval on one side, the tolerance alone decides), or when it no
 longer builds or runs. Without ``update`` the measurements go to a copy of the database
 and the history is left as it was; with it they are recorded, a revision of their own.
-Above every layer, like ``api.py``.
+The library half of ``ksweep check`` (the application layer).
 """
 
 from __future__ import annotations
@@ -20,22 +20,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from .app.sweep import run_sweep, write_csv
-from .verify.confirm import Confirmation, Interval
-from .errors import KsweepError
-from .job import config_id
-from .verify.confirm import confirmed
-from .store import standings
-from .report.history import BEFORE, Point, timeline
-from .store.ranking import finite_value
-from .run.gpus import detect_gpus, select_gpus
-from .space.space import Space
-from .spec.model import Spec
-from .status import Status
-from .store.sqlite import Store
-from .strategies.listed import ListedStrategy
-from .sweep.driver import SweepOptions, check_store_spec
-from .sweep.local import check_options, default_db_path
+from ..errors import KsweepError
+from ..job import config_id
+from ..report.history import BEFORE, Point, timeline
+from ..run.gpus import detect_gpus, select_gpus
+from ..space.space import Space
+from ..spec.model import Spec
+from ..status import Status
+from ..store import standings
+from ..store.ranking import finite_value
+from ..store.sqlite import Store
+from ..strategies.listed import ListedStrategy
+from ..sweep.driver import SweepOptions, check_store_spec
+from ..sweep.local import check_options
+from ..verify.confirm import Confirmation, Interval, confirmed
+from .sweep import run_sweep, write_csv
+from .wiring import database
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, 
     # a shape or variant the spec lacks is refused (it would check nothing, and pass)
     check_options(spec, SweepOptions(shapes=tuple(shapes) or None, variants=tuple(variants) or None),
                   own_strategy=True)
-    db_path = Path(db) if db else default_db_path(spec)
+    db_path = database(spec, db)
     if not db_path.exists():
         raise KsweepError(f"{db_path}: no results database: sweep the spec first (ksweep run), then check")
     with Store(db_path, create=False) as store:
