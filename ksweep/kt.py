@@ -97,7 +97,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     from .export.kt_cache import failure_name
     from .gpu.limits import DEFAULT_ARCH
     from .store.sqlite import Store
-    from .sweep.driver import SweepOptions
+    from .sweep.options import SweepOptions
 
     started = time.perf_counter()
     _refuse(lang=lang, verify=verify, texmem_args=texmem_args, simulation_mode=simulation_mode, observers=observers,

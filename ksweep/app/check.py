@@ -31,7 +31,8 @@ from ..store import standings
 from ..store.ranking import finite_value
 from ..store.sqlite import Store
 from ..strategies.listed import ListedStrategy
-from ..sweep.driver import SweepOptions, check_store_spec
+from ..sweep.driver import check_store_spec
+from ..sweep.options import SweepOptions
 from ..sweep.local import check_options
 from ..verify.confirm import Confirmation, Interval, confirmed
 from .sweep import run_sweep, write_csv

@@ -15,7 +15,7 @@ from ..spec.model import Spec
 from ..status import Status
 from ..store.sqlite import Store
 from ..strategies.effort import EFFORTS, Effort, choose
-from ..sweep.driver import SweepOptions
+from ..sweep.options import SweepOptions
 from ..sweep.local import make_builder
 from ..verify.confirm import Confirmation
 from .wiring import cache_folder, database, mode_for

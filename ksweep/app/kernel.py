@@ -20,7 +20,7 @@ from ..spec.load import validate_names
 from ..spec.model import Constraint, Objective, Param, Shape, Spec
 from ..store import standings
 from ..store.sqlite import Store
-from ..sweep.driver import SweepOptions
+from ..sweep.options import SweepOptions
 from ..verify.confirm import Confirmation
 from ..workspace import workspace
 from .sweep import run_sweep

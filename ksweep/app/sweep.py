@@ -22,7 +22,7 @@ from ..spec.model import Spec
 from ..spec.objectives import with_objectives
 from ..store import standings
 from ..store.sqlite import Store
-from ..sweep.driver import Summary, SweepOptions
+from ..sweep.options import Summary, SweepOptions
 from ..sweep.local import check_options, finished_sweep, run_with
 from ..verify.confirm import Confirmation
 from .wiring import cache_folder, database, make_dask_executor, make_executor, mode_for
