@@ -524,7 +524,7 @@ def test_random_sample_budget_as_kernel_tuner_sets_it(tmp_path, monkeypatch, opt
 
 
 def test_kernel_tuners_strategy_names_get_its_default_budgets():
-    from ksweep.kt import _strategy
+    from ksweep.kt._keywords import strategy_of as _strategy
 
     assert _strategy("bayes_opt", {}) == ("bayes", 100, None, None)  # Kernel Tuner's max_fevals default
     assert _strategy("bayes_opt", {"max_fevals": 7, "time_limit": 3}) == ("bayes", 7, 3, None)
