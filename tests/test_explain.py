@@ -17,8 +17,10 @@ import pytest
 from ksweep.build.ptxas import parse_ptxas
 from ksweep.gpu.limits import builtin_limits
 from ksweep.gpu.occupancy import occupancy
+from ksweep.errors import KsweepError
 from ksweep.profile.diff import metric_rows
 from ksweep.profile.ncu import parse_csv, profile_argv
+from ksweep.report.compare_view import render
 from ksweep.report.explain import comparisons
 from ksweep.store.sqlite import Store
 

@@ -37,7 +37,7 @@ def _guarded_defaults(source: Path) -> dict:
 @pytest.fixture
 def no_gpu(monkeypatch):
     """This host has no GPU, whatever nvidia-smi would say."""
-    monkeypatch.setattr("ksweep.cli.init.local_arch", lambda: None)
+    monkeypatch.setattr("ksweep.app.init.local_arch", lambda: None)
 
 
 @pytest.mark.parametrize("source, switches", [

@@ -207,6 +207,38 @@ def test_a_forbidden_module_of_an_allowed_package_is_flagged(tmp_path):
                                                           "ksweep/strategies/planted.py:9 imports ksweep.warm.sources"]
 
 
+# All that ksweep/cli/ may import, each with why: the CLI parses, calls the application layer
+# and renders what it answers; store reads, spec loading and wiring are the app layer's.
+CLI_MAY_IMPORT = {
+    "cli": "its own argparse helpers and commands",
+    "app": "the library half of each command (ksweep/app/)",
+    "report": "the renderers: tables, CSV and JSON, plots, notes",
+    "errors": "a user's error said in one line, exit 2",
+    "": "ksweep's own __version__, which cli/main.py says when the distribution is not installed",
+}
+
+
+def _imports_outside(where: str, allowed: set[str], root: Path = PACKAGE) -> list[str]:
+    """``file:line imports ksweep.X`` for each import under ``where`` of a layer not in ``allowed``."""
+    return [f"{path.relative_to(root.parent)}:{line} imports ksweep.{module}"
+            for path in _files(where, root) for line, module in _imports(path, root)
+            if module.split(".")[0] not in allowed]
+
+
+def test_the_cli_imports_only_the_app_layer_and_the_renderers():
+    broken = _imports_outside("cli", set(CLI_MAY_IMPORT))
+    assert not broken, ("the CLI parses, calls the application layer (ksweep/app/) and renders (ksweep/report/): "
+                        + "; ".join(broken))
+
+
+def test_a_cli_import_of_a_lower_layer_is_flagged(tmp_path):
+    copy = tmp_path / "ksweep"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert _imports_outside("cli", set(CLI_MAY_IMPORT), copy) == []
+    (copy / "cli" / "planted.py").write_text("from ..store.sqlite import Store\nfrom ..app import sweep\n")
+    assert _imports_outside("cli", set(CLI_MAY_IMPORT), copy) == ["ksweep/cli/planted.py:1 imports ksweep.store.sqlite"]
+
+
 def _module_name(path: Path, root: Path = PACKAGE) -> str:
     """``ksweep.a.b`` for ``a/b.py`` and ``a/b/__init__.py`` under ``root``."""
     parts = path.relative_to(root).with_suffix("").parts

@@ -378,7 +378,7 @@ def test_the_mean_over_datasets_sets_cold_against_cold_and_warm_pairs_apart():
     datasets", while the exact random expectation covers the cold datasets only: auto's mean
     was 0.845 against random's 0.778 where, cold against cold, it was 0.767."""
     from ksweep.replay.bench import parse_pairs
-    from ksweep.replay.tables import tables
+    from ksweep.report.bench_tables import tables
 
     ds = [synthetic(), synthetic(seed=1, name="other")]
     result = run_bench(ds, ["random"], budgets=[10], repeats=2, pairs=parse_pairs("synthetic<-other", ds))

@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 
+from ..app.bench_strategies import STRATEGIES, bench
 from ..errors import KsweepError
-from ..strategies import STRATEGIES, missing
 from .main import count_of
 
 
@@ -61,27 +61,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..replay.bench import default_workers, load_all, parse_pairs, run_bench
-
     if args.repeats < 1:
         raise KsweepError(f"--repeats must be at least 1, got {args.repeats}")
-    datasets = load_all(args.datasets)
-    if args.warm_only and not args.warm_start_from:
-        raise KsweepError("--warm-only needs --warm-start-from PAIRS")
-    pairs = parse_pairs(args.warm_start_from, datasets) if args.warm_start_from else []
-    absent = {s: m for s in (args.strategies or STRATEGIES) if (m := missing(s)) is not None}
-    if args.strategies is None:  # all that can run here
-        strategies = [s for s in STRATEGIES if s not in absent]
-        for m in absent.values():
-            print(f"note: {m}; left out", file=sys.stderr)
-    elif absent:  # named: each must be able to run, said before any work starts
-        raise next(iter(absent.values()))
-    else:
-        strategies = args.strategies
     progress = None if args.json or not sys.stderr.isatty() else _progress
-    result = run_bench(datasets, strategies, args.budgets, args.repeats,
-                       workers=args.jobs or default_workers(), progress=progress, pairs=pairs,
-                       cold=not args.warm_only)
+    done = bench(args.datasets, args.strategies, args.budgets, args.repeats, jobs=args.jobs,
+                 warm_start_from=args.warm_start_from, warm_only=args.warm_only, progress=progress,
+                 note=lambda missing: print(f"note: {missing}; left out", file=sys.stderr))
+    result, datasets = done.result, done.datasets
     if progress:
         print(file=sys.stderr)
     records = [r.as_json() for r in result.records]
@@ -94,13 +80,13 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(records, indent=1))
     elif args.markdown:
-        from ..replay.tables import markdown
+        from ..report.bench_tables import markdown
 
         print(markdown(result.records))
     else:
         _print_tables(result.records)
     if args.plot:
-        from ..replay.plot import plot_curves
+        from ..report.bench_plot import plot_curves
 
         path = plot_curves(result, datasets, args.plot)
         if not args.json:
@@ -111,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
 def _print_tables(records) -> None:
     from rich.table import Table
 
-    from ..replay.tables import tables
+    from ..report.bench_tables import tables
     from ..report.table import wide_console
 
     console = wide_console()  # a pipe gets whole lines

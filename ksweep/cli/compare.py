@@ -6,7 +6,7 @@ import json
 
 from ..app.compare import compare
 from ..errors import KsweepError
-from ..profile.diff import render
+from ..report.compare_view import render
 
 
 def add_parser(sub) -> None:

@@ -6,13 +6,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..app.export import FORMATS, export
 from ..errors import ExportError
 from ..report.edited import edited_notes
 from ..report.rank import unverified_notes
-from ..export.formats import FORMATS, export
-from ..store.sqlite import Store
 from .main import percent_of, version
-from ..app.report import load_all
 
 
 def add_parser(sub) -> None:
@@ -32,17 +30,9 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    standings, orders, _ = load_all(args.db)
-    results = standings.results
-    with Store(args.db, create=False) as store:
-        name = store.get_meta("spec_name") or Path(args.db).stem
-        problem_size = store.get_meta("kt_problem_size")  # ksweep.kt.tune_kernel's
-        # the kernel name the ksweep.kt call was given ('vscale<TILE>'), which Kernel Tuner compares
-        kt_name = store.get_meta("kt_kernel_name") if args.format == "kt-cache" else None
-        left_out = len(_chosen(store.superseded_results(), args))
-    out = export(standings, args.format, orders=orders,
-                 name=kt_name or name, source=Path(args.db).name, generator=f"ksweep {version()}", cover=args.cover,
-                 shape=args.shape, variant=args.variant, gpu=args.gpu, problem_size=problem_size)
+    done = export(args.db, args.format, generator=f"ksweep {version()}", cover=args.cover, shape=args.shape,
+                  variant=args.variant, gpu=args.gpu)
+    out = done.out
     said = sys.stdout
     if args.output:
         try:
@@ -57,17 +47,12 @@ def run(args) -> int:
         print(line, file=said)
     for note in out.notes:
         print(f"note: {note}", file=said)
-    shipped = _chosen(results, args)
+    shipped = done.shipped
     for note in [*edited_notes(shipped), *unverified_notes(shipped)]:  # the source on disk changed; unchecked
         print(f"note: {note}", file=said)
+    left_out = done.left_out
     if left_out:  # chosen among the others: the user should know some configs' results did not count
         print(f"note: {left_out} superseded result{'s' if left_out != 1 else ''} left out: measured on another "
               "source or spec, or not measured again yet by a --rerun all that did not end "
               f"(ksweep report {args.db} --superseded lists them)", file=said)
     return 0
-
-
-def _chosen(results, args) -> list:
-    """The results of the shape, variant and GPU model the export was asked for."""
-    return [r for r in results if args.shape in (None, r.shape) and args.variant in (None, r.variant)
-            and (args.gpu is None or args.gpu.lower() in (r.gpu_name or "").lower())]

@@ -6,10 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..app.guard import DEFAULT_TIMEOUT, check_code, guard_file, write
 from ..errors import KsweepError
-from ..source.codecheck import DEFAULT_TIMEOUT, check
-from ..source.files import read_source, write_source
-from ..source.guard import guard, unified_diff
 
 
 def add_parser(sub) -> None:
@@ -40,16 +38,15 @@ def run(args) -> int:
         raise KsweepError("--check needs the build command after it: --check -- nvcc -cubin -o k.cubin k.cu")
     if args.against and args.check is None:
         raise KsweepError("--against compares generated code: give --check -- BUILD COMMAND too")
-    text = read_source(path)
-    result = guard(text, args.names or None, label=str(path))
+    guarded = guard_file(path, args.names or None)
+    result = guarded.result
     names = list(dict.fromkeys(d.name for d in result.guarded))
     left = f"; left: {', '.join(f'{x.name} ({x.why}, line {x.line})' for x in result.left)}" if result.left else ""
     print(f"ksweep: {path}: " + (f"guarded {', '.join(names)}" if names else "nothing to guard") + left,
           file=sys.stderr)
     code = 0
     if args.check is not None and (result.changed or args.against):
-        before = read_source(args.against) if args.against else text
-        report = check(path, before, result.line_mapped, args.check, timeout=args.timeout)
+        report = check_code(guarded, args.check, against=args.against, timeout=args.timeout)
         print(f"ksweep: {report.summary}", file=sys.stderr)
         for line in report.details():
             print(line, file=sys.stderr)
@@ -58,9 +55,9 @@ def run(args) -> int:
         return code
     target = path if args.in_place else Path(args.output) if args.output else None
     if target is None:
-        sys.stdout.write(unified_diff(text, result.text, str(path)))
+        sys.stdout.write(guarded.diff())
     elif code == 0:
-        write_source(target, result.text)
+        write(target, result.text)
         print(f"ksweep: wrote {target}", file=sys.stderr)
     else:
         print(f"ksweep: {target} not written: the generated code differs", file=sys.stderr)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
+from ..app.history import history
 from ..errors import require
-from ..report.history import plot, render, timeline
-from ..store.sqlite import Store
-from ..app.report import check_names
+from ..report.history import plot, render
 from .main import percent_of
 
 
@@ -27,18 +26,13 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     if args.plot:  # said before the table, not after it
         require("matplotlib", "plot", "ksweep history --plot")
-    with Store(args.db, create=False) as store:
-        check_names(store, args.shape, args.variant)
-        rows = store.history(args.variant, args.shape)
-        measurements = store.measurements(args.variant, args.shape)
-        objective = store.objective()
-    lines = timeline(rows, measurements, objective.metric, objective.direction, args.tolerance / 100)
+    lines, metric = history(args.db, shape=args.shape, variant=args.variant, tolerance=args.tolerance / 100)
     if args.json:
         print(json.dumps([{"variant": v, "shape": s, "points": [p.to_json() for p in pts]}
                           for (v, s), pts in lines.items()], indent=2))
     else:
-        print(render(lines, objective.metric) if lines else
+        print(render(lines, metric) if lines else
               f"{args.db}: no evaluated result yet" + (": no plot written" if args.plot else ""))
     if args.plot and lines:
-        print(plot(lines, objective.metric, args.plot))
+        print(plot(lines, metric, args.plot))
     return 0

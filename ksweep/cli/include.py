@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..include import include_dir
+from ..app.include import where
 
 
 def add_parser(sub) -> None:
@@ -12,6 +12,5 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    folder = include_dir()
-    print(f"-I{folder}" if args.flag else folder)
+    print(where(args.flag))
     return 0

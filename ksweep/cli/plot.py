@@ -3,11 +3,8 @@ ksweep plot convergence DB (best so far against evaluations)."""
 
 from __future__ import annotations
 
+from ..app.plot import marked_best, to_plot
 from ..report.plot import plot_convergence, plot_heatmap
-from ..spec.objectives import metric_direction
-from ..store import standings
-from ..store.sqlite import Store
-from ..app.report import check_names
 
 DIRECTION_HELP = ("min: lower is better, max: higher is better (default: the sweep's direction for one of its "
                   "objectives, max for a throughput such as gflops, tflops, bandwidth, else min)")
@@ -39,25 +36,12 @@ def add_parser(sub) -> None:
 def _load(args):
     """The results to plot, the metric and which way is better (--direction, else
     metric_direction's rule over the sweep's objectives), read in one transaction."""
-    with Store(args.db, create=False) as store, store.snapshot():
-        check_names(store, args.shape, args.variant)
-        results = store.results(variant=args.variant, shape=args.shape)
-        objective, objectives = store.objective(), store.objectives()
-    metric = args.metric or objective.metric
-    return results, metric, args.direction or metric_direction(metric, (objective, *objectives))
+    return to_plot(args.db, shape=args.shape, variant=args.variant, metric=args.metric, direction=args.direction)
 
 
 def run(args) -> int:
     results, metric, direction = _load(args)
-    with Store(args.db, create=False) as store:  # the store's BEST of each shape, as the table marks it
-        found = standings.read(store, args.variant, args.shape)
-    best = {}
-    if metric == found.objective.metric:
-        for key, s in found.items():
-            r = s.best()
-            v = s.value(r, singles=True) if r is not None else None
-            if v is not None:
-                best[key] = (r, v.value, v.confirmed)
+    best = marked_best(args.db, metric, shape=args.shape, variant=args.variant)  # as the table marks it
     out = plot_heatmap(results, args.x, args.y, metric, direction, args.out, best=best)
     print(out)
     return 0

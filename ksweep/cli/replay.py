@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..strategies import DEFAULT, STRATEGIES
+from ..app.replay import DEFAULT, STRATEGIES, replay
 from .main import count_of, seconds_of
 
 
@@ -34,18 +34,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..replay import load_dataset
-    from ..replay.search import replay_search
-
-    dataset = load_dataset(args.dataset)
-    prior = None
-    for source in args.warm_start or ():
-        from ..warm.sources import load_prior
-        from ..warm.prior import Prior
-
-        prior = Prior((*(prior.sources if prior else ()), *load_prior(source, names=dataset.names).sources))
-    out = replay_search(dataset, args.strategy, seed=args.seed, max_evals=args.max_evals,
-                        time_limit=args.time_limit, patience=args.patience, batch=args.batch, prior=prior)
+    done = replay(args.dataset, args.strategy, seed=args.seed, max_evals=args.max_evals, time_limit=args.time_limit,
+                  patience=args.patience, batch=args.batch, warm_start=args.warm_start or ())
+    dataset, prior, out = done.dataset, done.prior, done.outcome
     if args.json:
         print(json.dumps({**out.__dict__, "ratio": out.ratio}))
         return 0

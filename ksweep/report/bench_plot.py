@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import require
-from .bench import BenchResult
-from .dataset import Dataset
-from .stats import random_mean_curve
+from ..replay.bench import BenchResult
+from ..replay.dataset import Dataset
+from ..replay.stats import random_mean_curve
 
 
 def plot_curves(result: BenchResult, datasets: Sequence[Dataset], path: str | Path) -> Path:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .bench import EXACT_RANDOM, BenchRecord, mean_over_datasets
+from ..replay.bench import EXACT_RANDOM, BenchRecord, mean_over_datasets
 
 
 def cell(r: BenchRecord) -> str:

@@ -1,0 +1,47 @@
+"""``ksweep export``: the tuned configs for a library (a C/C++ header, JSON) or the results
+for another tuner (a T4 file, a Kernel Tuner cache), from a results database; the formats
+are ``export/formats.py``'s."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..export.formats import FORMATS
+from ..export.formats import export as export_as
+from ..store.sqlite import Store
+from .report import load_all
+
+__all__ = ["FORMATS", "Exported", "export"]
+
+
+@dataclass(frozen=True)
+class Exported:
+    out: object  # export/formats.py's: the text, the lines and notes to say beside it
+    shipped: list  # the results of the shape, variant and GPU model asked for
+    left_out: int  # superseded results of those (measured on another source or spec): not counted
+
+
+def export(db: str, format: str, *, generator: str, cover: float | None = None, shape: str | None = None,
+           variant: str | None = None, gpu: str | None = None) -> Exported:
+    """``db``'s results in ``format`` (``header``, ``json``, ``t4``, ``kt-cache``): each shape's
+    best, or with ``cover`` (a percentage) the fewest configs keeping every shape within it of
+    its own best; ``shape``, ``variant`` and ``gpu`` (a GPU model's name or a part of it)
+    choose what is exported; ``generator`` names the program in the output."""
+    standings, orders, _ = load_all(db)
+    with Store(db, create=False) as store:
+        name = store.get_meta("spec_name") or Path(db).stem
+        problem_size = store.get_meta("kt_problem_size")  # ksweep.kt.tune_kernel's
+        # the kernel name the ksweep.kt call was given ('vscale<TILE>'), which Kernel Tuner compares
+        kt_name = store.get_meta("kt_kernel_name") if format == "kt-cache" else None
+        left_out = len(_chosen(store.superseded_results(), shape, variant, gpu))
+    out = export_as(standings, format, orders=orders, name=kt_name or name, source=Path(db).name,
+                    generator=generator, cover=cover, shape=shape, variant=variant, gpu=gpu,
+                    problem_size=problem_size)
+    return Exported(out, _chosen(standings.results, shape, variant, gpu), left_out)
+
+
+def _chosen(results, shape, variant, gpu) -> list:
+    """The results of the shape, variant and GPU model the export was asked for."""
+    return [r for r in results if shape in (None, r.shape) and variant in (None, r.variant)
+            and (gpu is None or gpu.lower() in (r.gpu_name or "").lower())]
