@@ -133,7 +133,7 @@ def main() -> int:
 def host_setup_parts(spec_path: str) -> None:
     """The worker's host part of its setup (``host_setup``, run here, in this process), part by part."""
     from ksweep.kernel.executor import setup_request, shape_sizes
-    from ksweep.kernel.worker import host_setup
+    from ksweep.kernel.inputs import host_setup
     from ksweep.spec.load import load_spec
 
     spec = load_spec(spec_path)

@@ -209,7 +209,7 @@ def test_cheats_are_caught_by_two_draws_unchanged_inputs_and_a_check_after_timin
 def test_the_second_draw_has_another_distribution_at_the_same_scale():
     import numpy as np
 
-    from ksweep.kernel.worker import other_draw
+    from ksweep.kernel.inputs import other_draw
 
     rng = np.random.default_rng(0)
     c, a, b = np.zeros(1000, np.float32), rng.normal(size=1000).astype(np.float32), np.arange(1000, dtype=np.int32)
@@ -275,7 +275,7 @@ def test_the_setups_host_part_says_where_its_time_went():
     """host_setup times its parts (bench/kernel_timeline.py prints them): the two draws, the
     second distribution (on its thread), the cmem function and the reference of both check
     draws."""
-    from ksweep.kernel.worker import host_setup
+    from ksweep.kernel.inputs import host_setup
 
     host = host_setup(fake_setup())
     assert set(host.parts) == {"draws", "second distribution", "cmem", "reference"}
