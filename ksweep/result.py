@@ -30,7 +30,7 @@ class Result:
     params: Mapping[str, Any]
     status: Status
     message: str = ""
-    # the run's outputs passed a check against an expected value or the reference (verify.judge);
+    # the run's outputs passed a check against an expected value or the reference (verify/checks.judge);
     # False without a check, when the reference failed, and in databases written before schema 3
     verified: bool = False
     derived: Mapping[str, Any] = field(default_factory=dict)

@@ -6,7 +6,7 @@ pass/fail, the values it read and, for each comparison in it, the margin (``SMEM
 build's resources per kernel (ptxas); the theoretical occupancy per judged kernel
 (``gpu/occupancy.py``), its binding limit named; the stored result (status, message)
 and profile metrics. Gathering a stored result or a build is the caller's
-(``ksweep/insight.py``); this module computes and renders.
+(``ksweep/app/explain.py``); this module computes and renders.
 """
 
 from __future__ import annotations

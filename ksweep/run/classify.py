@@ -5,7 +5,7 @@ host's answer is made into one), or a request to kernel mode's GPU worker
 (``classify_answer``: the worker's reply of facts, its timeout or its death). A run that
 could not be attempted is ``not_run``; one whose cluster worker was lost is ``lost``. These
 are the only places a run gets its status; whether an OK run's metrics pass the spec's
-check is verify.judge's call.
+check is verify/checks.judge's call.
 
 A CUDA error is recognised by its real forms: an error name (``cudaErrorIllegalAddress``,
 ``CUDA_ERROR_LAUNCH_FAILED``, ``CUBLAS_STATUS_EXECUTION_FAILED``), "CUDA error" followed

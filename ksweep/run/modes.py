@@ -1,6 +1,6 @@
 """Run modes: how a shape × variant's configs become jobs, below the sweep loop.
 
-The job factory (sweep/jobs.py) asks the mode, chosen once in the wiring (ksweep/api.py),
+The job factory (sweep/jobs.py) asks the mode, chosen once in the wiring (ksweep/app/wiring.py),
 for the build and run templates, extra sources, per-config values and launch geometry,
 what else a result's key covers, the reference config, and what the host must have.
 The loop never asks which mode it runs.
