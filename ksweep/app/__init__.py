@@ -5,7 +5,8 @@ by the command line and by a script.
 ``wiring.py`` chooses a spec's run mode and executor (the one place that does);
 ``sweep.py`` is ``ksweep run`` (``run_sweep``, ``tune``, ``best_result``); ``estimate.py``
 what a sweep will cost (``plan --estimate``, ``run --effort``); ``kernel.py`` kernel mode's
-``tune_kernel``; ``target.py`` what ``explain``, ``profile`` and ``compare`` share (a spec
-and its database, a config resolved and built); the other modules are named for their
-command. ``ksweep.kt`` sits above this layer, ``ksweep.cli`` above both.
+``ksweep.tune_kernel`` (not ``ksweep.kt.tune_kernel``, Kernel Tuner's call, above this
+layer); ``target.py`` what ``explain``, ``profile`` and ``compare`` share (a spec and its
+database, a config resolved and built); the other modules are named for their command.
+``ksweep.kt`` sits above this layer, ``ksweep.cli`` above both.
 """

@@ -138,8 +138,8 @@ def kernel_tuning_spec(
     arch: str = DEFAULT_ARCH, flags: Sequence[str] | None = None, compiler: str = "nvcc",
     timing: Timing | None = None, timeout: float = 10.0, cmem: str | Mapping[str, Any] | None = None,
 ) -> Spec:
-    """The kernel-mode spec ``tune_kernel`` sweeps (arrays given directly are saved in the
-    workspace beside the source); ``reference=None``: outputs are not checked."""
+    """The kernel-mode spec ``app.kernel.tune_kernel`` sweeps (arrays given directly are saved
+    in the workspace beside the source); ``reference=None``: outputs are not checked."""
     source = Path(kernel_source).resolve()
     if not source.is_file():
         raise SpecError(f"{kernel_source}: no such file", key="kernel_source")

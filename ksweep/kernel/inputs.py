@@ -152,7 +152,7 @@ def cmem_values(values) -> dict[str, np.ndarray]:
 
 
 def load_npz_args(path: str) -> list:
-    """Arguments saved by tune_kernel: arrays, and 0-d arrays that were scalars."""
+    """Arguments saved by app.kernel.tune_kernel: arrays, and 0-d arrays that were scalars."""
     kinds = Path(path).with_suffix(".kinds").read_text().split()
     out = []
     with np.load(path) as data:

@@ -53,8 +53,8 @@ class KernelMode(Mode):
 
     def input_files(self, spec) -> tuple[Path, ...]:
         """The argument, constant-memory and reference files ("file.py:function", or
-        "npz:PATH" for arrays given to tune_kernel), one per reference: repeated as the
-        result key has always listed them."""
+        "npz:PATH" for arrays given to app.kernel.tune_kernel), one per reference: repeated as
+        the result key has always listed them."""
         k = spec.kernel
         files = []
         for ref in (k.args, k.cmem, k.reference):
