@@ -202,7 +202,8 @@ def test_heatmap(program_dir, tmp_path):
 
 
 # configs X > 4 wait for the file GATE before they start: the sweep is mid-run, whatever the
-# machine's load, when the test kills it after 4 results (no sleep races the sweep)
+# machine's load, when the test kills it after 4 results (no sleep races the sweep, and the
+# wait is no HANG however long the first four take)
 SLOW = f"""
 [params]
 MODE = [10]
@@ -210,6 +211,7 @@ X = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
 {GCC_BUILD.replace('"{{defines}}"', '"{{defines}}", "-DSLEEP_MS=100"')}
 [run]
 command = ["sh", "-c", "test {{X}} -le 4 || while [ ! -e GATE ]; do sleep 0.02; done; exec {{binary}}"]
+timeout = 600
 env = {{ KSWEEP_TEST_LOG = "LOGFILE" }}
 """
 
