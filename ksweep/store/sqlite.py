@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import StoreDamaged, StoreError, StoreInUse
+from .connection import Connection, damaged, sqlite_header
 from ..result import Measurement, Result
 from ..spec.model import Objective
 from ..status import Status
@@ -117,85 +118,6 @@ _SUPERSEDED = """CREATE TABLE IF NOT EXISTS superseded (
 )"""
 
 
-def damaged(path: Path, what: str) -> StoreDamaged:
-    """The one message for a damaged database: what SQLite said, what to do, and that the
-    file was left as it was."""
-    return StoreDamaged(f"{path}: the results database is damaged ({what}); it was left as it is: restore it from "
-                        f"a copy, or recover what SQLite can still read with `sqlite3 {path} .recover | sqlite3 "
-                        f"recovered.db` and give that file")
-
-
-def _translated(path: Path, exc: sqlite3.Error) -> StoreError:
-    """SQLite's errors, said once at the store's boundary (``_Connection``)."""
-    text = str(exc)
-    if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError) or \
-            "malformed" in text or "not a database" in text:
-        out: StoreError = damaged(path, text)
-    else:
-        out = StoreError(f"{path}: {text}")
-    out.sqlite = text  # what SQLite said, for a caller that says it in its own words
-    return out
-
-
-class _Cursor:
-    """A cursor whose rows, read later, translate SQLite's errors too."""
-
-    def __init__(self, cursor: sqlite3.Cursor, path: Path):
-        self._cursor, self._path = cursor, path
-
-    def __iter__(self):
-        try:
-            yield from self._cursor
-        except sqlite3.Error as exc:
-            raise _translated(self._path, exc) from None
-
-    def fetchone(self):
-        try:
-            return self._cursor.fetchone()
-        except sqlite3.Error as exc:
-            raise _translated(self._path, exc) from None
-
-    def fetchall(self):
-        try:
-            return self._cursor.fetchall()
-        except sqlite3.Error as exc:
-            raise _translated(self._path, exc) from None
-
-
-class _Connection:
-    """The SQLite connection, with every error of SQLite's translated into the store's
-    (``StoreDamaged``, ``StoreError``): a damaged file is one line naming it, never a
-    traceback, in every command."""
-
-    def __init__(self, conn: sqlite3.Connection, path: Path):
-        self._conn, self._path = conn, path
-
-    def execute(self, *args) -> _Cursor:
-        try:
-            return _Cursor(self._conn.execute(*args), self._path)
-        except sqlite3.Error as exc:
-            raise _translated(self._path, exc) from None
-
-    def executemany(self, *args) -> _Cursor:
-        try:
-            return _Cursor(self._conn.executemany(*args), self._path)
-        except sqlite3.Error as exc:
-            raise _translated(self._path, exc) from None
-
-    def executescript(self, script: str) -> None:
-        try:
-            self._conn.executescript(script)
-        except sqlite3.Error as exc:
-            raise _translated(self._path, exc) from None
-
-    @property
-    def in_transaction(self) -> bool:
-        return self._conn.in_transaction
-
-    def close(self) -> None:
-        self._conn.close()
-
-
 def _dumps(v: Any) -> str:
     return json.dumps(v, sort_keys=False, default=str)
 
@@ -255,7 +177,7 @@ class Store:
     def _open(self, create: bool) -> bool:
         """Connect, refuse another program's file, and make the tables; whether the file was new."""
         try:
-            self.db = _Connection(sqlite3.connect(str(self.path), timeout=30, isolation_level=None), self.path)
+            self.db = Connection(sqlite3.connect(str(self.path), timeout=30, isolation_level=None), self.path)
             self._refuse_foreign(create)  # before anything is written to the file
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
@@ -267,7 +189,7 @@ class Store:
                 db = workspace(self.path.parent) / f"{self.path.stem}.db"
                 raise StoreError(f"{self.path}: a spec, not a results database: a sweep of it keeps its "
                                  f"results in {db} (unless it ran with --db)") from None
-            if not _sqlite_header(self.path):
+            if not sqlite_header(self.path):
                 raise StoreError(f"{self.path}: not a ksweep results database ({exc.sqlite})") from None
             raise
         except StoreError as exc:
@@ -642,18 +564,6 @@ class Store:
 
     def _to_result(self, row) -> Result:
         return _to_result(row, self._deps)
-
-
-SQLITE_HEADER = b"SQLite format 3\x00"
-
-
-def _sqlite_header(path: Path) -> bool:
-    """Whether the file starts as an SQLite database does (damaged or not)."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(len(SQLITE_HEADER)) == SQLITE_HEADER
-    except OSError:
-        return False
 
 
 def _where(variant: str | None, shape: str | None) -> tuple[str, list]:

@@ -63,7 +63,7 @@ class Sweep:
                  observer: Observer | None = None, strategy_factory: Callable | None = None,
                  mode: Mode | None = None):
         self.spec = spec
-        self.mode = mode or program_mode(spec)  # chosen by the wiring (ksweep/api.py)
+        self.mode = mode or program_mode(spec)  # chosen by the wiring (ksweep/app/wiring.py)
         self.store = store
         self.executor = executor
         self.options = options

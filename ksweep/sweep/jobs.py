@@ -36,7 +36,7 @@ def include_folders(argv: list[str], root: Path) -> list[str]:
 
 class JobFactory:
     """Jobs of one shape × variant. ``mode`` (run/modes.py) says how configs become jobs:
-    program mode by default; the wiring passes the spec's own (ksweep/api.py)."""
+    program mode by default; the wiring passes the spec's own (ksweep/app/wiring.py)."""
 
     def __init__(self, spec: Spec, shape: Shape, variant: Variant, space, mode: Mode | None = None):
         self.spec, self.shape, self.variant, self.space = spec, shape, variant, space

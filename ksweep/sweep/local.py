@@ -1,6 +1,6 @@
 """A sweep on this host, given its executor and run mode: the store, the build cache and
 builder, the scratch folders, and the clean-up after it. Choosing the executor and the
-mode for a spec is the wiring's (ksweep/api.py)."""
+mode for a spec is the wiring's (ksweep/app/wiring.py)."""
 
 from __future__ import annotations
 

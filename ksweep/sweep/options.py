@@ -89,7 +89,7 @@ class SweepOptions:
     # ones only); False for a caller that measures a few configs again and leaves the others (check)
     rerun_supersedes: bool = True
     gpu_check: bool = True  # refuse, before building, a CUDA program sweep on a host without a GPU
-    # re-measure the leaders and the default after each shape × variant (ksweep/confirm.py); None: no
+    # re-measure the leaders and the default after each shape × variant (ksweep/verify/confirm.py); None: no
     confirm: Confirmation | None = Confirmation()
     # warm start (docs/strategies.md#warm-start): databases or recorded datasets to start each
     # search from, and whether each shape starts from the shapes this run swept before it

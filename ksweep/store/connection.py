@@ -1,0 +1,103 @@
+"""The SQLite connection at the store's boundary: every error SQLite raises, whether when a
+statement runs or when its rows are read, becomes the store's own (``StoreDamaged`` for a
+damaged file, ``StoreError`` otherwise), said once, here: a damaged database is one line
+naming the file and what to do, never a traceback, in every command that reads it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from ..errors import StoreDamaged, StoreError
+
+
+def damaged(path: Path, what: str) -> StoreDamaged:
+    """The one message for a damaged database: what SQLite said, what to do, and that the
+    file was left as it was."""
+    return StoreDamaged(f"{path}: the results database is damaged ({what}); it was left as it is: restore it from "
+                        f"a copy, or recover what SQLite can still read with `sqlite3 {path} .recover | sqlite3 "
+                        f"recovered.db` and give that file")
+
+
+def _translated(path: Path, exc: sqlite3.Error) -> StoreError:
+    """SQLite's errors, said once at the store's boundary (``Connection``)."""
+    text = str(exc)
+    if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError) or \
+            "malformed" in text or "not a database" in text:
+        out: StoreError = damaged(path, text)
+    else:
+        out = StoreError(f"{path}: {text}")
+    out.sqlite = text  # what SQLite said, for a caller that says it in its own words
+    return out
+
+
+class Cursor:
+    """A cursor whose rows, read later, translate SQLite's errors too."""
+
+    def __init__(self, cursor: sqlite3.Cursor, path: Path):
+        self._cursor, self._path = cursor, path
+
+    def __iter__(self):
+        try:
+            yield from self._cursor
+        except sqlite3.Error as exc:
+            raise _translated(self._path, exc) from None
+
+    def fetchone(self):
+        try:
+            return self._cursor.fetchone()
+        except sqlite3.Error as exc:
+            raise _translated(self._path, exc) from None
+
+    def fetchall(self):
+        try:
+            return self._cursor.fetchall()
+        except sqlite3.Error as exc:
+            raise _translated(self._path, exc) from None
+
+
+class Connection:
+    """The SQLite connection, with every error of SQLite's translated into the store's
+    (``StoreDamaged``, ``StoreError``): a damaged file is one line naming it, never a
+    traceback, in every command."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path):
+        self._conn, self._path = conn, path
+
+    def execute(self, *args) -> Cursor:
+        try:
+            return Cursor(self._conn.execute(*args), self._path)
+        except sqlite3.Error as exc:
+            raise _translated(self._path, exc) from None
+
+    def executemany(self, *args) -> Cursor:
+        try:
+            return Cursor(self._conn.executemany(*args), self._path)
+        except sqlite3.Error as exc:
+            raise _translated(self._path, exc) from None
+
+    def executescript(self, script: str) -> None:
+        try:
+            self._conn.executescript(script)
+        except sqlite3.Error as exc:
+            raise _translated(self._path, exc) from None
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._conn.in_transaction
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def sqlite_header(path: Path) -> bool:
+    """Whether the file starts as an SQLite database does (damaged or not)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
