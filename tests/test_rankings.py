@@ -166,9 +166,11 @@ def test_confirm_option_is_checked():
     assert Confirmation.parse("5,3") == Confirmation(5, 3) == Confirmation(5, 3, 0.05)
     assert Confirmation.parse("5,3,2") == Confirmation(5, 3, 0.02)
     assert Confirmation.parse("4, 2, all") == Confirmation(4, 2, None)
-    for bad in ("5", "0,3", "a,b", "5,3,x", "5,3,-1", "5,3,1,1", "5,3,nan"):
+    for bad in ("5", "0,3", "a,b", "5,3,x", "5,3,-1", "5,3,1,1", "5,3,nan", "5,1000000000", "1000000000,3"):
         with pytest.raises(ValueError):
             Confirmation.parse(bad)
+    with pytest.raises(ValueError, match="from 0 to 100"):  # the library's too: it would run for ever
+        Confirmation(5, 10**9)
 
 
 # -- the physics gate -----------------------------------------------------------------------

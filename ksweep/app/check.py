@@ -102,8 +102,8 @@ def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, 
           observer=None) -> list[ShapeVerdict]:
     if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance < float("inf"):
         raise KsweepError(f"tolerance {tolerance!r}: give a fraction, 0 or more (0.05: 5%)")
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 0:
-        raise KsweepError(f"repeats {repeats!r}: give a whole number of at least 0")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 0 <= repeats <= Confirmation.MAX_ROUNDS:
+        raise KsweepError(f"repeats {repeats!r}: give a whole number from 0 to {Confirmation.MAX_ROUNDS}")
     # a shape or variant the spec lacks is refused (it would check nothing, and pass)
     check_options(spec, SweepOptions(shapes=tuple(shapes) or None, variants=tuple(variants) or None),
                   own_strategy=True)

@@ -42,7 +42,7 @@ import math
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
 from ..job import config_id
 from ..result import Measurement, Result
@@ -65,6 +65,16 @@ class Confirmation:
     within: float | None = 0.05
     default: bool = True  # the default config too (the speed-up's baseline), evaluated first when it was not
 
+    # at most this many leaders and rounds: a confirmation is a few configs measured a few more
+    # times; 5,1000000000 would run for ever
+    MAX_K: ClassVar[int] = 100
+    MAX_ROUNDS: ClassVar[int] = 100
+
+    def __post_init__(self):
+        for name, value, least, most in (("K", self.k, 1, self.MAX_K), ("R", self.rounds, 0, self.MAX_ROUNDS)):
+            if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+                raise ValueError(f"confirmation {name} {value!r}: give a whole number from {least} to {most}")
+
     @classmethod
     def parse(cls, text: str) -> "Confirmation":
         """'5,3' -> Confirmation(5, 3); '5,3,2' -> within 2%; '5,3,all' -> within=None;
@@ -75,8 +85,9 @@ class Confirmation:
         if len(parts) not in (2, 3) or not all(p.isdigit() for p in parts[:2]):
             raise ValueError(rule)
         k, rounds = (int(p) for p in parts[:2])
-        if k < 1 or rounds < 1:
-            raise ValueError(f"--confirm {text}: K and R must be at least 1")
+        if not (1 <= k <= cls.MAX_K and 1 <= rounds <= cls.MAX_ROUNDS):
+            raise ValueError(f"--confirm {text}: K must be from 1 to {cls.MAX_K} and R from 1 to {cls.MAX_ROUNDS} "
+                             f"(a confirmation measures a few leaders a few more times), e.g. --confirm 5,3")
         if len(parts) == 2:
             return cls(k, rounds)
         if parts[2] == "all":
