@@ -15,7 +15,7 @@ from ksweep.store.sqlite import Store
 from ksweep.sweep.driver import SweepOptions
 from ksweep.api import run_sweep
 
-from conftest import GCC_BUILD
+from conftest import GCC_BUILD, ksweep_cli
 
 ALL_MODES = f"""
 [sweep]
@@ -44,6 +44,7 @@ def sweep(spec_path, **options):
         return summary, {r.params["MODE"] if "MODE" in r.params else None: r for r in store.results()}, db
 
 
+@pytest.mark.slow
 def test_every_status(program_dir):
     summary, results, db = sweep(program_dir(ALL_MODES))
     got = {mode: r.status for mode, r in results.items()}
@@ -74,6 +75,7 @@ def test_every_status(program_dir):
     assert [rec["started"] for rec in to_records(stored)] == [r.started for r in stored]
 
 
+@pytest.mark.slow
 def test_hang_kills_the_whole_process_group(program_dir):
     spec = program_dir(ALL_MODES.replace("MODE = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]", "MODE = [1]"))
     sweep(spec)
@@ -168,8 +170,13 @@ def test_pruned_configs_are_stored_with_reasons(program_dir):
     assert rows[3].status is Status.PRUNED and rows[3].message == "small: X=3 too big"
 
 
-def run_cli(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "ksweep.cli.main", *args], capture_output=True, text=True, **kw)
+def run_cli(*args, check: bool = False):
+    """``ksweep ARGS`` in this process (tests/conftest.py); the tests of the process itself
+    (kill -9, Ctrl-C) start one."""
+    r = ksweep_cli(*args)
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r
 
 
 def test_report_formats(program_dir):
