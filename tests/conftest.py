@@ -94,6 +94,22 @@ def dask_cluster():
         cluster.close()
 
 
+@pytest.fixture(scope="session")
+def every_status(tmp_path_factory):
+    """tests/test_pipeline.py's ALL_MODES (a program that ends OK, hangs, crashes, fails,
+    reports a CUDA error, prints no result or a wrong one, floods its output, does not
+    compile) swept once by the local executor, a process per run, for the tests that only
+    read it: (summary, results by MODE, the database, the spec's folder)."""
+    from test_pipeline import ALL_MODES, sweep
+
+    folder = tmp_path_factory.mktemp("every_status")
+    shutil.copy(PROGRAMS / "behaviours.c", folder / "behaviours.c")
+    path = folder / "sweep.toml"
+    path.write_text(textwrap.dedent(ALL_MODES))
+    summary, results, db = sweep(path, confirm=None)
+    return summary, results, db, folder
+
+
 GCC_BUILD = """
 [build]
 sources = ["behaviours.c"]
