@@ -201,7 +201,9 @@ class TestKernelExecutor(ExecutorSuite):
 def dask_client(dask_cluster):
     """The client of the session's local Dask cluster (tests/conftest.py, as tests/test_dask.py
     uses it): two fake-GPU workers and a build worker."""
-    return dask_cluster[1]
+    client = dask_cluster[1]
+    client.wait_for_workers(3, timeout=120)  # a worker another test killed is back
+    return client
 
 
 class TestDaskExecutor(ExecutorSuite):

@@ -88,6 +88,7 @@ def test_an_answer_of_nones_checks_nothing_as_kernel_tuner_takes_it(here):
 
 
 @nvcc
+@pytest.mark.slow
 def test_convolution_example_with_constant_memory(here):
     n = 32
     rng = np.random.default_rng(2)
@@ -120,6 +121,7 @@ def polygon(vertices=16):
 
 
 @nvcc
+@pytest.mark.slow
 def test_pnpoly_example(here):
     size = np.int32(5000)
     points = np.random.default_rng(4).standard_normal(2 * int(size)).astype(np.float32)
@@ -294,6 +296,7 @@ def vadd_on(module, blocks, **keywords):
 
 
 @nvcc
+@pytest.mark.slow
 def test_iterations_is_every_configs_floor_with_race_0_and_far_behind_configs_stop_at_3(vadd_folder, monkeypatch):
     """On the stand-in GPU of fake_energy.py (BLOCK 256: 1.0 ms, 512: 1.5, 128: 2.0, 64: 4.0,
     built and swept in that order), iterations=9: by default 128 and 64, more than 1.5 times
@@ -516,7 +519,7 @@ def test_with_nothing_to_check_the_kernel_runs_on_the_arguments_as_given(tmp_pat
 @pytest.mark.parametrize("options, evaluated", [
     (None, 2),  # Kernel Tuner's random_sample covers 10% of the space by default: 20 configs, 2
     ({"fraction": 0.1, "max_fevals": 5}, 5),  # max_fevals decides (the fraction decided)
-    ({"max_fevals": 50}, 20),  # at most the space
+    pytest.param({"max_fevals": 50}, 20, marks=pytest.mark.slow),  # at most the space
     ({"fraction": np.float32(0.25)}, 5),  # a numpy float, as a script computes it (refused)
 ])
 def test_random_sample_budget_as_kernel_tuner_sets_it(vadd_folder, monkeypatch, options, evaluated):

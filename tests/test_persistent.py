@@ -56,6 +56,7 @@ def local_sweep(spec, db, gpus=(NO_GPU,)):
         executor.shutdown()
 
 
+@pytest.mark.slow
 def test_every_status_as_with_a_process_per_run(program_dir, every_status):
     # ALL_MODES, a process per run: swept once for the session, in a folder of its own (tests/conftest.py)
     _, per_process, _, folder = every_status

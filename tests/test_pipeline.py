@@ -75,6 +75,7 @@ def test_every_status(every_status):
     assert [rec["started"] for rec in to_records(stored)] == [r.started for r in stored]
 
 
+@pytest.mark.slow
 def test_hang_kills_the_whole_process_group(every_status):
     *_, folder = every_status  # its MODE=1 hangs, with a child it forked; the sweep has ended
 
