@@ -6,6 +6,7 @@ import shutil
 import signal
 import subprocess
 import textwrap
+import warnings
 from pathlib import Path
 
 import pytest
@@ -84,7 +85,10 @@ def dask_cluster():
     from ksweep.run.dask_executor import local_cluster
     from ksweep.run.gpus import Gpu
 
-    cluster = local_cluster([Gpu(0, "fake"), Gpu(1, "fake")], build_workers=1, build_threads=1, allowed_failures=3)
+    with warnings.catch_warnings():  # another cluster on this host (another test session's) holds the port
+        warnings.filterwarnings("ignore", "Port 8787 is already in use")  # of the HTTP server: it takes another
+        cluster = local_cluster([Gpu(0, "fake"), Gpu(1, "fake")], build_workers=1, build_threads=1,
+                                allowed_failures=3)
     client = distributed.Client(cluster)
     try:
         client.wait_for_workers(3, timeout=180)
