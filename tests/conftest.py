@@ -1,6 +1,12 @@
+import contextlib
 import functools
+import io
+import os
 import shutil
+import signal
+import subprocess
 import textwrap
+import warnings
 from pathlib import Path
 
 import pytest
@@ -22,6 +28,35 @@ def program_dir(tmp_path):
     return write
 
 
+def ksweep_cli(*args, cwd=None) -> subprocess.CompletedProcess:
+    """``ksweep ARGS`` run in this process, in folder ``cwd``: its exit status and what it
+    printed, as ``subprocess.run([sys.executable, "-m", "ksweep.cli.main", *args],
+    capture_output=True, text=True, cwd=cwd)`` gives them, without a Python start-up per
+    command. For the tests of what a command says and stores; those of the process itself
+    (a signal, a kill -9, what it leaves running) start one."""
+    from ksweep.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    here, term = os.getcwd(), signal.getsignal(signal.SIGTERM)
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main([str(a) for a in args])
+            except SystemExit as exc:  # argparse's usage errors, --help
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        os.chdir(here)
+        signal.signal(signal.SIGTERM, term)  # `ksweep run` sets its own
+    return subprocess.CompletedProcess(["ksweep", *map(str, args)], code, _text(out), _text(err))
+
+
+def _text(stream: io.StringIO) -> str:
+    """What a pipe read in text mode gives (universal newlines: the CSV writer's \\r\\n is \\n)."""
+    return stream.getvalue().replace("\r\n", "\n").replace("\r", "\n")
+
+
 KERNELS = Path(__file__).parent / "kernels"
 
 
@@ -38,6 +73,45 @@ def vadd_kernel_spec(folder: Path, params: str, n: int, extra: str = "", *, name
         'source = "vadd.cu"', f'name = "{name}"', f'grid = "{grid}"', f'block = "{block}"',
         'args = "vadd_args.py:make_args"', "outputs = [0]", f"reference = {reference}", extra, ""]))
     return path
+
+
+@pytest.fixture(scope="session")
+def dask_cluster():
+    """(cluster, client): the one local Dask cluster of the test session, started when a test
+    first asks for it: two fake-GPU workers (GPU=1, one thread, CUDA_VISIBLE_DEVICES 0 and 1,
+    model "fake") and one build worker of one thread, all processes. A test that kills a
+    worker waits for its nanny to bring it back."""
+    distributed = pytest.importorskip("distributed")
+    from ksweep.run.dask_executor import local_cluster
+    from ksweep.run.gpus import Gpu
+
+    with warnings.catch_warnings():  # another cluster on this host (another test session's) holds the port
+        warnings.filterwarnings("ignore", "Port 8787 is already in use")  # of the HTTP server: it takes another
+        cluster = local_cluster([Gpu(0, "fake"), Gpu(1, "fake")], build_workers=1, build_threads=1,
+                                allowed_failures=3)
+    client = distributed.Client(cluster)
+    try:
+        client.wait_for_workers(3, timeout=180)
+        yield cluster, client
+    finally:
+        client.close()
+        cluster.close()
+
+
+@pytest.fixture(scope="session")
+def every_status(tmp_path_factory):
+    """tests/test_pipeline.py's ALL_MODES (a program that ends OK, hangs, crashes, fails,
+    reports a CUDA error, prints no result or a wrong one, floods its output, does not
+    compile) swept once by the local executor, a process per run, for the tests that only
+    read it: (summary, results by MODE, the database, the spec's folder)."""
+    from test_pipeline import ALL_MODES, sweep
+
+    folder = tmp_path_factory.mktemp("every_status")
+    shutil.copy(PROGRAMS / "behaviours.c", folder / "behaviours.c")
+    path = folder / "sweep.toml"
+    path.write_text(textwrap.dedent(ALL_MODES))
+    summary, results, db = sweep(path, confirm=None)
+    return summary, results, db, folder
 
 
 GCC_BUILD = """

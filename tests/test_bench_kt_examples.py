@@ -166,6 +166,7 @@ def test_a_wrong_answer_fails_every_config(tmp_path, monkeypatch, on_fake):
 
 
 @needs_nvrtc
+@pytest.mark.slow
 def test_the_ksweep_child_and_the_remeasurement(tmp_path, monkeypatch, on_fake):
     """The child sweep reads the saved inputs and writes its facts; the re-measurement
     measures each pick in sweeps of its own; the verdicts and the round's comparison."""
@@ -196,6 +197,7 @@ def test_the_ksweep_child_and_the_remeasurement(tmp_path, monkeypatch, on_fake):
 
 
 @needs_nvrtc
+@pytest.mark.slow
 def test_the_whole_protocol_with_canned_sweeps(tmp_path, monkeypatch, on_fake):
     """main(): rounds in alternating order, a failed sweep recorded (exit 1) and the rest
     still reported, the picks re-measured (ksweep on the stand-in backend), the JSON and

@@ -24,7 +24,7 @@ from ksweep.status import Stopped  # noqa: E402
 from ksweep.errors import KsweepError, MissingDependency  # noqa: E402
 from ksweep.run import dask_executor  # noqa: E402
 from ksweep.run.dask_executor import (  # noqa: E402
-    GPU_NAME_ENV, DaskExecutor, build_task, connect, local_cluster, run_task, worker_gpu, worker_pin)
+    GPU_NAME_ENV, DaskExecutor, build_task, connect, run_task, worker_gpu, worker_pin)
 from ksweep.run.executor import LocalExecutor  # noqa: E402
 from ksweep.run.gpus import NO_GPU, Gpu  # noqa: E402
 from ksweep.run.program import RunOutcome  # noqa: E402
@@ -33,23 +33,19 @@ from ksweep.sweep.jobs import JobFactory  # noqa: E402
 from ksweep.app.wiring import make_dask_executor  # noqa: E402
 from ksweep.sweep.local import build_rules, make_builder, workspace  # noqa: E402
 
-from conftest import GCC_BUILD  # noqa: E402
+from conftest import GCC_BUILD, ksweep_cli  # noqa: E402
 from test_multigpu import DEVICES, devices_spec, sweep_with  # noqa: E402
 
 FAKE_GPUS = [Gpu(0, "fake"), Gpu(1, "fake")]
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    """(cluster, client): 2 fake-GPU workers + 1 build worker, shared by this module's tests."""
-    cl = local_cluster(FAKE_GPUS, build_workers=1, build_threads=1, allowed_failures=3)
-    client = distributed.Client(cl)
-    try:
-        client.wait_for_workers(3, timeout=180)
-        yield cl, client
-    finally:
-        client.close()
-        cl.close()
+@pytest.fixture
+def cluster(dask_cluster):
+    """(cluster, client): 2 fake-GPU workers + 1 build worker (FAKE_GPUS), the session's one
+    cluster (tests/conftest.py), shared with the other modules that sweep on Dask."""
+    cl, client = dask_cluster
+    client.wait_for_workers(3, timeout=120)  # a worker a test killed is back
+    return cl, client
 
 
 def dask_sweep(spec, client, db, **kw):
@@ -86,6 +82,7 @@ expected = {{ checksum = 1.0 }}
 """
 
 
+@pytest.mark.slow
 def test_every_status_as_with_the_local_executor(program_dir, cluster):
     _, client = cluster
     spec = load_spec(program_dir(MODES))
@@ -410,8 +407,8 @@ def test_missing_distributed_gives_the_install_hint(monkeypatch, tmp_path):
 # -- the command line ------------------------------------------------------------------------
 
 
-def run_cli(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "ksweep.cli.main", *args], capture_output=True, text=True, **kw)
+def run_cli(*args):
+    return ksweep_cli(*args)  # in this process: what the command says and stores (tests/conftest.py)
 
 
 def test_kernel_mode_specs_and_remote_gpu_choices_are_refused(tmp_path):
@@ -426,13 +423,17 @@ def test_cli_fake_gpus_needs_a_cluster(tmp_path):
     assert r.returncode == 2 and "--cluster local" in r.stderr
 
 
+@pytest.mark.slow
+# its own local cluster, beside the session's in this process: distributed says the port of the
+# first one's HTTP server is taken and takes another
+@pytest.mark.filterwarnings("ignore:Port 8787 is already in use")
 def test_cli_cluster_local(tmp_path):
     strategies = pytest.importorskip("ksweep.strategies")
     if not hasattr(strategies, "make_strategy"):
         pytest.skip("the strategy registry (ksweep.strategies.make_strategy) is not there yet")
     spec = devices_spec(tmp_path, DEVICES.replace("X = [1, 2, 3, 4, 5, 6]", "X = [1, 2, 3, 4]"))
     r = run_cli("run", str(spec), "--cluster", "local", "--fake-gpus", "2", "-j", "1", "--strategy", "grid",
-                "-q", timeout=300)
+                "-q")
     assert r.returncode == 0, r.stderr
     records = run_cli("report", str(tmp_path / ".ksweep" / "devices.db"), "--format", "json").stdout
     import json
@@ -444,6 +445,7 @@ def test_cli_cluster_local(tmp_path):
     assert len([p for p in (tmp_path / ".ksweep" / "cache").iterdir() if p.is_dir()]) == 4  # the shared default
 
 
+@pytest.mark.slow
 def test_cli_ctrl_c_on_a_local_cluster_stops_everything(program_dir):
     strategies = pytest.importorskip("ksweep.strategies")
     if not hasattr(strategies, "make_strategy"):
@@ -460,7 +462,9 @@ def test_cli_ctrl_c_on_a_local_cluster_stops_everything(program_dir):
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    time.sleep(0.5)
+    deadline = time.monotonic() + 10
+    while programs_of(program_dir.dir) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert programs_of(program_dir.dir) == []
     assert "Traceback" not in err
 
@@ -509,7 +513,9 @@ def test_stopping_one_sweep_leaves_another_sweeps_runs_on_a_shared_cluster(progr
             time.sleep(0.05)
         assert programs_of(program_dir.dir)
         other.shutdown(cancel=True)  # another sweep on the same cluster is stopped
-        deadline = time.monotonic() + 5  # a killed program is gone in well under this
+        # its stop has sent its kills when it returns (client.run waits for every worker): a
+        # program it killed is gone within milliseconds, well under this
+        deadline = time.monotonic() + 1
         while programs_of(program_dir.dir) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert programs_of(program_dir.dir) and not run.done()

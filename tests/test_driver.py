@@ -6,6 +6,8 @@ test_trust.py checks the same promises end to end with gcc-built programs."""
 
 from __future__ import annotations
 
+import itertools
+import random
 import textwrap
 import time
 from pathlib import Path
@@ -203,6 +205,114 @@ def test_a_search_stopped_and_resumed_ends_where_an_uninterrupted_one_does(tmp_p
         sweep(spec, two / "r.db", FakeExecutor(timed, completion="shuffled"), max_evals=budget, **options)
     assert set(stored(one / "r.db")) == set(stored(two / "r.db"))
     assert len(stored(one / "r.db")) == 24 or strategy == "phased"
+
+
+class Killed(BaseException):
+    """kill -9, as the driver sees it: the sweep stops where it is (not a Ctrl-C: nothing is
+    flushed, nothing cancelled), with what the store holds so far."""
+
+
+def killed_at(answer, at: int | None):
+    """``answer``, but the ``at``-th build or run submitted (counting from 1) kills the sweep:
+    what was in flight is lost. None: never."""
+    count = itertools.count(1)
+
+    def plan(job):
+        if next(count) == at:
+            raise Killed
+        return answer(job)
+
+    return plan
+
+
+def submitted(fake: FakeExecutor) -> set[tuple]:
+    """The configs a sweep built or ran (the harness's build aside)."""
+    return {tuple(j.params.values()) for j in fake.builds if not j.is_harness} | \
+        {tuple(j.params.values()) for j, _ in fake.runs}
+
+
+@pytest.mark.parametrize("strategy", ["grid", "random", "phased", "bayes", "surrogate", "auto"])
+def test_a_search_killed_at_random_moments_loses_nothing_and_ends_like_an_uninterrupted_one(tmp_path, strategy):
+    """Killed again and again at random moments of each strategy's search, with results in
+    flight and arriving out of order: no stored result is lost, none is built or run again,
+    and the sweep ends with what an uninterrupted one stores. (A real kill -9 of a whole
+    sweep, its processes and SQLite: tests/test_trust.py.)"""
+    if strategy == "bayes":
+        pytest.importorskip("optuna")
+    rng = random.Random(12)
+    extra = PHASED if strategy == "phased" else ""
+    options = dict(strategy=strategy, max_evals=24, seed=5, lookahead=4, confirm=None)
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    sweep(toy(one, a=range(8), b=range(6), extra=extra), one / "r.db", FakeExecutor(timed), **options)
+    expected = set(stored(one / "r.db"))
+    assert len(expected) == 24 or strategy == "phased"
+    spec, db = toy(two, a=range(8), b=range(6), extra=extra), two / "r.db"
+    committed: set = set()
+    kills = 0
+    for cycle in range(100):
+        # killed before its 1st to 10th build or run (at most 9 get through: many kills are
+        # needed), until 8 kills; then left to finish
+        fake = FakeExecutor(killed_at(timed, rng.randint(1, 10) if kills < 8 else None),
+                            gpu_models=("fake", "fake"), build_jobs=2, completion="shuffled", seed=cycle)
+        try:
+            sweep(spec, db, fake, **options)
+            finished = True
+        except Killed:
+            kills += 1
+            finished = False
+        finally:
+            fake.shutdown(cancel=True)
+        assert not submitted(fake) & committed, "a config whose result was stored was evaluated again"
+        now = set(stored(db)) if db.exists() else set()
+        assert committed <= now, "a stored result was lost"
+        committed = now
+        if finished:
+            break
+    assert kills >= 4 and committed == expected
+
+
+def test_a_sweep_killed_again_and_again_in_its_confirmation_loses_no_measurement(tmp_path):
+    """Killed at random moments of its confirmation phase, again and again: no stored
+    measurement is lost or taken again, and the resumed sweep ends with every (config,
+    round) once: the 3 best and the default, 4 rounds each. (Moved here from a kill -9
+    series of a gcc program in tests/test_rankings.py; the real kill -9: tests/test_trust.py.)"""
+    rng = random.Random(3)
+    spec, db = toy(tmp_path, a=range(6), b=[1]), tmp_path / "r.db"  # the default A=0 is not a leader
+    options = dict(strategy="grid", confirm=Confirmation(3, 4, None), lookahead=2)
+
+    def measured() -> dict:
+        with Store(db) as store:
+            return {(m.params["A"], m.round): m.finished for m in store.measurements()}
+
+    seen: dict = {}
+    kills = 0
+    for _ in range(60):
+        count = itertools.count(1)
+        at = rng.randint(1, 8)
+
+        def answer(job):  # the confirmation's builds and runs are counted: the kill comes among them
+            if job.phase == "confirm" and next(count) == at:
+                raise Killed
+            return timed(job)
+
+        try:
+            sweep(spec, db, FakeExecutor(answer), **options)
+            finished = True
+        except Killed:
+            kills += 1
+            finished = False
+        now = measured()
+        assert all(now.get(k) == v for k, v in seen.items()), "a measurement was lost or taken again"
+        seen = now
+        if finished:
+            break
+    assert kills >= 3
+    with Store(db) as store:
+        count = len(store.measurements())
+    assert count == len(seen) == 4 * 4
+    assert {a for a, _ in seen} == {0, 1, 2, 3}  # the leaders A=2, 1, 3 and the default
 
 
 def test_patience_stops_after_that_many_evaluations_without_improvement(tmp_path):

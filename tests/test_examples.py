@@ -3,6 +3,7 @@ with clean ptxas reports (no spills, registers within the limit)."""
 
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -45,7 +46,8 @@ def test_sampled_configs_compile_cleanly(example, tmp_path):
     shape = spec.shape_list()[-1]
     space = Space.from_spec(spec, shape.name)
     factory = JobFactory(spec, shape, spec.variant(None), space)
-    for i, config in enumerate(space.sample(2, seed=7)):
+
+    def compile_one(i: int, config) -> tuple[str, subprocess.CompletedProcess]:
         job = factory.make(config)
         out = str(tmp_path / f"{i}.cubin")
         if extra is None:
@@ -54,7 +56,12 @@ def test_sampled_configs_compile_cleanly(example, tmp_path):
             flags = [a for a in job.build_argv if a.startswith(("-D", "-I"))]  # defines, and ksweep.h's folder
             argv = ["nvcc", "-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas=-v",
                     "-cubin", *extra, *flags, "-o", out, str(spec_path.parent / source)]
-        r = subprocess.run(argv, capture_output=True, text=True, cwd=spec_path.parent)
+        return out, subprocess.run(argv, capture_output=True, text=True, cwd=spec_path.parent)
+
+    configs = space.sample(2, seed=7)
+    with ThreadPoolExecutor(2) as pool:  # the two compiles side by side
+        compiled = list(pool.map(compile_one, range(len(configs)), configs))
+    for config, (out, r) in zip(configs, compiled):
         assert r.returncode == 0, r.stderr[-2000:]
         report = parse_ptxas(r.stdout + r.stderr)
         ours = [k for k in report.kernels if kernel in k.name]

@@ -197,20 +197,13 @@ class TestKernelExecutor(ExecutorSuite):
             yield executor
 
 
-@pytest.fixture(scope="module")
-def dask_client():
-    """A local Dask cluster (as tests/test_dask.py's): two fake-GPU workers and a build worker."""
-    distributed = pytest.importorskip("distributed")
-    from ksweep.run.dask_executor import local_cluster
-
-    cluster = local_cluster(FAKE_GPUS, build_workers=1, build_threads=2, allowed_failures=3)
-    client = distributed.Client(cluster)
-    try:
-        client.wait_for_workers(3, timeout=180)
-        yield client
-    finally:
-        client.close()
-        cluster.close()
+@pytest.fixture
+def dask_client(dask_cluster):
+    """The client of the session's local Dask cluster (tests/conftest.py, as tests/test_dask.py
+    uses it): two fake-GPU workers and a build worker."""
+    client = dask_cluster[1]
+    client.wait_for_workers(3, timeout=120)  # a worker another test killed is back
+    return client
 
 
 class TestDaskExecutor(ExecutorSuite):

@@ -24,7 +24,7 @@ from ksweep.report.compare_view import render
 from ksweep.report.explain import comparisons
 from ksweep.store.sqlite import Store
 
-from conftest import GCC_BUILD
+from conftest import GCC_BUILD, ksweep_cli
 
 ROOT = Path(__file__).parent.parent
 NCU = Path(__file__).parent / "data" / "ncu"
@@ -32,7 +32,7 @@ H100 = builtin_limits("sm_90a")
 
 
 def cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "ksweep.cli.main", *args], capture_output=True, text=True, cwd=cwd)
+    return ksweep_cli(*args, cwd=cwd)  # in this process (tests/conftest.py)
 
 
 # -- occupancy: hand-worked cases (sm_90: 65536 registers in 4 sub-partitions, 64 warps, 32 blocks,

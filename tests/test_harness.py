@@ -73,6 +73,7 @@ def values(results):
 EXPECTED = {x: (Status.OK, 10.0 * x, 7.0) for x in range(1, 7)}
 
 
+@pytest.mark.slow
 def test_built_once_for_every_config_and_resumed_by_its_content(tmp_path):
     spec = harness_spec(tmp_path)
     summary, results = local_sweep(spec, tmp_path / "r.db", gpus=TWO_GPUS)
@@ -293,6 +294,7 @@ SHARED_BUILD = SPEC.replace("X = [1, 2, 3, 4, 5, 6]", "X = { values = [1, 2, 3, 
     '''command = ["{harness}", "{binary}"]''', '''command = ["{harness}", "{binary}", "{X}"]''')
 
 
+@pytest.mark.slow
 def test_configs_sharing_a_build_compile_it_once(tmp_path):
     shutil.copy(PROGRAMS / "wait_for_two.sh", tmp_path / "wait_for_two.sh")
     spec = harness_spec(tmp_path, SHARED_BUILD)

@@ -16,6 +16,8 @@ from ksweep.store.sqlite import SCHEMA_VERSION, Store
 from ksweep.result import Result
 from ksweep.status import Status
 
+from conftest import ksweep_cli
+
 pytestmark = pytest.mark.skipif(shutil.which("git") is None or shutil.which("gcc") is None,
                                 reason="needs git and gcc")
 
@@ -42,7 +44,7 @@ timeout = 20
 
 
 def cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "ksweep.cli.main", *args], capture_output=True, text=True, cwd=cwd)
+    return ksweep_cli(*args, cwd=cwd)
 
 
 def git(repo, *args):
@@ -422,23 +424,22 @@ def test_check_judges_its_own_runs_not_the_sweeps_rounds_under_the_same_key(tmp_
     assert (v["verdict"], v["now"]) == ("REGRESSED", 50.0)
 
 
-def test_a_dask_run_does_not_judge_another_gpu_models_results(repo):
-    pytest.importorskip("distributed")
+def test_a_dask_run_does_not_judge_another_gpu_models_results(repo, dask_cluster):
+    # on the session's Dask cluster (tests/conftest.py): its GPU models are known when its runs tell them
     assert cli("run", "sweep.toml", "--no-confirm", "-q", cwd=repo).returncode == 0
     db = repo / ".ksweep" / "sweep.db"
     with sqlite3.connect(str(db)) as c:  # as if measured on another host's GPU, with its own compiler
         c.execute("UPDATE results SET gpu_name = 'NVIDIA H100 80GB HBM3', cache_key = 'elsewhere'")
-    r = cli("run", "sweep.toml", "--no-confirm", "-q", "--max-evals", "1", "--cluster", "local", "--fake-gpus", "1",
-            "-j", "1", cwd=repo)
+    r = cli("run", "sweep.toml", "--no-confirm", "-q", "--max-evals", "1", "--cluster",
+            dask_cluster[0].scheduler_address, cwd=repo)
     assert r.returncode == 0, r.stdout + r.stderr
     with Store(db, create=False) as store:
         assert store.superseded() == set()
         assert sum(r.gpu_name == "NVIDIA H100 80GB HBM3" for r in store.results()) == 2
 
 
-def test_a_dask_run_supersedes_its_own_gpu_models_old_source_results(repo):
-    pytest.importorskip("distributed")
-    dask = ["--no-confirm", "-q", "--cluster", "local", "--fake-gpus", "1", "-j", "1"]
+def test_a_dask_run_supersedes_its_own_gpu_models_old_source_results(repo, dask_cluster):
+    dask = ["--no-confirm", "-q", "--cluster", dask_cluster[0].scheduler_address]  # the session's cluster
     assert cli("run", "sweep.toml", *dask, cwd=repo).returncode == 0
     revise(repo, 25, "v2")
     assert cli("run", "sweep.toml", *dask, "--max-evals", "1", cwd=repo).returncode == 0

@@ -11,8 +11,6 @@ The strategy tests drive the ask/tell loop directly; the last ones go through
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -24,6 +22,8 @@ from ksweep.space.space import Space, SpaceTooLarge
 from ksweep.spec.load import load_spec
 from ksweep.status import Status
 from ksweep.store.sqlite import Store
+
+from conftest import ksweep_cli
 from ksweep.strategies import NoBudget, make_strategy, run_key, space_size
 from ksweep.strategies.auto import AutoStrategy
 from ksweep.strategies.base import INDEX_LIMIT
@@ -225,8 +225,7 @@ def test_run_sweep_without_a_budget_is_refused_before_building(tmp_path):
 
 def test_ksweep_run_without_a_budget_says_so_in_one_line(tmp_path):
     path = huge_spec(tmp_path)
-    r = subprocess.run([sys.executable, "-m", "ksweep.cli.main", "run", str(path), "-q"], capture_output=True,
-                       text=True, cwd=tmp_path, timeout=600, stdin=subprocess.DEVNULL)
+    r = ksweep_cli("run", path, "-q", cwd=tmp_path)
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "--max-evals" in lines[0] and "--time-limit" in lines[0], r.stderr

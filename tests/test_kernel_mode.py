@@ -299,6 +299,7 @@ def grid_of_vadd(folder, params: str, module: str, extra: str, jobs: int = 2):
 
 
 @nvcc
+@pytest.mark.slow
 def test_kernel_sweep_with_real_cubins_and_stand_in_worker(tmp_path):
     summary, stored = grid_of_vadd(tmp_path, "BLOCK = [32, 64, 128, 256, 512]\nELEMS = [1, 2]", "fake_vadd.py",
                                    "timeout = 2.0\ntiming = { warmup_ms = 1, budget_ms = 3, min_reps = 3, max_reps = 10 }")
@@ -363,6 +364,7 @@ def test_kernel_mode_runs_carry_the_gpu_state(tmp_path):
 
 
 @nvcc
+@pytest.mark.slow
 def test_a_config_is_raced_against_its_own_gpu_models_best_only(tmp_path):
     """Two GPU models on one host (fake_two_models.py: every config 1 ms on GPU 0, 10 ms on
     GPU 1): a config on the slow model is never raced against the fast model's best, so
@@ -389,6 +391,7 @@ def test_a_config_is_raced_against_its_own_gpu_models_best_only(tmp_path):
 
 
 @nvcc
+@pytest.mark.slow
 def test_a_config_is_raced_against_its_own_variants_best_only(tmp_path):
     """Two variants of one shape, swept one after the other on one GPU (fake_two_models.py: the
     variant with SLOW = 1 takes 10 ms a config, the other 1 ms): the slow variant's configs are
@@ -551,6 +554,7 @@ def test_a_config_far_behind_the_best_so_far_is_timed_no_further(tmp_path):
 
 
 @nvcc
+@pytest.mark.slow
 def test_a_sweep_races_its_configs_against_its_best_but_never_the_confirmation(tmp_path):
     """On the stand-in GPU of fake_energy.py (BLOCK 256: 1.0 ms, 512: 1.5, 128: 2.0, 64: 4.0),
     swept in that order: 128 and 64 are more than 1.5 times the best so far and stop at 3

@@ -88,6 +88,7 @@ def test_an_answer_of_nones_checks_nothing_as_kernel_tuner_takes_it(here):
 
 
 @nvcc
+@pytest.mark.slow
 def test_convolution_example_with_constant_memory(here):
     n = 32
     rng = np.random.default_rng(2)
@@ -120,6 +121,7 @@ def polygon(vertices=16):
 
 
 @nvcc
+@pytest.mark.slow
 def test_pnpoly_example(here):
     size = np.int32(5000)
     points = np.random.default_rng(4).standard_normal(2 * int(size)).astype(np.float32)
@@ -272,6 +274,16 @@ def test_lang_cupy_builds_with_nvrtc_and_cupys_options(here):
     assert "-ftz=true" in argv and "--std=c++11" in argv and "-O3" not in argv
 
 
+@pytest.fixture(scope="module")
+def vadd_folder(tmp_path_factory):
+    """A folder holding tests/kernels/vadd.cu, where this module's calls that tune vadd over
+    BLOCK run: each call has a database of its own (kt-runs/, as every call without a cache),
+    and they share the build cache beside those, so that a BLOCK's cubin is built once."""
+    folder = tmp_path_factory.mktemp("vadd")
+    shutil.copy(KERNELS / "vadd.cu", folder / "vadd.cu")
+    return folder
+
+
 def vadd_on(module, blocks, **keywords):
     """tune_kernel of tests/kernels/vadd.cu (copied into the working directory) over BLOCK on
     the stand-in GPU of ``module``, one build at a time (so built and swept in BLOCK's order)."""
@@ -284,12 +296,13 @@ def vadd_on(module, blocks, **keywords):
 
 
 @nvcc
-def test_iterations_is_every_configs_floor_with_race_0_and_far_behind_configs_stop_at_3(tmp_path, monkeypatch):
+@pytest.mark.slow
+def test_iterations_is_every_configs_floor_with_race_0_and_far_behind_configs_stop_at_3(vadd_folder, monkeypatch):
     """On the stand-in GPU of fake_energy.py (BLOCK 256: 1.0 ms, 512: 1.5, 128: 2.0, 64: 4.0,
     built and swept in that order), iterations=9: by default 128 and 64, more than 1.5 times
     the best so far, are timed 3 times (their time still theirs); with race=0 every config is
     timed 9 times."""
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(vadd_folder)
 
     def reps(**keywords):
         results, env = vadd_on("fake_energy.py", [256, 512, 128, 64], iterations=9, **keywords)
@@ -302,11 +315,11 @@ def test_iterations_is_every_configs_floor_with_race_0_and_far_behind_configs_st
 
 
 @nvcc
-def test_best_config_is_the_confirmations_pick_not_a_lucky_sweep_measurement(tmp_path, monkeypatch):
+def test_best_config_is_the_confirmations_pick_not_a_lucky_sweep_measurement(vadd_folder, monkeypatch):
     """fake_lucky.py: BLOCK 128 runs its first 25 launches at 0.9 ms, then 1.5 ms; 256 always
     1.0. The sweep's one measurement of 128 is lucky (0.9 ms); the leaders' confirmation runs
     find 256 faster, and best_config is 256's row. With confirm=False, the sweep's minimum."""
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(vadd_folder)
 
     def best(**keywords):
         results, env = vadd_on("fake_lucky.py", [128, 256], **keywords)
@@ -332,10 +345,10 @@ def test_best_config_is_the_confirmations_pick_not_a_lucky_sweep_measurement(tmp
 
 
 @nvcc
-def test_metrics_may_be_expressions_of_the_parameters_time_and_earlier_metrics(tmp_path, monkeypatch):
+def test_metrics_may_be_expressions_of_the_parameters_time_and_earlier_metrics(vadd_folder, monkeypatch):
     """Kernel Tuner's metrics dict takes expressions (strings) as well as functions, each
     computed in order on the result's dict: a later one may use an earlier one."""
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(vadd_folder)
     metrics = {"GB/s": "3 * 4 * 4096 / 1e6 / time", "per_block": lambda p: p["GB/s"] / p["BLOCK"],
                "twice": "2 * per_block"}
     results, env = vadd_on("fake_energy.py", [256, 512], metrics=metrics, confirm=False)
@@ -351,16 +364,16 @@ def test_metrics_may_be_expressions_of_the_parameters_time_and_earlier_metrics(t
     {"objective": ["GB/s"], "objective_higher_is_better": [True]},  # Kernel Tuner 1.5's lists of one
     {"objective": ["GB/s"]},
 ])
-def test_an_objective_as_kernel_tuner_takes_it(tmp_path, monkeypatch, keywords):
-    monkeypatch.chdir(tmp_path)
+def test_an_objective_as_kernel_tuner_takes_it(vadd_folder, monkeypatch, keywords):
+    monkeypatch.chdir(vadd_folder)
     results, env = vadd_on("fake_energy.py", [512, 256, 128], metrics={"GB/s": "3 * 4 * 4096 / 1e6 / time"},
                            **keywords)
     assert len(results) == 3 and env["best_config"]["BLOCK"] == 256  # the most GB/s: the fastest
 
 
 @nvcc
-def test_time_as_a_list_of_one_is_time(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+def test_time_as_a_list_of_one_is_time(vadd_folder, monkeypatch):
+    monkeypatch.chdir(vadd_folder)
     results, env = vadd_on("fake_energy.py", [512, 256], objective=["time"], objective_higher_is_better=[False])
     assert env["best_config"]["BLOCK"] == 256 and env["confirmed_time"] == pytest.approx(1.0)
 
@@ -444,10 +457,10 @@ def test_the_keywords_come_in_kernel_tuners_order():
 
 
 @nvcc
-def test_a_shared_cache_returns_this_calls_configs_only(tmp_path, monkeypatch):
+def test_a_shared_cache_returns_this_calls_configs_only(vadd_folder, monkeypatch):
     """Two calls with one cache: the second (of other tune_params, or restricted) returns its
     own configs, resumed from the cache, and its best among them, not the first call's."""
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(vadd_folder)
     results, env = vadd_on("fake_energy.py", [128, 256, 512], cache="shared.json")
     assert sorted(r["BLOCK"] for r in results) == [128, 256, 512] and env["best_config"]["BLOCK"] == 256
     results, env = vadd_on("fake_energy.py", [128, 512], cache="shared.json")
@@ -506,13 +519,13 @@ def test_with_nothing_to_check_the_kernel_runs_on_the_arguments_as_given(tmp_pat
 @pytest.mark.parametrize("options, evaluated", [
     (None, 2),  # Kernel Tuner's random_sample covers 10% of the space by default: 20 configs, 2
     ({"fraction": 0.1, "max_fevals": 5}, 5),  # max_fevals decides (the fraction decided)
-    ({"max_fevals": 50}, 20),  # at most the space
+    pytest.param({"max_fevals": 50}, 20, marks=pytest.mark.slow),  # at most the space
     ({"fraction": np.float32(0.25)}, 5),  # a numpy float, as a script computes it (refused)
 ])
-def test_random_sample_budget_as_kernel_tuner_sets_it(tmp_path, monkeypatch, options, evaluated):
+def test_random_sample_budget_as_kernel_tuner_sets_it(vadd_folder, monkeypatch, options, evaluated):
     """random_sample measured every config when given no options (Kernel Tuner: a tenth), and
     its fraction won over max_fevals (Kernel Tuner: max_fevals)."""
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(vadd_folder)
     shutil.copy(KERNELS / "vadd.cu", "vadd.cu")
     n = 4096
     a, b = np.arange(n, dtype=np.float32), np.ones(n, np.float32)

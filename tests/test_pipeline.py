@@ -15,7 +15,7 @@ from ksweep.store.sqlite import Store
 from ksweep.sweep.driver import SweepOptions
 from ksweep.app.sweep import run_sweep
 
-from conftest import GCC_BUILD
+from conftest import GCC_BUILD, ksweep_cli
 
 ALL_MODES = f"""
 [sweep]
@@ -44,8 +44,9 @@ def sweep(spec_path, **options):
         return summary, {r.params["MODE"] if "MODE" in r.params else None: r for r in store.results()}, db
 
 
-def test_every_status(program_dir):
-    summary, results, db = sweep(program_dir(ALL_MODES))
+@pytest.mark.slow
+def test_every_status(every_status):
+    summary, results, db, _ = every_status  # swept once for the session (tests/conftest.py)
     got = {mode: r.status for mode, r in results.items()}
     assert got == EXPECTED
     assert "SIGSEGV" in results[2].message and "SIGABRT" in results[3].message
@@ -74,12 +75,17 @@ def test_every_status(program_dir):
     assert [rec["started"] for rec in to_records(stored)] == [r.started for r in stored]
 
 
-def test_hang_kills_the_whole_process_group(program_dir):
-    spec = program_dir(ALL_MODES.replace("MODE = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]", "MODE = [1]"))
-    sweep(spec)
-    time.sleep(0.2)
-    out = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
-    assert str(program_dir.dir) not in out  # neither the program nor the child it forked survive
+@pytest.mark.slow
+def test_hang_kills_the_whole_process_group(every_status):
+    *_, folder = every_status  # its MODE=1 hangs, with a child it forked; the sweep has ended
+
+    def running() -> bool:
+        return str(folder) in subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
+
+    deadline = time.monotonic() + 10  # the kills were sent; a process that survived them runs on
+    while running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not running()  # neither the program nor the child it forked survive
 
 
 def test_second_run_resumes_and_builds_nothing(program_dir):
@@ -168,8 +174,13 @@ def test_pruned_configs_are_stored_with_reasons(program_dir):
     assert rows[3].status is Status.PRUNED and rows[3].message == "small: X=3 too big"
 
 
-def run_cli(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "ksweep.cli.main", *args], capture_output=True, text=True, **kw)
+def run_cli(*args, check: bool = False):
+    """``ksweep ARGS`` in this process (tests/conftest.py); the tests of the process itself
+    (kill -9, Ctrl-C) start one."""
+    r = ksweep_cli(*args)
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r
 
 
 def test_report_formats(program_dir):

@@ -432,55 +432,6 @@ def test_the_confirmation_builds_everything_before_its_first_run(tmp_path):
     assert [kind for kind, _ in confirm].count("build") == 8
 
 
-def test_kill_9_during_the_confirmation_loses_no_measurement(tmp_path):
-    """Kill the sweep whenever its confirmation phase has stored a new measurement (after a
-    random short delay): no stored measurement is lost or taken again, and the resumed sweep
-    ends with every (config, round) once."""
-    import random
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    spec = _noisy(tmp_path, values="[1, 2, 3, 4, 5, 6]")
-    spec.write_text(spec.read_text().replace("[check]", "timeout = 10\n[check]").replace(
-        "[run]", "[run]\ncommand = [\"sh\", \"-c\", \"sleep 0.2; exec {binary}\"]"))
-    db = tmp_path / "k.db"
-    args = ["--db", str(db), "--strategy", "grid", "--confirm", "3,4", "-q", "-j", "1"]
-    rng = random.Random(3)
-
-    def measured() -> dict:
-        try:
-            with Store(db, create=False) as store:
-                return {(m.params["X"], m.round): m.finished for m in store.measurements()}
-        except Exception:  # noqa: BLE001 - not created yet
-            return {}
-
-    seen: dict = {}
-    kills = 0
-    for _ in range(60):
-        proc = subprocess.Popen([sys.executable, "-m", "ksweep.cli.main", "run", str(spec), *args],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-        while proc.poll() is None and len(measured()) <= len(seen):  # until one more is stored
-            time.sleep(0.02)
-        time.sleep(rng.uniform(0.0, 0.3))  # then kill at some moment of the next runs
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            kills += 1
-        proc.wait()
-        now = measured()
-        assert all(now.get(k) == v for k, v in seen.items()), "a measurement was lost or taken again"
-        seen = now
-        if proc.returncode == 0:
-            break
-    assert kills >= 3
-    final = measured()
-    with Store(db) as store:
-        count = len(store.measurements())
-    assert count == len(final) == 4 * 4  # the 3 best and the default, 4 rounds each, once
-    assert all(final[k] == v for k, v in seen.items())  # what a killed run had stored stayed as it was
-
-
 def test_a_default_config_that_failed_is_not_run_again_by_the_confirmation(tmp_path, capsys):
     """A default that hangs would cost the confirmation a timeout per round: a failed
     default is left out of it (there is no speed-up over it to measure)."""

@@ -1,6 +1,4 @@
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +7,8 @@ import ksweep
 from ksweep.gpu.limits import builtin_limits
 from ksweep.space.plan import make_plan
 from ksweep.space.space import Space
+
+from conftest import ksweep_cli
 
 SPECS = Path(__file__).parent / "specs"
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -101,7 +101,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path, case):
     text, fragment = BAD[case]
     f = tmp_path / "bad.toml"
     f.write_text(text)
-    r = subprocess.run([sys.executable, "-m", "ksweep.cli.main", "plan", str(f)], capture_output=True, text=True)
+    r = ksweep_cli("plan", f)
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr
     lines = r.stderr.strip().splitlines()
@@ -111,13 +111,13 @@ def test_bad_input_is_one_line_exit_2(tmp_path, case):
 
 
 def test_missing_spec_file(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "ksweep.cli.main", "plan", str(tmp_path / "x.toml")], capture_output=True, text=True)
+    r = ksweep_cli("plan", tmp_path / "x.toml")
     assert r.returncode == 2 and "no such file" in r.stderr
 
 
 def test_plan_json_cli():
-    r = subprocess.run([sys.executable, "-m", "ksweep.cli.main", "plan", str(SPECS / "seed000_expr.toml"), "--json", "--show", "3"],
-                       capture_output=True, text=True, check=True)
+    r = ksweep_cli("plan", SPECS / "seed000_expr.toml", "--json", "--show", "3")
+    assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     assert data["total"] == 108 and data["valid"] == 69
     assert data["pruned"]["smem"] == 12 and data["pruned"]["split_cols_per_thread"] == 27
@@ -126,8 +126,8 @@ def test_plan_json_cli():
 
 
 def test_plan_table_cli():
-    r = subprocess.run([sys.executable, "-m", "ksweep.cli.main", "plan", str(SPECS / "seed000_expr.toml"), "--show", "2"],
-                       capture_output=True, text=True, check=True)
+    r = ksweep_cli("plan", SPECS / "seed000_expr.toml", "--show", "2")
+    assert r.returncode == 0, r.stderr
     assert "108 raw → 69 valid" in r.stdout and "split_cols_per_thread" in r.stdout and "SMEM_TOTAL" in r.stdout
 
 

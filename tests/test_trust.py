@@ -29,6 +29,8 @@ from ksweep.sweep.driver import Sweep, SweepOptions
 from ksweep.app.sweep import run_sweep
 from ksweep.sweep.local import make_builder, scratch_dir
 
+from conftest import ksweep_cli
+
 PROGRAMS = Path(__file__).parent / "programs"
 A20 = list(range(20))
 B15 = list(range(15))
@@ -65,6 +67,13 @@ def cli(*args: str, cwd: Path | None = None, timeout: float = 900) -> subprocess
                           cwd=cwd, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
+def command(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``ksweep ARGS`` in this process (tests/conftest.py): what it says, stores and returns.
+    The tests of the process itself (a hang, kill -9, Ctrl-C, a package hidden from it) start
+    one with ``cli``."""
+    return ksweep_cli(*args, cwd=cwd)
+
+
 def stored(db: Path) -> dict[tuple, object]:
     with Store(db) as store:
         return {(r.params["A"], r.params["B"]): r for r in store.results() if r.status is not Status.PRUNED}
@@ -78,6 +87,7 @@ def sweep(spec: Path, **options):
 
 # -- 1. the default strategy never hangs -----------------------------------------------------
 
+@pytest.mark.slow
 def test_default_strategy_sweeps_300_configs_of_a_gcc_program(tmp_path):
     """auto with no budget sweeps everything (grid), here 300 configs built by gcc; the
     process and CI's environment are what README installs (no threadpoolctl hidden extra)."""
@@ -88,6 +98,7 @@ def test_default_strategy_sweeps_300_configs_of_a_gcc_program(tmp_path):
     assert len(rows) == 300 and all(row.status is Status.OK for row in rows.values())
 
 
+@pytest.mark.slow
 def test_model_based_search_with_forking_threads_finishes(tmp_path):
     """The search that hung: surrogate (numpy/BLAS in the main thread) while builds and runs
     start processes from worker threads."""
@@ -228,7 +239,7 @@ def _evaluated(db: Path) -> int:
 
 def test_a_build_program_that_does_not_exist_stops_before_building(tmp_path):
     spec = toy(tmp_path, a=[1, 2], b=[1], build='["gccx-none", "{defines}", "-o", "{binary}", "toy.c"]')
-    r = cli("run", str(spec), "-q")
+    r = command("run", str(spec), "-q")
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "gccx-none" in r.stderr and "not found" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / ".ksweep").exists()  # refused before a database or a cache is made
@@ -247,7 +258,7 @@ def test_no_gpu_reported_by_the_program_stops_and_stores_nothing(tmp_path):
     with pytest.raises(EnvironmentProblem, match="no CUDA-capable device"):
         sweep(spec)
     assert _evaluated(tmp_path / ".ksweep" / "toy.db") == 0
-    r = cli("run", str(spec), "-q")
+    r = command("run", str(spec), "-q")
     assert r.returncode == 2 and "no CUDA-capable device" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -264,14 +275,14 @@ def test_a_cuda_program_sweep_on_a_host_without_gpu_says_so_before_building(tmp_
     (tmp_path / "k.cu").write_text("__global__ void k() {}\nint main() { k<<<1, 1>>>(); return 0; }\n")
     spec = toy(tmp_path, a=[1, 2], b=[1], build='["nvcc", "{defines}", "-o", "{binary}", "k.cu"]')
     spec.write_text(spec.read_text().replace('sources = ["toy.c"]', 'sources = ["k.cu"]'))
-    r = cli("run", str(spec), "-q")
+    r = command("run", str(spec), "-q")
     assert r.returncode == 2 and "no NVIDIA GPU" in r.stderr and "Traceback" not in r.stderr
     cache = tmp_path / ".ksweep" / "cache"
     assert not cache.exists() or not any(cache.iterdir())  # nothing was built
     # a program nvcc builds from plain C++ needs no GPU: not refused
     plain = toy(tmp_path, a=[1, 2], b=[1], build='["nvcc", "-x", "cu", "{defines}", "-o", "{binary}", "toy.c"]',
                 name="plain.toml")
-    assert cli("plan", str(plain)).returncode == 0
+    assert command("plan", str(plain)).returncode == 0
     from ksweep.run.environment import needs_gpu
 
     assert needs_gpu(load_spec(spec)) and not needs_gpu(load_spec(plain))
@@ -363,7 +374,7 @@ def test_a_second_run_on_a_database_in_use_is_refused_with_the_pid(tmp_path):
         with pytest.raises(StoreInUse, match=f"pid {holder.pid}"):
             with Store(db) as store:
                 store.lock()
-        r = cli("run", str(spec), "-q")
+        r = command("run", str(spec), "-q")
         assert r.returncode == 2 and f"pid {holder.pid}" in r.stderr and "Traceback" not in r.stderr
         assert _evaluated(db) == 0
     finally:
@@ -410,13 +421,13 @@ def test_a_database_of_another_program_is_refused_and_left_as_it_was(tmp_path):
         with pytest.raises(StoreError, match="not a ksweep results database .*notes"):
             Store(other, create=create)
     for args in (["run", str(spec), "--db", str(other), "-q"], ["report", str(other)], ["history", str(other)]):
-        r = cli(*args)
+        r = command(*args)
         assert r.returncode == 2 and "not a ksweep results database" in r.stderr, (args, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
     assert other.read_bytes() == before
     empty = tmp_path / "empty.db"  # nothing in it: a reader says so and writes nothing
     empty.touch()
-    r = cli("report", str(empty))
+    r = command("report", str(empty))
     assert r.returncode == 2 and "not a ksweep results database" in r.stderr and empty.stat().st_size == 0
 
 
@@ -427,31 +438,31 @@ def test_a_reader_given_a_folder_is_told_to_give_the_database_file_not_db(tmp_pa
     (tmp_path / ".ksweep").mkdir()
     with Store(tmp_path / ".ksweep" / "s.db"):
         pass
-    for command in (["report"], ["history"], ["export", "--format", "json"]):
-        r = cli(*command, str(tmp_path))
+    for reader in (["report"], ["history"], ["export", "--format", "json"]):
+        r = command(*reader, str(tmp_path))
         assert r.returncode == 2, r.stderr
         (line,) = r.stderr.strip().splitlines()
         assert "--db" not in line and "is a directory, not a results database: give a database file" in line
         assert str(tmp_path / ".ksweep" / "s.db") in line
     empty = tmp_path / "empty"
     empty.mkdir()
-    r = cli("run", str(toy(tmp_path, a=[1], b=[1])), "--db", str(empty), "-q")  # a writer: a name for a new one
+    r = command("run", str(toy(tmp_path, a=[1], b=[1])), "--db", str(empty), "-q")  # a writer: a name for a new one
     assert r.returncode == 2 and f"give a database file, e.g. {empty / 'results.db'}" in r.stderr
 
 
 # -- kill -9 at random moments over a whole sweep ---------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy, evals, wanted_kills", [
-    # 20 kills over a whole model-based sweep; a few over each other strategy's (their exact
-    # resume is also checked against the fake executor in tests/test_driver.py)
-    ("auto", 60, 20), ("grid", 12, 3), ("random", 12, 3), ("phased", 12, 3), ("bayes", 12, 3), ("surrogate", 12, 3),
+    # one real series, over a model-based sweep (10 random configs, then the model): the process killed in its builds, runs and
+    # store writes. Each strategy's search killed again and again at random moments (8 kills
+    # each, results in flight and out of order): tests/test_driver.py, against the fake executor
+    ("auto", 20, 8),
 ])
 def test_kill_9_at_random_moments_loses_nothing_and_ends_like_an_uninterrupted_run(tmp_path, strategy, evals,
                                                                                   wanted_kills):
-    if strategy == "bayes":
-        pytest.importorskip("optuna")
     rng = random.Random(12)
-    # the search's own resume (the confirmation phase is killed in test_rankings.py)
+    # the search's own resume (a confirmation phase killed again and again: tests/test_driver.py)
     args = ["--strategy", strategy, "--max-evals", str(evals), "--seed", "5", "-j", "2", "-q", "--no-confirm"]
     extra = PHASED if strategy == "phased" else ""
     clean, killed = tmp_path / "clean", tmp_path / "killed"
@@ -530,7 +541,7 @@ def test_leftover_build_and_run_folders_of_killed_sweeps_are_removed(tmp_path):
 def test_a_missing_source_is_said_before_anything_is_created(tmp_path):
     spec = toy(tmp_path, a=[1, 2], b=[1])
     (tmp_path / "toy.c").unlink()
-    r = cli("run", str(spec), "-q")
+    r = command("run", str(spec), "-q")
     assert r.returncode == 2 and "source 'toy.c' does not exist" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / ".ksweep").exists()
 
@@ -595,13 +606,13 @@ def test_a_failed_reference_is_said_and_rerun_failed_checks_what_it_could_not(tm
     spec = tmp_path / "s.toml"
     spec.write_text(textwrap.dedent(CHECKED_SPEC.format(default=1)))
     (tmp_path / "HANG_DEFAULT").write_text("")
-    first = cli("run", str(spec), "-q", "--no-confirm")
+    first = command("run", str(spec), "-q", "--no-confirm")
     assert first.returncode == 0, first.stderr
     assert "2 OK results unverified: the reference (defaults) config failed" in first.stdout
-    report = cli("report", str(tmp_path / ".ksweep" / "s.db"))
+    report = command("report", str(tmp_path / ".ksweep" / "s.db"))
     assert "unverified" in report.stdout
     (tmp_path / "HANG_DEFAULT").unlink()
-    again = cli("run", str(spec), "-q", "--no-confirm", "--rerun", "failed")
+    again = command("run", str(spec), "-q", "--no-confirm", "--rerun", "failed")
     assert again.returncode == 0, again.stderr
     assert "1 evaluated, 2 resumed" in again.stdout  # the reference ran; the others were judged from their metrics
     rows = {r.params["X"]: r for r in Store(tmp_path / ".ksweep" / "s.db").results()}
@@ -616,11 +627,11 @@ def test_a_new_default_makes_new_verdicts(tmp_path):
     (tmp_path / "checked.c").write_text(CHECKED)
     spec = tmp_path / "s.toml"
     spec.write_text(textwrap.dedent(CHECKED_SPEC.format(default=1)))
-    assert cli("run", str(spec), "-q", "--no-confirm").returncode == 0
+    assert command("run", str(spec), "-q", "--no-confirm").returncode == 0
     with Store(tmp_path / ".ksweep" / "s.db") as store:
         assert {r.params["X"]: r.status for r in store.results()}[3] is Status.CHECKSUM_MISMATCH
     spec.write_text(textwrap.dedent(CHECKED_SPEC.format(default=3)))  # the wrong one is the reference now
-    second = cli("run", str(spec), "-q", "--no-confirm")
+    second = command("run", str(spec), "-q", "--no-confirm")
     assert second.returncode == 0, second.stderr
     assert "0 evaluated, 3 resumed" in second.stdout  # judged again from the stored metrics, not run
     with Store(tmp_path / ".ksweep" / "s.db") as store:
@@ -629,7 +640,7 @@ def test_a_new_default_makes_new_verdicts(tmp_path):
     fresh.mkdir()
     (fresh / "checked.c").write_text(CHECKED)
     (fresh / "s.toml").write_text(spec.read_text())
-    assert cli("run", str(fresh / "s.toml"), "-q", "--no-confirm").returncode == 0
+    assert command("run", str(fresh / "s.toml"), "-q", "--no-confirm").returncode == 0
     with Store(fresh / ".ksweep" / "s.db") as store:
         assert statuses == {r.params["X"]: r.status for r in store.results()}
     assert statuses[3] is Status.OK and statuses[1] is Status.CHECKSUM_MISMATCH
@@ -644,7 +655,7 @@ def test_a_reader_given_the_spec_is_told_where_its_database_is(tmp_path):
     spec = tmp_path / "sweep.toml"
     spec.write_text("[params]\nA = [1, 2]\n")
     for args in (["history"], ["report"], ["export", "--format", "header"]):
-        r = cli(*args, str(spec))
+        r = command(*args, str(spec))
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert "a spec, not a results database" in r.stderr and str(Path(".ksweep") / "sweep.db") in r.stderr, \
             r.stderr
