@@ -144,3 +144,72 @@ def test_a_plan_is_dropped_when_a_config_no_longer_stands(tmp_path):
         assert not plan.stands({ids[c]: store.get("base", "s", ids[c]) for c in r})
         owed.end(store, "base", "s")
         assert owed.owed(store, "base", "s") is None
+
+
+def _sweep_with(tmp_path, db, executor, confirm, **options):
+    (tmp_path / "toy.c").write_text("int main(void) { return 0; }\n")
+    the_spec = load_spec(tmp_path / "toy.toml") if (tmp_path / "toy.toml").exists() else None
+    if the_spec is None:
+        sweep(tmp_path, tmp_path / "unused.db", Noisy(Counter()))  # writes toy.toml
+        the_spec = load_spec(tmp_path / "toy.toml")
+    strategy_factory = options.pop("strategy_factory", None)
+    with Store(db) as store:
+        return Sweep(the_spec, store, executor, SweepOptions(**{"strategy": "grid", "max_evals": 6,
+                                                                "confirm": confirm, **options}),
+                     strategy_factory=strategy_factory).run()
+
+
+def _measured_since(db, since):
+    with Store(db, create=False) as store:
+        return sorted({m.params["A"] for m in store.measurements() if m.finished is not None and m.finished >= since})
+
+
+def test_a_plan_owed_under_other_settings_is_chosen_anew(tmp_path):
+    """Stopped under --confirm 1,3, run again with --confirm 5,3: the 5 leaders and the default
+    are confirmed, not the plan of 1."""
+    import time
+
+    db, counts = tmp_path / "k.db", Counter()
+    with pytest.raises(Interrupted):
+        _sweep_with(tmp_path, db, Noisy(counts, stop_at=3), Confirmation(1, 3, None))
+    since = time.time()
+    _sweep_with(tmp_path, db, Noisy(counts), Confirmation(5, 3, None))
+    assert len(_measured_since(db, since)) == 6
+
+
+def test_rerun_all_chooses_its_leaders_from_the_results_it_measures_again(tmp_path):
+    """A plan owed from before a --rerun all was chosen from the results it measures anew: A=5,
+    once lucky and a leader then, is slow now and no longer confirmed."""
+    import time
+
+    db, counts = tmp_path / "r.db", Counter()
+    with pytest.raises(Interrupted):
+        _sweep_with(tmp_path, db, Noisy(counts, stop_at=4), Confirmation(3, 3, 0.05))
+    with Store(db, create=False) as store:
+        assert 5 in {store.get("base", "default", c).params["A"] for c in owed.owed(store, "base", "default").configs}
+    since = time.time()
+    _sweep_with(tmp_path, db, Noisy(counts), Confirmation(3, 3, 0.05), rerun="all")
+    assert 5 not in _measured_since(db, since)
+
+
+@pytest.mark.parametrize("rounds", [3, 2])
+def test_a_check_neither_takes_over_nor_ends_a_sweeps_owed_plan(tmp_path, rounds):
+    """ksweep check measures its configs again with a confirmation that owes nothing: a sweep's
+    owed plan is left for the next run (with the same rounds or others)."""
+    import time
+
+    from ksweep.strategies.listed import ListedStrategy
+
+    db, counts = tmp_path / "c.db", Counter()
+    with pytest.raises(Interrupted):
+        _sweep_with(tmp_path, db, Noisy(counts, stop_at=4), Confirmation(3, 3, 0.05))
+    with Store(db, create=False) as store:
+        before = owed.owed(store, "base", "default")
+    configs = [{"A": 1}, {"A": 8}]
+    since = time.time()
+    _sweep_with(tmp_path, db, Noisy(counts), Confirmation(k=2, rounds=rounds, within=None, owed=False),
+                rerun="all", rerun_supersedes=False, record_pruned=False, max_evals=2, warm_between_shapes=False,
+                strategy_factory=lambda name, space, seed, max_evals: ListedStrategy(space, configs))
+    assert _measured_since(db, since) == [1, 8]
+    with Store(db, create=False) as store:
+        assert owed.owed(store, "base", "default") == before

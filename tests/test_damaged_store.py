@@ -106,3 +106,16 @@ def test_an_intact_database_passes_the_check(tmp_path):
     with Store(db, create=False) as store:
         store.check_integrity()
     shutil.copy(db, tmp_path / "copy.db")
+
+
+def test_only_a_damaged_file_is_called_damaged(tmp_path):
+    """A misuse of SQLite (a constraint broken, a closed connection) is ksweep's bug and stays
+    SQLite's own error; neither is a damaged database."""
+    import sqlite3
+
+    store = Store(tmp_path / "s.db")
+    with pytest.raises(sqlite3.IntegrityError):
+        store.db.execute("INSERT INTO meta (key, value) VALUES (?, NULL)", ("k",))
+    store.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        store.get_meta("schema")

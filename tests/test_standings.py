@@ -102,3 +102,18 @@ def test_the_report_table_has_no_trailing_spaces(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "BEST" in out
     assert not [line for line in out.splitlines() if line != line.rstrip(" ")]
+
+
+def test_a_confirmed_config_judged_wrong_since_never_compares():
+    """Confirmed while its check could not run, then judged against the reference that stands
+    now (a wrong checksum): its median no longer counts, and export never ships it."""
+    from ksweep.export.selection import select
+
+    rows = [result(1, 1.00), result(2, 0.90, status=Status.CHECKSUM_MISMATCH), result(3, 1.05)]
+    ms = [m for r, v in ((rows[0], [1.0, 1.01, 1.0]), (rows[1], [0.9, 0.9, 0.91]), (rows[2], [1.05, 1.06, 1.05]))
+          for m in runs(r, v)]
+    found = standings.standings_of(rows, ms, Objective("ms", "min"))
+    s = found[("base", "s")]
+    assert s.value(rows[1]) is None
+    assert {v.result.params["A"] for v in s.values().values()} == {1, 3}
+    assert [e.result.params["A"] for e in select(found).entries] == [1]

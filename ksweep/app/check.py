@@ -169,7 +169,7 @@ def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, 
                 options = SweepOptions(shapes=(sh,), variants=(va,), rerun="all", rerun_supersedes=False,
                                        record_pruned=False,
                                        max_evals=len(configs),
-                                       confirm=Confirmation(k=len(configs), rounds=repeats, within=None),
+                                       confirm=Confirmation(k=len(configs), rounds=repeats, within=None, owed=False),
                                        warm_between_shapes=False)
                 started = time.time()
                 run_sweep(spec, db=target, options=options, gpus=gpus, jobs=jobs, observer=observer,

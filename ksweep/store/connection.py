@@ -20,11 +20,20 @@ def damaged(path: Path, what: str) -> StoreDamaged:
                         f"recovered.db` and give that file")
 
 
-def _translated(path: Path, exc: sqlite3.Error) -> StoreError:
-    """SQLite's errors, said once at the store's boundary (``Connection``)."""
+# SQLite's result codes of a file it cannot read as a database (sqlite3.Error.sqlite_errorcode)
+_DAMAGE_CODES = {getattr(sqlite3, name) for name in ("SQLITE_CORRUPT", "SQLITE_NOTADB") if hasattr(sqlite3, name)}
+
+
+def _translated(path: Path, exc: sqlite3.Error) -> Exception:
+    """SQLite's errors, said once at the store's boundary (``Connection``): a damaged file is
+    ``StoreDamaged``, a condition of the file or its folder (locked, read-only, full) a
+    ``StoreError`` naming it; a misuse of SQLite (a constraint broken, a closed connection)
+    is ksweep's bug and stays what SQLite raised."""
+    if isinstance(exc, (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError)):
+        return exc
     text = str(exc)
-    if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError) or \
-            "malformed" in text or "not a database" in text:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code in _DAMAGE_CODES or "malformed" in text or "not a database" in text:
         out: StoreError = damaged(path, text)
     else:
         out = StoreError(f"{path}: {text}")

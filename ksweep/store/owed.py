@@ -36,6 +36,7 @@ class OwedConfirmation:
     rounds: int
     since: float  # when it began
     fresh: frozenset[str] = field(default_factory=frozenset)  # its runs before ``since`` do not count
+    how: str = ""  # the confirmation's settings it was chosen under (K, within, default): another is another plan
 
     @property
     def meta_key(self) -> str:
@@ -43,12 +44,12 @@ class OwedConfirmation:
 
     def to_meta(self) -> dict:
         return {"configs": list(self.configs), "keys": dict(self.keys), "rounds": self.rounds, "since": self.since,
-                "fresh": sorted(self.fresh)}
+                "fresh": sorted(self.fresh), "how": self.how}
 
     @classmethod
     def from_meta(cls, variant: str, shape: str, value: Mapping) -> "OwedConfirmation":
         return cls(variant, shape, tuple(value["configs"]), dict(value["keys"]), int(value["rounds"]),
-                   float(value["since"]), frozenset(value.get("fresh", ())))
+                   float(value["since"]), frozenset(value.get("fresh", ())), str(value.get("how", "")))
 
     def stands(self, results: Mapping[str, Result | None]) -> bool:
         """Whether every config still has a stored result under the key it is measured under."""

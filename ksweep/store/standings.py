@@ -64,6 +64,8 @@ class Standing:
         where the others are confirmed medians). ``singles``: a recording of every config
         (another tuner's cache), not a comparison: a single measurement where there is no
         median."""
+        if r.status is not Status.OK:  # re-judged since it was measured (a reference that stands now)
+            return None
         v = self.verdict(r)
         if v is not None and v.failed:
             return None

@@ -45,13 +45,15 @@ class ConfirmationPhase:
         t = self.target
         current = {config_id(r.params): r for r in
                    (*t.stored.values(), *(e.result for e in t.order if e.result is not None))}
-        planned = self._owed(current) or self._choose(current)
+        owes = self.plan.owed
+        planned = (self._owed(current) if owes else None) or self._choose(current, record=owes)
         if planned is None:
             return
         plan, jobs, results = planned
         done = plan.done(self.store.measurements(self.variant, self.shape), results)
         self._measure_rounds(plan, jobs, done)
-        owing.end(self.store, self.variant, self.shape)
+        if owes:
+            owing.end(self.store, self.variant, self.shape)
         self.sweep.summary.confirm_seconds += time.monotonic() - started
 
     # -- which configs --------------------------------------------------------------------
@@ -61,8 +63,10 @@ class ConfirmationPhase:
         if plan is None:
             return None
         results = {cid: current.get(cid) or self.store.get(self.variant, self.shape, cid) for cid in plan.configs}
-        if plan.rounds != self.plan.rounds or not plan.stands(results) or \
-                not all(r.status is Status.OK for r in results.values()):
+        # another experiment now (a result measured again, other settings, --rerun all: the
+        # results it was chosen from are to be measured anew): chosen anew
+        if plan.rounds != self.plan.rounds or plan.how != _how(self.plan) or self.options.rerun == "all" or \
+                not plan.stands(results) or not all(r.status is Status.OK for r in results.values()):
             owing.end(self.store, self.variant, self.shape)  # another experiment now: chosen anew
             return None
         factory = self.target.factory
@@ -77,8 +81,9 @@ class ConfirmationPhase:
             return None
         return plan, jobs, results
 
-    def _choose(self, current: Mapping[str, Result]):
-        """A new plan, recorded before its first run: (plan, jobs, results), or None (nothing to confirm)."""
+    def _choose(self, current: Mapping[str, Result], record: bool = True):
+        """A new plan, recorded before its first run (unless ``record`` is False): (plan, jobs,
+        results), or None (nothing to confirm)."""
         sweep, plan, factory, space = self.sweep, self.plan, self.target.factory, self.target.space
         objective = sweep.spec.objective
         leaders = confirm.choose(owing.candidates(current.values()), objective.metric, objective.direction,
@@ -109,7 +114,8 @@ class ConfirmationPhase:
         results = {cid: current.get(cid) or self.store.get(self.variant, self.shape, cid) for cid in jobs}
         since = time.time()
         everything = OwedConfirmation(self.variant, self.shape, tuple(jobs), {c: j.cache_key for c, j in jobs.items()},
-                                      plan.rounds, since, frozenset(jobs) if self.options.rerun == "all" else frozenset())
+                                      plan.rounds, since, frozenset(jobs) if self.options.rerun == "all" else frozenset(),
+                                      _how(plan))
         done = everything.done(measurements, results)
         fresh = set(everything.fresh)
         if any(not any((cid, r) in done for r in range(plan.rounds)) for cid in jobs):
@@ -118,7 +124,8 @@ class ConfirmationPhase:
             # and not across sessions (a round cut short keeps its runs: it has no such config)
             fresh |= {cid for cid in jobs if all((cid, r) in done for r in range(plan.rounds))}
         chosen = replace(everything, fresh=frozenset(fresh))
-        owing.begin(self.store, chosen)
+        if record:
+            owing.begin(self.store, chosen)
         return chosen, jobs, results
 
     def _incumbent(self, current: Mapping[str, Result], measurements: list[Measurement]) -> str | None:
@@ -183,3 +190,8 @@ class ConfirmationPhase:
                            value=float(value) if value is not None else None, message=message, metrics=metrics,
                            gpu_name=gpu.name if gpu else None, gpu_uuid=gpu.uuid if gpu else None,
                            gpu_state=dict(outcome.gpu_state))
+
+
+def _how(plan) -> str:
+    """The settings that choose a confirmation's configs (K, within, the default), as a plan records them."""
+    return f"k={plan.k} within={plan.within} default={plan.default}"

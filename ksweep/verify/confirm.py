@@ -64,6 +64,10 @@ class Confirmation:
     rounds: int = 3
     within: float | None = 0.05
     default: bool = True  # the default config too (the speed-up's baseline), evaluated first when it was not
+    # a sweep's confirmation is recorded before its first run and owed until its last, so that
+    # the next run completes one that was stopped (store/owed.py); False: one that measures a
+    # few configs again and must neither take over nor end a sweep's (ksweep check)
+    owed: bool = True
 
     # at most this many leaders and rounds: a confirmation is a few configs measured a few more
     # times; 5,1000000000 would run for ever
