@@ -117,3 +117,14 @@ def test_a_confirmed_config_judged_wrong_since_never_compares():
     assert s.value(rows[1]) is None
     assert {v.result.params["A"] for v in s.values().values()} == {1, 3}
     assert [e.result.params["A"] for e in select(found).entries] == [1]
+
+
+def test_reading_a_store_loads_no_numpy():
+    """ksweep.Store (a report's, a script's) loads neither the expression language nor numpy:
+    the typed objective imports the spec's record only when it is read."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "import sys, ksweep; ksweep.Store; print('numpy' in sys.modules)"],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

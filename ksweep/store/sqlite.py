@@ -24,12 +24,14 @@ import sqlite3
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from ..errors import StoreDamaged, StoreError, StoreInUse
 from .connection import Connection, damaged, sqlite_header
+
+if TYPE_CHECKING:  # the spec's records load the expression language and numpy: a reader of results needs neither
+    from ..spec.model import Objective
 from ..result import Measurement, Result
-from ..spec.model import Objective
 from ..status import Status
 from ..workspace import workspace
 
@@ -299,6 +301,8 @@ class Store:
     def objective(self) -> Objective:
         """What the sweep minimised or maximised (the meta key ``objective``, written by the
         sweep: ``set_objectives``); ms, min for a database that has none yet."""
+        from ..spec.model import Objective
+
         stored = self.get_meta("objective")
         if not isinstance(stored, dict) or "metric" not in stored:
             return Objective()
@@ -306,6 +310,8 @@ class Store:
 
     def objectives(self) -> tuple[Objective, ...]:
         """Every objective of the sweep (several: a Pareto front), the first guiding the search."""
+        from ..spec.model import Objective
+
         stored = self.get_meta("objectives") or ()
         return tuple(Objective(str(o["metric"]), str(o.get("direction", "min"))) for o in stored) \
             or (self.objective(),)
