@@ -119,3 +119,16 @@ def test_only_a_damaged_file_is_called_damaged(tmp_path):
     store.close()
     with pytest.raises(sqlite3.ProgrammingError):
         store.get_meta("schema")
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a host with a GPU runs the sweep")
+def test_a_sweep_the_host_refuses_leaves_no_empty_database(tmp_path, capsys):
+    """A spec of CUDA programs on a host without a GPU is refused before anything is built:
+    the database that run made (and its CSV) is not left behind, empty."""
+    from pathlib import Path
+
+    spec = Path(__file__).parent.parent / "examples" / "sgemm" / "sgemm.toml"
+    db = tmp_path / "refused.db"
+    assert main(["run", str(spec), "--db", str(db)]) == 2
+    assert "no NVIDIA GPU" in capsys.readouterr().err
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("refused")]  # no .db, -wal, .lock, .csv

@@ -94,18 +94,26 @@ def run_with(spec: Spec, executor_factory, mode: Mode | None = None, *, db: str 
     if problem:
         raise EnvironmentProblem(f"{spec.label}: {problem}")
     ensure(spec)
+    made = not db_path.exists()
     store = Store(db_path)
     own_executor = executor is None
     summary = None
+    refused = False
     try:
         if executor is None:
             executor = executor_factory()
         summary = Sweep(spec, store, executor, options, observer, strategy_factory=strategy_factory, mode=mode).run()
+    except EnvironmentProblem:
+        refused = made and not store.count()  # the host refused it before any result: nothing to keep
+        raise
     finally:
         with finished_sweep(summary):
             if own_executor and executor is not None:
                 executor.shutdown()
             store.close()
+            if refused:  # no empty database (nor its CSV) is left behind
+                for path in (db_path, *(db_path.with_name(db_path.name + end) for end in ("-wal", "-shm", ".lock"))):
+                    path.unlink(missing_ok=True)
             if own_executor:
                 reap_session()  # a daemon a run left behind with its output closed: nothing of ours runs now
                 shutil.rmtree(scratch_dir(spec), ignore_errors=True)
