@@ -150,3 +150,18 @@ def test_the_heatmap_marks_the_stores_best_with_its_confirmed_median(tmp_path, f
     x, y = marks[0].get_position()
     assert round(x) == 1 and round(y) == 1  # the cell of A=2, B=2 (x index 1, y index 1)
     assert len(ax.patches) == 1
+
+
+def test_a_two_row_heatmaps_colour_bar_label_is_not_cut(tmp_path, figures):
+    """A heat-map of two rows is short: its colour bar's label (a long vertical text) must
+    still fit inside the figure."""
+    rows = [ok("s", a, b, gflops_per_watt=float(a + b)) for a in (1, 2, 3, 4) for b in (1, 2)]
+    db = make_db(tmp_path / "two.db", rows, objective=("gflops_per_watt", "max"))
+    assert main(["plot", "heatmap", db, "--x", "A", "--y", "B", "--out", str(tmp_path / "two.png")]) == 0
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = figures[-1]
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    bar = next(ax for ax in fig.axes if not ax.images)
+    box = bar.yaxis.label.get_window_extent(renderer)
+    assert box.y0 >= 0 and box.y1 <= fig.bbox.height

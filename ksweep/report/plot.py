@@ -77,7 +77,9 @@ def plot_heatmap(results: list[Result], x: str, y: str, metric: str, direction: 
     nrows = -(-len(panels) // ncols)
     width = max(len(xs) for xs, _, _ in panels.values())
     height = max(len(ys) for _, ys, _ in panels.values())
-    fig = Figure(figsize=(ncols * (1.2 + 1.0 * width), nrows * (1.0 + 0.7 * height) + (0.4 if nrows * ncols > 1 else 0)))
+    # a row at least as tall as its colour bar's label (a long vertical text) needs: 3.2 inches
+    fig = Figure(figsize=(ncols * (1.2 + 1.0 * width),
+                          nrows * max(3.2, 1.0 + 0.7 * height) + (0.4 if nrows * ncols > 1 else 0)))
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
     for ax in axes[len(panels):]:
         ax.set_visible(False)
