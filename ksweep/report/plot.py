@@ -77,9 +77,10 @@ def plot_heatmap(results: list[Result], x: str, y: str, metric: str, direction: 
     nrows = -(-len(panels) // ncols)
     width = max(len(xs) for xs, _, _ in panels.values())
     height = max(len(ys) for _, ys, _ in panels.values())
-    # a row at least as tall as its colour bar's label (a long vertical text) needs: 3.2 inches
+    # a row at least as tall as its colour bar's label (a vertical text, about 0.08 inch a character) needs
+    label_inches = 0.6 + 0.08 * len(direction_label(metric, direction))
     fig = Figure(figsize=(ncols * (1.2 + 1.0 * width),
-                          nrows * max(3.2, 1.0 + 0.7 * height) + (0.4 if nrows * ncols > 1 else 0)))
+                          nrows * max(label_inches, 1.0 + 0.7 * height) + (0.4 if nrows * ncols > 1 else 0)))
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
     for ax in axes[len(panels):]:
         ax.set_visible(False)
