@@ -72,7 +72,8 @@ def verdict(db):
         return marks, dict(rounds), config_id(s.best().params), owed.owed(store, "base", "default")
 
 
-def sweep(tmp_path, db, executor):
+def toy_spec(tmp_path):
+    """The spec of A in BASE, default 8 (its commands never run: the fake answers)."""
     (tmp_path / "toy.c").write_text("int main(void) { return 0; }\n")
     (tmp_path / "toy.toml").write_text(f"""
 [sweep]
@@ -85,9 +86,12 @@ command = ["gcc", "{{defines}}", "-o", "{{binary}}", "toy.c"]
 [run]
 command = ["{{binary}}"]
 """)
-    the_spec = load_spec(tmp_path / "toy.toml")
+    return load_spec(tmp_path / "toy.toml")
+
+
+def sweep(tmp_path, db, executor, options=OPTIONS, strategy_factory=None):
     with Store(db) as store:
-        return Sweep(the_spec, store, executor, OPTIONS).run()
+        return Sweep(toy_spec(tmp_path), store, executor, options, strategy_factory=strategy_factory).run()
 
 
 @pytest.fixture(scope="module")
@@ -146,17 +150,9 @@ def test_a_plan_is_dropped_when_a_config_no_longer_stands(tmp_path):
         assert owed.owed(store, "base", "s") is None
 
 
-def _sweep_with(tmp_path, db, executor, confirm, **options):
-    (tmp_path / "toy.c").write_text("int main(void) { return 0; }\n")
-    the_spec = load_spec(tmp_path / "toy.toml") if (tmp_path / "toy.toml").exists() else None
-    if the_spec is None:
-        sweep(tmp_path, tmp_path / "unused.db", Noisy(Counter()))  # writes toy.toml
-        the_spec = load_spec(tmp_path / "toy.toml")
-    strategy_factory = options.pop("strategy_factory", None)
-    with Store(db) as store:
-        return Sweep(the_spec, store, executor, SweepOptions(**{"strategy": "grid", "max_evals": 6,
-                                                                "confirm": confirm, **options}),
-                     strategy_factory=strategy_factory).run()
+def _sweep_with(tmp_path, db, executor, confirm, strategy_factory=None, **options):
+    return sweep(tmp_path, db, executor, SweepOptions(**{"strategy": "grid", "max_evals": 6, "confirm": confirm,
+                                                         **options}), strategy_factory)
 
 
 def _measured_since(db, since):

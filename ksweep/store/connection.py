@@ -54,16 +54,18 @@ class Cursor:
             raise _translated(self._path, exc) from None
 
     def fetchone(self):
-        try:
-            return self._cursor.fetchone()
-        except sqlite3.Error as exc:
-            raise _translated(self._path, exc) from None
+        return _calling(self._path, self._cursor.fetchone)
 
     def fetchall(self):
-        try:
-            return self._cursor.fetchall()
-        except sqlite3.Error as exc:
-            raise _translated(self._path, exc) from None
+        return _calling(self._path, self._cursor.fetchall)
+
+
+def _calling(path: Path, call, *args):
+    """``call(*args)``, SQLite's errors translated."""
+    try:
+        return call(*args)
+    except sqlite3.Error as exc:
+        raise _translated(path, exc) from None
 
 
 class Connection:
@@ -75,22 +77,13 @@ class Connection:
         self._conn, self._path = conn, path
 
     def execute(self, *args) -> Cursor:
-        try:
-            return Cursor(self._conn.execute(*args), self._path)
-        except sqlite3.Error as exc:
-            raise _translated(self._path, exc) from None
+        return Cursor(_calling(self._path, self._conn.execute, *args), self._path)
 
     def executemany(self, *args) -> Cursor:
-        try:
-            return Cursor(self._conn.executemany(*args), self._path)
-        except sqlite3.Error as exc:
-            raise _translated(self._path, exc) from None
+        return Cursor(_calling(self._path, self._conn.executemany, *args), self._path)
 
     def executescript(self, script: str) -> None:
-        try:
-            self._conn.executescript(script)
-        except sqlite3.Error as exc:
-            raise _translated(self._path, exc) from None
+        _calling(self._path, self._conn.executescript, script)
 
     @property
     def in_transaction(self) -> bool:

@@ -25,7 +25,7 @@ from ..status import Status, Stopped
 from ..strategies.base import Budget
 from .jobs import JobFactory
 from .context import SweepContext
-from .waiting import WAIT_STEP
+from .waiting import WAIT_STEP, wait_for
 
 
 RUN_QUEUE_PER_SLOT = 2  # runs handed to the executor per GPU slot: the one running and the next
@@ -250,8 +250,7 @@ class Harness:
 
     def wait(self) -> None:
         self.start()
-        while not self.future.done():  # in steps: Ctrl-C is handled between them
-            wait([self.future], timeout=WAIT_STEP)
+        wait_for(self.future)  # in steps: Ctrl-C is handled between them
         self.ready()
 
     def failed(self, build: BuildResult, cancel=()) -> None:
