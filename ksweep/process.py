@@ -47,8 +47,8 @@ from .reaper import RUN_VAR, SESSION_VAR, environ_has, kill_tree_by_token, pids_
 __all__ = [
     "DEFAULT_REGISTRY", "RUN_VAR", "SESSION", "SESSION_VAR", "FifoCapture", "ProcessOutcome", "ProcessRegistry",
     "ensure_reaper", "environ_has", "forget_worker", "kill_all", "kill_tree_by_token", "kill_worker", "new_token",
-    "pids_with_env", "reap_session", "TAIL_BYTES", "reset_stop", "run_process", "session_env", "start_worker",
-    "stopping", "track", "untrack",
+    "pid_alive", "pids_with_env", "reap_session", "TAIL_BYTES", "reset_stop", "run_process", "session_env",
+    "start_worker", "stopping", "track", "untrack",
 ]
 
 TAIL_BYTES = 64 * 1024
@@ -92,6 +92,24 @@ _reaper_lock = threading.Lock()
 _workers: set[int] = set()  # long-lived workers: reap_session spares them
 _workers_lock = threading.Lock()
 _forsaken: list[subprocess.Popen] = []  # a parent's reaper, in a forked child (never waited for)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether the process ``pid`` still runs (this one does; a zombie has ended): a file or
+    folder named after its owner's pid is left over when the owner is gone."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie has ended: only its parent has not waited for it yet
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
 
 
 def new_token() -> str:

@@ -288,7 +288,7 @@ def test_several_gpu_models_and_variants_are_chosen_by_macro(tmp_path, capsys):
     assert "no tuned config for this shape" in err and "KSWEEP_GPU_A100_SXM4_80GB" in err
     # --gpu keeps one model: its guard is then the default
     code, _, err = export(capsys, db, "--format", "header", "--gpu", "a100", "--variant", "base",
-                          "-o", str(tmp_path / "tuned.h"))
+                          "-o", str(tmp_path / "tuned.h"), "--force")
     assert code == 0, err
     out = build(tmp_path, SHOW, "only.c", "gcc", "-DKSWEEP_SHAPE_square", f"-I{tmp_path}")
     assert selected(out)["K_BM"] == str(oracle_best(stored, "square", A100).params["BM"])
@@ -541,7 +541,7 @@ def test_user_mistakes_are_one_line_and_exit_2(tmp_path, capsys):
         (["--format", "t4", "--shape", "square", "--cover", "5"], "--cover applies to --format header and json"),
         (["--format", "header", "--shape", "sqare"], "--shape sqare: no such shape in the database — did you mean square?"),
         (["--format", "header", "--gpu", "V100"], "--gpu 'V100': no GPU model of the database matches"),
-        (["--format", "header", "-o", str(tmp_path / "no" / "such" / "dir" / "x.h")], "cannot write it"),
+        (["--format", "header", "-o", str(tmp_path / "no" / "such" / "dir" / "x.h")], "does not exist; make it (mkdir -p"),
     ]
     for argv, said in cases:
         code, out, err = export(capsys, db, *argv)

@@ -207,7 +207,7 @@ def test_a_source_with_nothing_to_tune_says_to_guard_it_first(tmp_path, capsys):
 def test_an_existing_spec_is_kept_unless_forced(tmp_path, capsys):
     (tmp_path / "k.toml").write_text("# mine\n")
     code, _, err = _cli(capsys, "init", EXAMPLES / "cpu_matmul" / "matmul.c", "-o", tmp_path / "k.toml")
-    assert code == 2 and "exists: give --force" in err
+    assert code == 2 and "exists; give --force" in err
     assert (tmp_path / "k.toml").read_text() == "# mine\n"
     code, _, _ = _cli(capsys, "init", EXAMPLES / "cpu_matmul" / "matmul.c", "-o", tmp_path / "k.toml", "--force")
     assert code == 0 and "[params]" in (tmp_path / "k.toml").read_text()

@@ -78,7 +78,8 @@ def test_heatmap_of_several_shapes_draws_a_panel_per_shape(shapes_db, tmp_path, 
                              ("small", ["3", "4", "4", "5", "BEST 3"])]
     assert bars == ["best ms (min: lower is better)"] * 2
     # --shape: that shape's panel alone, named
-    assert main(["plot", "heatmap", shapes_db, "--x", "A", "--y", "B", "--shape", "big", "--out", str(out)]) == 0
+    assert main(["plot", "heatmap", shapes_db, "--x", "A", "--y", "B", "--shape", "big", "--out", str(out),
+                 "--force"]) == 0
     drawn, _ = panels(figures[-1])
     assert len(drawn) == 1 and drawn[0][1] == ["300", "400", "400", "500", "BEST 300"]
     assert drawn[0][0].endswith(": big")
@@ -93,7 +94,7 @@ def test_heatmap_of_a_throughput_shows_its_highest_value(shapes_db, tmp_path, fi
     # the best gflops of (A, B) = (1, 1) is C = 1's 1000/3, not C = 2's 250
     assert drawn[0][1] == sorted(["333", "250", "250", "200"])
     assert bars == ["best gflops (max: higher is better)"]
-    assert main([*argv, "--direction", "min"]) == 0  # the user's word wins
+    assert main([*argv, "--direction", "min", "--force"]) == 0  # the user's word wins
     drawn, bars = panels(figures[-1])
     assert drawn[0][1] == sorted(["250", "200", "200", "167"])
     assert bars == ["best gflops (min: lower is better)"]
@@ -106,7 +107,7 @@ def test_heatmap_direction_of_another_metric_is_min_unless_given(tmp_path, figur
     assert main(["plot", "heatmap", db, "--x", "A", "--y", "B", "--metric", "regs_used", "--out", str(out)]) == 0
     assert panels(figures[-1])[1] == ["best regs_used (min: lower is better)"]
     assert main(["plot", "heatmap", db, "--x", "A", "--y", "B", "--metric", "regs_used", "--direction", "max",
-                 "--out", str(out)]) == 0
+                 "--out", str(out), "--force"]) == 0
     assert panels(figures[-1])[1] == ["best regs_used (max: higher is better)"]
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from ..export.formats import FORMATS
 from ..export.formats import export as export_as
 from ..store.sqlite import Store
+from .outputs import checked_output, db_inputs
 from .report import load_all
 
 __all__ = ["FORMATS", "Exported", "export"]
@@ -20,14 +21,19 @@ class Exported:
     out: object  # export/formats.py's: the text, the lines and notes to say beside it
     shipped: list  # the results of the shape, variant and GPU model asked for
     left_out: int  # superseded results of those (measured on another source or spec): not counted
+    written: Path | None = None  # the file written, when one was asked for
 
 
 def export(db: str, format: str, *, generator: str, cover: float | None = None, shape: str | None = None,
-           variant: str | None = None, gpu: str | None = None) -> Exported:
+           variant: str | None = None, gpu: str | None = None, output: str | None = None,
+           force: bool = False) -> Exported:
     """``db``'s results in ``format`` (``header``, ``json``, ``t4``, ``kt-cache``): each shape's
     best, or with ``cover`` (a percentage) the fewest configs keeping every shape within it of
     its own best; ``shape``, ``variant`` and ``gpu`` (a GPU model's name or a part of it)
-    choose what is exported; ``generator`` names the program in the output."""
+    choose what is exported; ``generator`` names the program in the output. With ``output``
+    the text is written there (checked before anything is read: an existing file only with
+    ``force``, never the database, its spec or a source it builds)."""
+    target = checked_output(output, force=force, reads=db_inputs(db)) if output else None
     standings, orders, _ = load_all(db)
     with Store(db, create=False) as store:
         name = store.get_meta("spec_name") or Path(db).stem
@@ -38,7 +44,8 @@ def export(db: str, format: str, *, generator: str, cover: float | None = None, 
     out = export_as(standings, format, orders=orders, name=kt_name or name, source=Path(db).name,
                     generator=generator, cover=cover, shape=shape, variant=variant, gpu=gpu,
                     problem_size=problem_size)
-    return Exported(out, _chosen(standings.results, shape, variant, gpu), left_out)
+    written = target.write(out.text) if target is not None else None
+    return Exported(out, _chosen(standings.results, shape, variant, gpu), left_out, written)
 
 
 def _chosen(results, shape, variant, gpu) -> list:

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Sequence
 
 from ..source.codecheck import DEFAULT_TIMEOUT, check
-from ..source.files import read_source, write_source
+from ..source.files import read_source
 from ..source.guard import Guarded, guard, unified_diff
+from .outputs import Output, checked_output
 
-__all__ = ["DEFAULT_TIMEOUT", "Guarding", "check_code", "guard_file", "write"]
+__all__ = ["DEFAULT_TIMEOUT", "Guarding", "check_code", "guard_file", "guarded_output"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,11 @@ def check_code(g: Guarding, command: Sequence[str], *, against: str | Path | Non
     return check(g.path, before, g.result.line_mapped, command, timeout=timeout)
 
 
-def write(target: str | Path, text: str) -> None:
-    """Write the guarded source (its line endings kept)."""
-    write_source(target, text)
+def guarded_output(source: str | Path, *, output: str | Path | None = None, force: bool = False,
+                   against: str | Path | None = None) -> Output:
+    """Where the guarded source goes, checked before any work: ``output`` (an existing file
+    only with ``force``; never the source or ``against``), else the source itself (in place).
+    Its ``write`` keeps the line endings and replaces the file at once."""
+    if output is None:
+        return checked_output(source, option="--in-place", force=True)
+    return checked_output(output, force=force, reads=[p for p in (source, against) if p])

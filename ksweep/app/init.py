@@ -6,21 +6,21 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import KsweepError
 from ..run.gpus import local_arch
-from ..source.files import read_source, write_source
+from ..source.files import read_source
 from ..source.starter import starter_spec
+from .outputs import Output, checked_output
 
 
 def starter(file: str | Path, output: str | Path | None = None, force: bool = False) -> str:
     """The starting spec of the source ``file``, its sources named relative to where it will be
     written (``output``, else the current folder); an existing ``output`` is refused unless
-    ``force``."""
+    ``force``, and the source itself always."""
     source = Path(file)
+    if output:
+        spec_output(source, output, force=force)
     text = read_source(source)
     out = Path(output) if output else None
-    if out is not None and out.exists() and not force:
-        raise KsweepError(f"{out} exists: give --force to replace it, or another -o")
     folder = (out.parent if out is not None else Path.cwd()).resolve()
     named = Path(os.path.relpath(source.resolve(), folder)).as_posix()
     arch = local_arch() if source.suffix.lower() == ".cu" else None
@@ -28,6 +28,12 @@ def starter(file: str | Path, output: str | Path | None = None, force: bool = Fa
                         spec_name=out.name if out is not None else None)
 
 
-def write(path: str | Path, spec: str) -> None:
-    """Write the spec (its line endings as they are)."""
-    write_source(path, spec)
+def spec_output(file: str | Path, output: str | Path, *, force: bool = False) -> Output:
+    """Where ``init`` writes the spec of ``file``, checked: never the source being read."""
+    return checked_output(output, force=force, reads=[file])
+
+
+def write(path: str | Path, spec: str, *, force: bool = False, source: str | Path | None = None) -> Path:
+    """Write the spec (its line endings as they are) at once; the path checked as
+    ``spec_output`` checks it."""
+    return checked_output(path, force=force, reads=[source] if source else []).write(spec)

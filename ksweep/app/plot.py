@@ -6,7 +6,15 @@ from __future__ import annotations
 from ..spec.objectives import metric_direction
 from ..store import standings
 from ..store.sqlite import Store
+from .outputs import Output, checked_output, db_inputs
 from .report import check_names
+
+
+def image_output(out: str, db: str, *, force: bool = False, option: str = "--out") -> Output:
+    """The image a plot of ``db`` is drawn to, checked before the database is read: an image
+    name in a folder that can be written; an existing file only with ``force``, never the
+    database, its spec or a source."""
+    return checked_output(out, option=option, force=force, reads=db_inputs(db), image=True)
 
 
 def to_plot(db: str, *, shape: str | None = None, variant: str | None = None, metric: str | None = None,

@@ -25,7 +25,7 @@ from ..store.sqlite import Store
 from ..sweep.options import Summary, SweepOptions
 from ..sweep.local import check_options, finished_sweep, run_with
 from ..verify.confirm import Confirmation
-from .wiring import cache_folder, database, make_dask_executor, make_executor, mode_for
+from .wiring import cache_folder, check_sweep_folders, database, make_dask_executor, make_executor, mode_for
 
 __all__ = ["Confirmation", "SweepOptions", "SweepRun", "best_result", "check_options", "run_sweep", "tune",
            "with_overrides", "write_csv"]
@@ -40,6 +40,8 @@ def run_sweep(spec: Spec, *, db: str | Path | None = None, options: SweepOptions
     ``cache``: the build cache's folder (else ``cache/`` beside ``db`` when it is given, else
     ``.ksweep/cache`` beside the spec)."""
     cache = cache_folder(db, cache)
+    if executor is None:  # a cluster's workers keep their own folders
+        check_sweep_folders(spec, db, cache)
     return run_with(spec, lambda: make_executor(spec, gpus, jobs, kernel_backend, start_gap, cache),
                     mode_for(spec, kernel_backend), db=db, options=options, observer=observer, executor=executor,
                     strategy_factory=strategy_factory)

@@ -10,6 +10,7 @@ from pathlib import Path
 from ..errors import KsweepError
 from ..kernel.executor import KernelExecutor, shape_sizes
 from ..kernel.mode import KernelMode
+from ..outputs import writable_folder
 from ..run.executor import LocalExecutor
 from ..run.gpus import Gpu, detect_gpus, select_gpus
 from ..run.modes import Mode, program_mode
@@ -18,7 +19,7 @@ from ..spec.model import Spec
 from ..sweep.local import build_rules, default_db_path, make_builder, scratch_dir
 from ..workspace import workspace
 
-__all__ = ["cache_folder", "database", "load_spec", "make_dask_executor", "make_executor", "mode_for"]
+__all__ = ["cache_folder", "check_sweep_folders", "database", "load_spec", "make_dask_executor", "make_executor", "mode_for"]
 
 
 def mode_for(spec: Spec, kernel_backend: str = "cuda") -> Mode:
@@ -77,6 +78,19 @@ def cache_folder(db: str | Path | None, cache: str | Path | None) -> str | Path 
     if cache is None and db:
         return Path(db).resolve().parent / "cache"  # absolute: compilers run in folders of their own
     return Path(cache).resolve() if cache is not None else None
+
+
+def check_sweep_folders(spec: Spec, db: str | Path | None = None, cache: str | Path | None = None) -> None:
+    """Before any work: the folders a sweep writes can be written — the database's, the build
+    cache's (``cache``, else ``.ksweep/cache`` beside the spec) and the scratch folder of its
+    runs (``.ksweep/`` beside the spec); one line naming the first that cannot."""
+    path = database(spec, db)
+    writable_folder(path.parent, why=f"the results database {path.name} is kept there",
+                    fix="give --db in a folder you can write")
+    writable_folder(Path(cache) if cache else workspace(spec) / "cache", why="the build cache is kept there",
+                    fix="give --cache (or --db: the cache goes beside it) in a folder you can write")
+    writable_folder(workspace(spec), why="the runs' scratch files are kept in .ksweep/ beside the spec",
+                    fix="copy the spec and its sources to a folder you can write")
 
 
 def database(spec: Spec, db: str | Path | None = None) -> Path:

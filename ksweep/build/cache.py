@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from .digest import file_digest
+from ..process import pid_alive
 
 
 @lru_cache(maxsize=None)
@@ -48,16 +49,6 @@ def cache_key(argv: Sequence[str], sources: Sequence[Path], env: Mapping[str, st
     return h.hexdigest()[:32]
 
 
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class BuildCache:
@@ -116,7 +107,7 @@ class BuildCache:
             if not sep:
                 _, sep, rest = name.partition(".old-")
             pid = rest.split("-", 1)[0]
-            if not sep or not pid.isdigit() or _alive(int(pid)):
+            if not sep or not pid.isdigit() or pid_alive(int(pid)):
                 continue
             shutil.rmtree(self.root / name, ignore_errors=True)
             removed += 1

@@ -4,10 +4,8 @@ results for another tuner."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from ..app.export import FORMATS, export
-from ..errors import ExportError
 from ..report.edited import edited_notes
 from ..report.rank import unverified_notes
 from .main import percent_of, version
@@ -21,6 +19,8 @@ def add_parser(sub) -> None:
                    help="header: a C/C++ header of each shape's best config; json: the same as JSON; t4: the "
                         "T4 results file of one shape; kt-cache: a Kernel Tuner cache of one shape")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: standard output)")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing -o file (never a database, a spec or a source it builds)")
     p.add_argument("--cover", type=percent_of("--cover"), metavar="PCT",
                    help="header, json: the fewest configs that keep every shape within PCT%% of its own best")
     p.add_argument("--shape", help="only this shape")
@@ -31,15 +31,11 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     done = export(args.db, args.format, generator=f"ksweep {version()}", cover=args.cover, shape=args.shape,
-                  variant=args.variant, gpu=args.gpu)
+                  variant=args.variant, gpu=args.gpu, output=args.output, force=args.force)
     out = done.out
     said = sys.stdout
-    if args.output:
-        try:
-            Path(args.output).write_text(out.text)
-        except OSError as exc:
-            raise ExportError(f"{args.output}: cannot write it ({exc.strerror or exc})") from None
-        print(f"wrote {args.output}")
+    if done.written:
+        print(f"wrote {done.written}")
     else:
         sys.stdout.write(out.text)
         said = sys.stderr

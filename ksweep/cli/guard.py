@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..app.guard import DEFAULT_TIMEOUT, check_code, guard_file, write
+from ..app.guard import DEFAULT_TIMEOUT, check_code, guard_file, guarded_output
 from ..errors import KsweepError
 
 
@@ -17,7 +17,9 @@ def add_parser(sub) -> None:
                    help="guard these defines only (default: every object-like define with a value)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--in-place", action="store_true", help="rewrite FILE (its line endings kept)")
-    out.add_argument("-o", "--output", metavar="OUT", help="write the guarded source to OUT")
+    out.add_argument("-o", "--output", metavar="OUT", help="write the guarded source to OUT (a new file, or "
+                                                            "with --force an existing one; never FILE)")
+    p.add_argument("--force", action="store_true", help="replace an existing -o file")
     p.add_argument("--check", nargs=argparse.REMAINDER, metavar="BUILD COMMAND",
                    help="after '--': a command that compiles FILE (with -o); FILE is built as it is and as "
                         "guarded, and the generated code compared; --in-place and -o write only when it is "
@@ -38,6 +40,8 @@ def run(args) -> int:
         raise KsweepError("--check needs the build command after it: --check -- nvcc -cubin -o k.cubin k.cu")
     if args.against and args.check is None:
         raise KsweepError("--against compares generated code: give --check -- BUILD COMMAND too")
+    target = (guarded_output(path, output=args.output, force=args.force, against=args.against)
+              if args.in_place or args.output else None)
     guarded = guard_file(path, args.names or None)
     result = guarded.result
     names = list(dict.fromkeys(d.name for d in result.guarded))
@@ -53,12 +57,10 @@ def run(args) -> int:
         code = 0 if report.identical else 1
     if not result.changed:
         return code
-    target = path if args.in_place else Path(args.output) if args.output else None
     if target is None:
         sys.stdout.write(guarded.diff())
     elif code == 0:
-        write(target, result.text)
-        print(f"ksweep: wrote {target}", file=sys.stderr)
+        print(f"ksweep: wrote {target.write(result.text)}", file=sys.stderr)
     else:
-        print(f"ksweep: {target} not written: the generated code differs", file=sys.stderr)
+        print(f"ksweep: {target.path} not written: the generated code differs", file=sys.stderr)
     return code

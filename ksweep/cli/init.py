@@ -13,7 +13,7 @@ def add_parser(sub) -> None:
     p.add_argument("file", help="the C, C++ or CUDA source the build compiles")
     p.add_argument("-o", "--output", metavar="SPEC.toml",
                    help="write the spec there (default: print it; sources are then relative to this folder)")
-    p.add_argument("--force", action="store_true", help="replace an existing -o file")
+    p.add_argument("--force", action="store_true", help="replace an existing -o file (never the source itself, a database or a spec)")
     p.set_defaults(handler=run)
 
 
@@ -23,6 +23,6 @@ def run(args) -> int:
     if out is None:
         sys.stdout.write(spec)
     else:
-        write(out, spec)
+        write(out, spec, force=args.force, source=args.file)
         print(f"ksweep: wrote {out}: check its values, then ksweep plan {out}", file=sys.stderr)
     return 0

@@ -7,7 +7,9 @@ import difflib
 import importlib
 import re
 import os
+import signal
 import sys
+import threading
 
 from ..errors import KsweepError
 
@@ -140,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     if extra:  # said by the command's parser, unless it came before the command's name
         before = argv.index(args.command) > argv.index(extra[0]) if extra[0] in argv else False
         (parser if before else parser.commands.get(args.command, parser)).unrecognized(extra)
+    previous = _stop_on_sigterm()
     try:
         code = int(args.handler(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
@@ -159,6 +162,22 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
         return 1
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _sigterm(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _stop_on_sigterm():
+    """SIGTERM (``kill``, a CI job's timeout) stops a command as Ctrl-C does: its clean-up runs
+    (temporary copies removed, a sweep's processes stopped, its results kept). The handler it
+    replaced, to put back; None when not on the main thread (a handler cannot be set there)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _sigterm)
 
 
 def _stdout_closed() -> bool:

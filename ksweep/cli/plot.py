@@ -3,7 +3,7 @@ ksweep plot convergence DB (best so far against evaluations)."""
 
 from __future__ import annotations
 
-from ..app.plot import marked_best, to_plot
+from ..app.plot import image_output, marked_best, to_plot
 from ..report.plot import plot_convergence, plot_heatmap
 
 DIRECTION_HELP = ("min: lower is better, max: higher is better (default: the sweep's direction for one of its "
@@ -21,7 +21,8 @@ def add_parser(sub) -> None:
     h.add_argument("--direction", choices=("min", "max"), help=DIRECTION_HELP)
     h.add_argument("--shape", help="only this shape (default: a panel per shape)")
     h.add_argument("--variant", help="only this variant")
-    h.add_argument("--out", default="heatmap.png", help="output image (default heatmap.png)")
+    h.add_argument("--out", default="heatmap.png", help="output image (default heatmap.png; .png, .svg, .pdf …)")
+    h.add_argument("--force", action="store_true", help="replace an existing --out image")
     h.set_defaults(handler=run)
     c = kinds.add_parser("convergence", help="best value so far against evaluations, a line per shape")
     c.add_argument("db", help="results database")
@@ -29,7 +30,8 @@ def add_parser(sub) -> None:
     c.add_argument("--direction", choices=("min", "max"), help=DIRECTION_HELP)
     c.add_argument("--shape", help="only this shape")
     c.add_argument("--variant", help="only this variant")
-    c.add_argument("--out", default="convergence.png", help="output image (default convergence.png)")
+    c.add_argument("--out", default="convergence.png", help="output image (default convergence.png; .png, .svg, .pdf …)")
+    c.add_argument("--force", action="store_true", help="replace an existing --out image")
     c.set_defaults(handler=run_convergence)
 
 
@@ -40,14 +42,15 @@ def _load(args):
 
 
 def run(args) -> int:
+    out = image_output(args.out, args.db, force=args.force)
     results, metric, direction = _load(args)
     best = marked_best(args.db, metric, shape=args.shape, variant=args.variant)  # as the table marks it
-    out = plot_heatmap(results, args.x, args.y, metric, direction, args.out, best=best)
-    print(out)
+    print(plot_heatmap(results, args.x, args.y, metric, direction, out, best=best))
     return 0
 
 
 def run_convergence(args) -> int:
+    out = image_output(args.out, args.db, force=args.force)
     results, metric, direction = _load(args)
-    print(plot_convergence(results, metric, direction, args.out))
+    print(plot_convergence(results, metric, direction, out))
     return 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from pathlib import Path
 
@@ -106,10 +105,6 @@ def _confirmation(text: str | None) -> Confirmation | None:
         raise KsweepError(str(exc)) from None
 
 
-def _sigterm(signum, frame):
-    raise KeyboardInterrupt
-
-
 def run(args) -> int:
     spec = load_spec(args.spec)
     for warning in getattr(spec, "warnings", ()):
@@ -143,7 +138,6 @@ def run(args) -> int:
         warm_between_shapes=args.warm_between_shapes, confirm=_confirmation(args.confirm),
     )
     gpus = parse_gpus(args.gpus)
-    signal.signal(signal.SIGTERM, _sigterm)
     observer = make_observer(spec.objective.metric, args.quiet)
     db = database(spec, args.db)
     try:

@@ -10,6 +10,7 @@ from ..errors import require
 from ..replay.bench import BenchResult
 from ..replay.dataset import Dataset
 from ..replay.stats import random_mean_curve
+from ..outputs import save_figure
 
 
 def plot_curves(result: BenchResult, datasets: Sequence[Dataset], path: str | Path) -> Path:
@@ -46,5 +47,4 @@ def plot_curves(result: BenchResult, datasets: Sequence[Dataset], path: str | Pa
     axes.flat[0].legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     path = Path(path)
-    fig.savefig(path, dpi=120)
-    return path
+    return save_figure(fig, path, dpi=120)

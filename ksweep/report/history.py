@@ -20,6 +20,7 @@ from ..job import config_id
 from ..result import Measurement, Result
 from ..verify.confirm import confirmed
 from ..store.ranking import finite_value
+from ..outputs import save_figure
 
 BEFORE = "(before history)"  # the revision of results stored before schema 6
 
@@ -240,5 +241,4 @@ def plot(lines_of: Mapping[tuple[str, str], list[Point]], metric: str, out, titl
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    return out
+    return save_figure(fig, out, dpi=120)

@@ -8,6 +8,7 @@ from typing import Iterable, Mapping
 
 from ..errors import KsweepError, require
 from ..result import Result
+from ..outputs import save_figure
 
 
 def heatmap_grid(results: Iterable[Result], x: str, y: str, metric: str, direction: str):
@@ -118,9 +119,7 @@ def plot_heatmap(results: list[Result], x: str, y: str, metric: str, direction: 
     if len(panels) > 1:
         fig.suptitle(title or f"best {metric} per ({x}, {y}), a panel per shape")
     fig.tight_layout()
-    out = Path(out)
-    fig.savefig(out, dpi=120)
-    return out
+    return save_figure(fig, out, dpi=120)
 
 
 def convergence(results: Iterable[Result], metric: str, direction: str) -> dict[tuple[str, str], list]:
@@ -162,6 +161,4 @@ def plot_convergence(results: list[Result], metric: str, direction: str, out: Pa
     if len(series) > 1:
         ax.legend(fontsize=8)
     fig.tight_layout()
-    out = Path(out)
-    fig.savefig(out, dpi=120)
-    return out
+    return save_figure(fig, out, dpi=120)

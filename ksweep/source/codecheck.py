@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import SourceError
-from ..process import run_process
+from ..process import ProcessRegistry, pid_alive, run_process
 from .elfcode import Difference, compare, is_cubin, is_elf, units
 from .files import encode_source
 
@@ -82,6 +82,7 @@ def check(path: str | Path, before: str, after: str, command: Sequence[str], *, 
         raise SourceError(f"the build command does not name {path}: --check builds temporary copies of it "
                           f"in its place (give the command that compiles it, e.g. gcc -c -o k.o {path.name})")
     named = command[where[0]]
+    _remove_stale_copies(path)
     suffix = Path(_output(command) or "").suffix
     with tempfile.TemporaryDirectory(prefix="ksweep-guard-") as tmp:
         outputs = (Path(tmp) / f"original{suffix}", Path(tmp) / f"guarded{suffix}")
@@ -91,9 +92,14 @@ def check(path: str | Path, before: str, after: str, command: Sequence[str], *, 
                 copies.append(_copy_beside(path, text, named))
             env = {"SOURCE_DATE_EPOCH": str(int(path.stat().st_mtime))}
             # the two builds at once: a large kernel takes nvcc minutes
+            builds = ProcessRegistry()
             with ThreadPoolExecutor(2) as pool:
-                first, second = pool.map(lambda c, o: _build(command, where, c, o, cwd, env, timeout),
-                                         copies, outputs)
+                try:
+                    first, second = pool.map(lambda c, o: _build(command, where, c, o, cwd, env, timeout, builds),
+                                             copies, outputs)
+                except BaseException:  # Ctrl-C, SIGTERM: the compilers are stopped, then the copies removed
+                    builds.kill_all(reap=False)
+                    raise
         finally:
             for copy in copies:
                 copy.unlink(missing_ok=True)
@@ -111,17 +117,36 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
+def _copy_prefix(path: Path, pid: int | str) -> str:
+    return f".{path.stem}.ksweep-{pid}-"
+
+
+def _remove_stale_copies(path: Path) -> None:
+    """The copies beside ``path`` of a check whose process is gone (killed before it could
+    remove them: SIGKILL, a machine reset) are removed; each copy's name holds its pid."""
+    for copy in path.parent.glob(f"{_copy_prefix(path, '*')}*{path.suffix}"):
+        pid = copy.name[len(f".{path.stem}.ksweep-"):].split("-", 1)[0]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            copy.unlink(missing_ok=True)
+
+
+
+
 def _copy_beside(path: Path, text: str, named: str) -> Path:
     """A temporary copy of ``text`` beside ``path``, whose lines and __FILE__ are the original's."""
     name = named.replace("\\", "\\\\").replace('"', '\\"')
     body = f'#line 1 "{name}"\n' + text.removeprefix("\ufeff")
     try:
-        fd, copy = tempfile.mkstemp(prefix=f".{path.stem}.ksweep-", suffix=path.suffix, dir=path.parent)
+        fd, copy = tempfile.mkstemp(prefix=_copy_prefix(path, os.getpid()), suffix=path.suffix, dir=path.parent)
     except OSError as exc:
         raise SourceError(f"cannot write a temporary copy of {path.name} beside it (--check builds it there "
                           f"so that its #include lines find the same files): {exc.strerror or exc}") from None
-    with os.fdopen(fd, "wb") as f:
-        f.write(encode_source(body))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(encode_source(body))
+    except BaseException:  # Ctrl-C or SIGTERM while writing it: the caller never knew of it
+        Path(copy).unlink(missing_ok=True)
+        raise
     return Path(copy)
 
 
@@ -166,10 +191,11 @@ def _argv(command: list[str], where: list[int], source: Path, output: Path) -> l
     return argv
 
 
-def _build(command, where, source: Path, output: Path, cwd: Path, env, timeout: float) -> str | None:
+def _build(command, where, source: Path, output: Path, cwd: Path, env, timeout: float,
+           registry: ProcessRegistry | None = None) -> str | None:
     """None when the build wrote its output; else what went wrong, in one line."""
     outcome = run_process(_argv(command, where, source, output), cwd=cwd, timeout=timeout, env=env,
-                          output_limit=1024 * 1024)
+                          output_limit=1024 * 1024, registry=registry)
     if outcome.error:
         return outcome.error
     if outcome.timed_out:

@@ -168,6 +168,10 @@ class Store:
             raise StoreError(f"{self.path}: the folder {self.path.parent} is not writable: choose another --db")
         if create and self.path.exists() and not os.access(self.path, os.W_OK):
             raise StoreError(f"{self.path}: the file is not writable: choose another --db")
+        # a reader of a database it cannot write (a read-only file, or a folder where SQLite
+        # cannot make its -wal and -shm files) reads it as it is on disk, writing nothing
+        self.read_only = not create and not (os.access(self.path.parent, os.W_OK | os.X_OK)
+                                             and os.access(self.path, os.W_OK))
         try:
             fresh = self._open(create)
         except StoreError:
@@ -179,6 +183,11 @@ class Store:
     def _open(self, create: bool) -> bool:
         """Connect, refuse another program's file, and make the tables; whether the file was new."""
         try:
+            if self.read_only:
+                uri = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1"
+                self.db = Connection(sqlite3.connect(uri, uri=True, isolation_level=None), self.path)
+                self._refuse_foreign(create)
+                return False
             self.db = Connection(sqlite3.connect(str(self.path), timeout=30, isolation_level=None), self.path)
             self._refuse_foreign(create)  # before anything is written to the file
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -224,6 +233,10 @@ class Store:
             return
         if str(version) == SCHEMA_VERSION:
             return
+        if str(version) in ("1", "2", "3", "4", "5") and self.read_only:
+            raise StoreError(f"{self.path}: written by an older ksweep (schema {version}); this one upgrades it "
+                             f"when it opens it, which it cannot do here (read-only): open a copy of it in a "
+                             f"folder you can write")
         if str(version) in ("1", "2", "3", "4", "5"):
             columns = {row[1] for row in self.db.execute("PRAGMA table_info(results)")}
             for column in _ADDED_COLUMNS:

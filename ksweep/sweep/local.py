@@ -12,7 +12,7 @@ from pathlib import Path
 from ..build.builder import Builder, BuildRules
 from ..build.cache import BuildCache
 from ..errors import EnvironmentProblem, Interrupted, KsweepError, SpecError
-from ..process import reap_session
+from ..process import pid_alive, reap_session
 from ..run.environment import missing_programs
 from ..run.modes import Mode
 from ..spec.model import Spec
@@ -48,23 +48,13 @@ def scratch_dir(spec: Spec) -> Path:
     except OSError:
         entries = []
     for entry in entries:
-        if entry.name.isdigit() and not _alive(int(entry.name)):
+        if entry.name.isdigit() and not pid_alive(int(entry.name)):
             shutil.rmtree(entry, ignore_errors=True)
         elif entry.name.startswith("run-"):  # the flat layout of earlier versions
             shutil.rmtree(entry, ignore_errors=True)
     return root / str(os.getpid())
 
 
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def check_sources_exist(spec: Spec, variants: tuple[str, ...] | None = None) -> None:

@@ -22,7 +22,6 @@ Jobs come from a spec (``ksweep.sweep.jobs.JobFactory``); the optional parts of 
 
 from __future__ import annotations
 
-import os
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ import pytest
 
 from ..build.builder import BuildResult
 from ..job import Job
+from ..process import pid_alive
 from ..run.base import Executor
 from ..run.program import RunOutcome
 from ..status import Status, Stopped
@@ -85,18 +85,6 @@ def build_and_run(executor: Executor, job: Job) -> tuple[BuildResult, RunOutcome
     return built, outcome
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie has ended: only its parent has not waited for it yet
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 def _wait_for(condition: Callable[[], bool], what: str) -> None:
@@ -201,7 +189,7 @@ class ExecutorSuite:
         _wait_for(lambda: bool(case.hang_pids()), "the hanging program never started")
         pids = case.hang_pids()
         executor.shutdown(cancel=True)
-        _wait_for(lambda: not any(_alive(p) for p in pids), f"shutdown(cancel=True) left {pids} running")
+        _wait_for(lambda: not any(pid_alive(p) for p in pids), f"shutdown(cancel=True) left {pids} running")
         _wait_for(fut.done, "a run's future was left pending after shutdown(cancel=True)")
         if not fut.cancelled() and fut.exception() is None:
             assert isinstance(fut.result(), (RunOutcome, Stopped))
