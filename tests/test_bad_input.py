@@ -59,6 +59,7 @@ CASES = [
     # fixed before: numbers of options
     Case("check-gpus-abc", ("check", "{spec}", "--gpus", "abc"), "--gpus abc: give GPU indices separated by commas"),
     Case("run-confirm-huge", ("run", "{spec}", "--confirm", "5,1000000000"), "--confirm"),
+    Case("check-repeats-huge", ("check", "{spec}", "--repeats", "1000000000"), "--repeats"),
 ]
 
 
