@@ -56,6 +56,13 @@ CASES = [
     Case("explain-not-a-number", ("explain", "{db}", "A=notanumber"), "A=notanumber: A's values are numbers"),
     Case("explain-flag-not-true-or-false", ("explain", "{other}", "FAST=maybe"),
          "FAST=maybe is not one of FAST's values (False, True)"),
+    # a spec that is not the database's
+    Case("explain-other-spec", ("explain", "{db}", "best", "--spec", "{other}"),
+         "holds the results of spec 'toy', but {other} is spec 'other': give --spec the spec the database was "
+         "swept with (it names {spec})"),
+    Case("compare-other-spec", ("compare", "{db}", "best", "default", "--spec", "{other}"), "is spec 'other'"),
+    Case("explain-spec-not-there", ("explain", "{db}", "best", "--spec", "{folder}/nope.toml"),
+         "--spec {folder}/nope.toml: no such file"),
     # fixed before: numbers of options
     Case("check-gpus-abc", ("check", "{spec}", "--gpus", "abc"), "--gpus abc: give GPU indices separated by commas"),
     Case("run-confirm-huge", ("run", "{spec}", "--confirm", "5,1000000000"), "--confirm"),

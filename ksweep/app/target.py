@@ -45,13 +45,20 @@ def open_target(target: str, spec_path: str | None = None) -> Target:
         spec = load_spec(path)
         return Target(spec, default_db_path(spec))
     with Store(path, create=False) as store:
-        recorded = store.get_meta("spec")
+        recorded, name = store.get_meta("spec"), store.get_meta("spec_name")
     source = spec_path or recorded
     if not source:
         raise KsweepError(f"{target}: the database does not name its spec: give it with --spec SPEC.toml")
     if not Path(source).exists():
-        raise KsweepError(f"{target}: its spec {source} no longer exists: give it with --spec SPEC.toml")
-    return Target(load_spec(source), path)
+        raise KsweepError(f"--spec {source}: no such file" if spec_path else
+                          f"{target}: its spec {source} no longer exists: give it with --spec SPEC.toml")
+    spec = load_spec(source)
+    if name is not None and name != spec.name:  # another spec's parameters would read its results
+        raise KsweepError(
+            f"{target} holds the results of spec '{name}', but {source} is spec '{spec.name}': "
+            + ("give --spec the spec the database was swept with" + (f" (it names {recorded})" if recorded else "")
+               if spec_path else "give the spec the database was swept with, with --spec SPEC.toml"))
+    return Target(spec, path)
 
 
 def pick(spec: Spec, shape: str | None, variant: str | None):
