@@ -63,6 +63,16 @@ CASES = [
     Case("compare-other-spec", ("compare", "{db}", "best", "default", "--spec", "{other}"), "is spec 'other'"),
     Case("explain-spec-not-there", ("explain", "{db}", "best", "--spec", "{folder}/nope.toml"),
          "--spec {folder}/nope.toml: no such file"),
+    # what compare needs: a database and two different configs of it
+    Case("compare-one-config", ("compare", "{db}", "best"),
+         "{db} is a results database: compare needs two of its configs after it, ksweep compare {db} A B"),
+    Case("compare-spec-one-config", ("compare", "{spec}", "best"), "{spec} is a spec: compare needs two"),
+    Case("compare-same-config", ("compare", "{db}", "best", "A=0"),
+         "'best' and 'A=0' are the same config (#1 default/base A=0 B=1): compare needs two different configs"),
+    Case("compare-pairs-not-joined", ("compare", "{db}", "A=0", "B=1"),
+         "one config's NAME=VALUE pairs are joined with commas (A=1,B=2)"),
+    Case("compare-database-of-one-config", ("compare", "{one}", "best", "default"),
+         "holds one config's result of default/base"),
     # fixed before: numbers of options
     Case("check-gpus-abc", ("check", "{spec}", "--gpus", "abc"), "--gpus abc: give GPU indices separated by commas"),
     Case("run-confirm-huge", ("run", "{spec}", "--confirm", "5,1000000000"), "--confirm"),
