@@ -73,6 +73,14 @@ CASES = [
          "one config's NAME=VALUE pairs are joined with commas (A=1,B=2)"),
     Case("compare-database-of-one-config", ("compare", "{one}", "best", "default"),
          "holds one config's result of default/base"),
+    # init's -o: a folder, a folder that is not there
+    Case("init-o-folder", ("init", "{folder}/g.c", "-o", "{folder}/adir"),
+         "-o {folder}/adir: is a folder: give the spec's file name, e.g. -o {folder}/adir/g.toml"),
+    Case("init-o-folder-force", ("init", "{folder}/g.c", "-o", "{folder}/adir", "--force"), "is a folder"),
+    Case("init-o-no-folder", ("init", "{folder}/g.c", "-o", "{folder}/nodir/g.toml"),
+         "the folder {folder}/nodir does not exist: make it first, or give another -o"),
+    Case("init-o-unwritable", ("init", "{folder}/g.c", "-o", "{folder}/locked/g.toml"),
+         "{folder}/locked/g.toml: cannot write: Permission denied", nobody=True),
     # fixed before: numbers of options
     Case("check-gpus-abc", ("check", "{spec}", "--gpus", "abc"), "--gpus abc: give GPU indices separated by commas"),
     Case("run-confirm-huge", ("run", "{spec}", "--confirm", "5,1000000000"), "--confirm"),

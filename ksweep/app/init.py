@@ -17,8 +17,13 @@ def starter(file: str | Path, output: str | Path | None = None, force: bool = Fa
     written (``output``, else the current folder); an existing ``output`` is refused unless
     ``force``."""
     source = Path(file)
-    text = read_source(source)
     out = Path(output) if output else None
+    if out is not None and out.is_dir():  # --force would not replace a folder either
+        raise KsweepError(f"-o {out}: is a folder: give the spec's file name, e.g. -o {out / (source.stem + '.toml')}")
+    if out is not None and not out.parent.is_dir():
+        raise KsweepError(f"-o {out}: {out.parent} is not a folder: give another -o" if out.parent.exists() else
+                          f"-o {out}: the folder {out.parent} does not exist: make it first, or give another -o")
+    text = read_source(source)
     if out is not None and out.exists() and not force:
         raise KsweepError(f"{out} exists: give --force to replace it, or another -o")
     folder = (out.parent if out is not None else Path.cwd()).resolve()
