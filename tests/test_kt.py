@@ -218,6 +218,33 @@ def test_what_cannot_be_honoured_is_one_line(here, keywords, message):
     assert not (here / ".ksweep").exists()  # refused before anything was built or written
 
 
+def test_a_host_without_a_gpu_is_refused_before_building_with_no_option_of_the_command(here, monkeypatch):
+    """cuda-python installed but no GPU (nor driver): every config was built and returned as a
+    failure, with no exception; ksweep.tune_kernel refused it. Both are now refused by the
+    sweep's check of the host (the GPU given by its index, device=0, is of no model when
+    nvidia-smi lists none), in words for a library's caller."""
+    import importlib.util
+
+    import ksweep.app.wiring as wiring
+    from ksweep.errors import EnvironmentProblem
+    from ksweep.kernel.executor import KernelExecutor
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",  # cuda-python is installed, for this test
+                        lambda name, *a: importlib.machinery.ModuleSpec("cuda", None) if name == "cuda"
+                        else real(name, *a))
+    monkeypatch.setattr(wiring, "detect_gpus", lambda: [])  # nvidia-smi lists no GPU
+    started = []
+    monkeypatch.setattr(KernelExecutor, "_warm", lambda self, gpu, shape: started.append(gpu))  # no worker process
+    with pytest.raises(EnvironmentProblem) as caught:
+        tune_kernel("matmul_kernel", "kt_examples.cu", (32, 32), [np.zeros(4, np.float32)] * 3,
+                    {"block_size_x": [16, 32]}, quiet=True, jobs=1)
+    text = str(caught.value)
+    assert "this host has no NVIDIA GPU" in text and "--" not in text and "\n" not in text, text
+    cache = here / ".ksweep" / "kt-runs" / "cache"
+    assert not cache.exists() or not [p for p in cache.rglob("*") if p.is_file()]  # nothing was built
+
+
 def test_arrays_given_directly_are_saved_by_content_and_key_the_results(tmp_path):
     """Arguments, answers and cmem values passed as arrays: another call with other data gets
     other files (no overwriting), and the stored results' key covers their contents."""
