@@ -626,7 +626,7 @@ def test_check_refuses_a_negative_tolerance_or_repeats_in_one_line(tmp_path):
     assert cli("run", "s.toml", "--no-confirm", "-q", cwd=tmp_path).returncode == 0
     for argv, rule in ((["--tolerance", "-2"], "--tolerance -2: give a percentage, 0 or more"),
                        (["--tolerance", "nan"], "--tolerance nan: give a percentage, 0 or more"),
-                       (["--repeats", "-1"], "--repeats -1: give a whole number of at least 0")):
+                       (["--repeats", "-1"], "--repeats -1: give a whole number from 0 to 100")):
         r = cli("check", "s.toml", *argv, cwd=tmp_path)
         assert r.returncode == 2 and r.stdout == "", r.stdout + r.stderr
         assert r.stderr.splitlines() == [f"ksweep: error: check: {rule} (see ksweep check --help)"], r.stderr

@@ -4,6 +4,7 @@ nvcc builds and the stand-in GPU backend (tests/kernels/fake_kt.py)."""
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -216,6 +217,107 @@ def test_what_cannot_be_honoured_is_one_line(here, keywords, message):
     text = str(caught.value)
     assert text.startswith(message) and "\n" not in text
     assert not (here / ".ksweep").exists()  # refused before anything was built or written
+
+
+@pytest.mark.parametrize("keywords, message", [
+    ({"iterations": 0}, "iterations 0: give a whole number of at least 1"),
+    ({"iterations": "7"}, "iterations '7': give a whole number of at least 1"),
+    ({"iterations": True}, "iterations True: give a whole number"),
+    ({"arguments": np.zeros(4, np.float32)}, "arguments: give a list of the kernel's arguments (numpy arrays and "
+                                             "scalars), not a ndarray"),
+    ({"arguments": "args.py:make"}, "arguments: give a list of the kernel's arguments"),
+    ({"arguments": [np.zeros(4, np.float32), [1.0, 2.0], np.zeros(4, np.float32)]},
+     "arguments[1] is a list: give a numpy array or a numpy scalar"),
+    ({"arguments": [np.array(["a"]), np.zeros(4), np.zeros(4)]}, "arguments[0]: a numpy array of dtype <U1: give "
+                                                                  "numbers"),
+    ({"problem_size": 0}, "problem_size entry 0: give sizes of at least 1"),
+    ({"problem_size": (32, -1)}, "problem_size entry -1: give sizes of at least 1"),
+    ({"block_size_names": "bx"}, "block_size_names 'bx': give a list of 1 to 3 distinct names"),
+    ({"block_size_names": ["bx", 3]}, "block_size_names ['bx', 3]: give a list"),
+    ({"block_size_names": ["a", "b", "c", "d"]}, "block_size_names ['a', 'b', 'c', 'd']: give a list"),
+    ({"kernel_name": "no_such_kernel"}, "kernel_name 'no_such_kernel': '{here}/kt_examples.cu' does not name "
+                                        "no_such_kernel: give the name of a __global__ function it defines"),
+    ({"kernel_name": None}, "kernel_name None: give the kernel's name"),
+    ({"kernel_source": ""}, "kernel_source is empty: give the kernel's file or its code"),
+    ({"kernel_source": "  \n"}, "kernel_source is empty"),
+    ({"kernel_source": "empty.cu"}, "kernel_source 'empty.cu' is empty: give the file that defines the kernel"),
+    ({"kernel_source": "sub"}, "kernel_source 'sub' is a folder: give the kernel's file"),
+    ({"kernel_source": "latin1.cu"}, "kernel_source 'latin1.cu' is not UTF-8 text (byte 0xe9 at offset 3): save it "
+                                     "as UTF-8"),
+    ({"kernel_source": "__global__ void other(float *x) {}\n"},
+     "kernel_name 'matmul_kernel': the code given as kernel_source does not name matmul_kernel"),
+    ({"cache": "nowhere/cache.json"}, "cache 'nowhere/cache.json': its folder nowhere does not exist"),
+    ({"cache": "sub"}, "cache 'sub' is a folder: give a file name, e.g. 'sub/cache.json'"),
+])
+def test_bad_inputs_are_one_line_before_anything_is_built_or_written(here, keywords, message):
+    """What Kernel Tuner would fail on (or ksweep would build every config for, and return as
+    failures) is refused first, each in one line naming the keyword."""
+    (here / "sub").mkdir()
+    (here / "empty.cu").write_text("")
+    (here / "latin1.cu").write_bytes("// \u00e9t\u00e9\n".encode("latin-1") + (here / "kt_examples.cu").read_bytes())
+    call = {"kernel_name": "matmul_kernel", "kernel_source": "kt_examples.cu", "problem_size": (32, 32),
+            "arguments": [np.zeros(4, np.float32)] * 3, "tune_params": {"block_size_x": [16]}}
+    call.update(keywords)
+    with pytest.raises(KtUnsupported) as caught:
+        kt(**call)
+    text = str(caught.value)
+    assert text.startswith(message.format(here=here)) and "\n" not in text, text
+    assert not (here / ".ksweep").exists()
+
+
+def test_a_cache_in_a_folder_that_cannot_be_written_is_refused(here, monkeypatch):
+    import ksweep.kt._inputs as inputs
+
+    monkeypatch.setattr(inputs.os, "access", lambda path, mode: Path(path).name != "locked")
+    (here / "locked").mkdir()
+    with pytest.raises(KtUnsupported, match=r"^cache 'locked/c.json': its folder locked is not writable: give a "
+                                            r"cache in a folder you can write$"):
+        kt("matmul_kernel", "kt_examples.cu", (32, 32), [np.zeros(4, np.float32)] * 3, {"block_size_x": [16]},
+           cache="locked/c.json")
+    assert not (here / ".ksweep").exists()
+
+
+def test_the_kernels_name_may_be_defined_in_a_header_the_source_includes(tmp_path):
+    from ksweep.kt._inputs import check_names_kernel, include_dirs
+
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "k.cuh").write_text("template <int B> __global__ void scale(float *x) {}\n")
+    (tmp_path / "near.cuh").write_text('#include "k.cuh"\n')
+    main = tmp_path / "main.cu"
+    main.write_text('#include "near.cuh"\n')
+    check_names_kernel("scale<128>", main, main.read_text(), include_dirs(["-O3", "-I", str(tmp_path / "inc")]))
+    check_names_kernel("scale", main, main.read_text(), include_dirs([f"--include-path={tmp_path / 'inc'}"]))
+    with pytest.raises(KtUnsupported, match=r"does not name scale \(nor do the headers it includes\)"):
+        check_names_kernel("scale", main, main.read_text())  # k.cuh is found through -I only
+    with pytest.raises(KtUnsupported, match="does not name scale:"):
+        check_names_kernel("scale", main, "__global__ void scale_all(float *x) {}\n")  # a longer name is another
+
+
+def test_a_host_without_a_gpu_is_refused_before_building_with_no_option_of_the_command(here, monkeypatch):
+    """cuda-python installed but no GPU (nor driver): every config was built and returned as a
+    failure, with no exception; ksweep.tune_kernel refused it. Both are now refused by the
+    sweep's check of the host (the GPU given by its index, device=0, is of no model when
+    nvidia-smi lists none), in words for a library's caller."""
+    import importlib.util
+
+    import ksweep.app.wiring as wiring
+    from ksweep.errors import EnvironmentProblem
+    from ksweep.kernel.executor import KernelExecutor
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",  # cuda-python is installed, for this test
+                        lambda name, *a: importlib.machinery.ModuleSpec("cuda", None) if name == "cuda"
+                        else real(name, *a))
+    monkeypatch.setattr(wiring, "detect_gpus", lambda: [])  # nvidia-smi lists no GPU
+    started = []
+    monkeypatch.setattr(KernelExecutor, "_warm", lambda self, gpu, shape: started.append(gpu))  # no worker process
+    with pytest.raises(EnvironmentProblem) as caught:
+        tune_kernel("matmul_kernel", "kt_examples.cu", (32, 32), [np.zeros(4, np.float32)] * 3,
+                    {"block_size_x": [16, 32]}, quiet=True, jobs=1)
+    text = str(caught.value)
+    assert "this host has no NVIDIA GPU" in text and "--" not in text and "\n" not in text, text
+    cache = here / ".ksweep" / "kt-runs" / "cache"
+    assert not cache.exists() or not [p for p in cache.rglob("*") if p.is_file()]  # nothing was built
 
 
 def test_arrays_given_directly_are_saved_by_content_and_key_the_results(tmp_path):

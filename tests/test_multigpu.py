@@ -115,6 +115,9 @@ def test_select_gpus():
     assert select_gpus(TWO_GPUS, [1, 0]) == [TWO_GPUS[1], TWO_GPUS[0]]
     assert select_gpus(TWO_GPUS, [3]) == [Gpu(3, "unknown")]
     assert select_gpus([], None) == [NO_GPU]  # no GPU: one unpinned slot
+    # an index asked for where nvidia-smi lists no GPU: of no model, so that a sweep that needs a
+    # GPU is refused before building (as without the index), not built and failed config by config
+    assert select_gpus([], [0]) == [Gpu(0, "none")]
 
 
 def test_gpu_models_are_never_ranked_together():

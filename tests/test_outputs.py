@@ -48,48 +48,6 @@ def said(capsys, argv) -> tuple[int, list[str]]:
     return code, [line for line in err.splitlines() if line.strip() and not line.startswith("ksweep: warning")]
 
 
-# (id, argv, what the one line says): each refused with exit 2, every file left as it was
-REFUSED = [
-    ("export -o its own db", ["export", "{db}", "--format", "header", "-o", "{db}"], "reads that file"),
-    ("export -o its own db --force", ["export", "{db}", "--format", "header", "-o", "{db}", "--force"],
-     "reads that file"),
-    ("export -o another db --force", ["export", "{db}", "--format", "json", "-o", "{other}", "--force"],
-     "is a SQLite database"),
-    ("export -o the spec --force", ["export", "{db}", "--format", "header", "-o", "{spec}", "--force"],
-     "reads that file"),
-    ("export -o a source --force", ["export", "{db}", "--format", "header", "-o", "{folder}/toy.c", "--force"],
-     "reads that file"),
-    ("export -o an existing file", ["export", "{db}", "--format", "header", "-o", "{folder}/old.h"],
-     "exists; give --force"),
-    ("export -o a folder", ["export", "{db}", "--format", "header", "-o", "{folder}/adir"], "is a folder"),
-    ("export -o a missing folder", ["export", "{db}", "--format", "t4", "-o", "{folder}/no/x.json"],
-     "does not exist; make it"),
-    ("init SRC -o SRC --force", ["init", "{folder}/toy.c", "-o", "{folder}/toy.c", "--force"], "reads that file"),
-    ("init -o the spec --force", ["init", "{folder}/toy.c", "-o", "{spec}", "--force"], "is a ksweep spec"),
-    ("init -o a folder", ["init", "{folder}/toy.c", "-o", "{folder}/adir"], "is a folder"),
-    ("guard -o SRC --force", ["guard", "{folder}/toy.c", "-o", "{folder}/toy.c", "--force"], "reads that file"),
-    ("guard -o an existing file", ["guard", "{folder}/toy.c", "-o", "{folder}/old.h"], "exists; give --force"),
-    ("guard -o a db --force", ["guard", "{folder}/toy.c", "-o", "{other}", "--force"], "is a SQLite database"),
-    ("plot --out a folder", ["plot", "convergence", "{db}", "--out", "{folder}/adir"], "is a folder"),
-    ("plot --out c.txt", ["plot", "convergence", "{db}", "--out", "{folder}/c.txt"], "not an image file name"),
-    ("plot --out a db", ["plot", "heatmap", "{db}", "--x", "A", "--y", "B", "--out", "{other}", "--force"],
-     "not an image file name"),
-    ("plot --out a missing folder", ["plot", "convergence", "{db}", "--out", "{folder}/no/c.png"],
-     "does not exist; make it"),
-    ("history --plot a folder", ["history", "{db}", "--plot", "{folder}/adir"], "is a folder"),
-    ("history --plot the spec", ["history", "{db}", "--plot", "{spec}"], "not an image file name"),
-]
-
-
-@pytest.mark.parametrize("argv, words", [r[1:] for r in REFUSED], ids=[r[0] for r in REFUSED])
-def test_a_command_never_writes_over_data_and_says_why_in_one_line(work, capsys, argv, words):
-    folder, spec, db, other = work
-    before = digests(folder)
-    code, lines = said(capsys, [a.format(db=db, other=other, spec=spec, folder=folder) for a in argv])
-    assert code == 2 and len(lines) == 1 and words in lines[0], lines
-    assert digests(folder) == before
-
-
 @pytest.mark.parametrize("argv", [
     ["export", "{db}", "--format", "header", "-o", "{out}.h"],
     ["init", "{folder}/toy.c", "-o", "{out}.toml"],

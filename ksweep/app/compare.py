@@ -24,6 +24,11 @@ def compare(a: str, b: str, db: str | None = None, *, shape: str | None = None, 
     from ..profile import diff
 
     if db is None:
+        for x in (a, b):
+            if _is_database(x):
+                raise KsweepError(f"{x} is a {'spec' if x.endswith('.toml') else 'results database'}: compare needs "
+                                  f"two of its configs after it, ksweep compare {x} A B (each 'best', 'default', "
+                                  f"a result id or NAME=VALUE,NAME=VALUE), or two ncu CSV exports")
         pa, pb = (_ncu_csv(x) for x in (a, b))
         pair = diff.pair_launches(pa, pb)
         if pair is None:
@@ -35,6 +40,8 @@ def compare(a: str, b: str, db: str | None = None, *, shape: str | None = None, 
         profiles = store.profiles()
         metric = store.objective().metric
         labels = {id(c): _label(c, metric, confirmation_of(store, c)) for c in (ca, cb)}
+        if (ca.shape, ca.variant, config_id(ca.params)) == (cb.shape, cb.variant, config_id(cb.params)):
+            raise KsweepError(_same_config(a, b, ca, store))
     notes = []
     rows: tuple = ()
     kernels = ("", "")
@@ -70,6 +77,27 @@ def compare(a: str, b: str, db: str | None = None, *, shape: str | None = None, 
         derived=diff.mapping_rows("derived", ra.derived if ra else {}, rb.derived if rb else {}),
         sass=sass_rows, notes=tuple(notes), params=diff.mapping_rows("params", ca.params, cb.params),
         kernel=kernels)
+
+
+def _is_database(path: str) -> bool:
+    """A results database (SQLite's header) or a spec: what ``compare DB A B`` takes first."""
+    if path.endswith(".toml"):
+        return True
+    try:
+        with open(path, "rb") as f:
+            return f.read(16) == b"SQLite format 3\0"
+    except OSError:
+        return False
+
+
+def _same_config(a: str, b: str, c: Chosen, store: Store) -> str:
+    """Why two words that name one config compare nothing, and what to give instead."""
+    shown = f"#{c.result_id} " if c.result_id is not None else ""
+    shown += f"{c.shape}/{c.variant} " + " ".join(f"{k}={v}" for k, v in c.params.items())
+    held = {config_id(r.params) for r in store.results(c.variant, c.shape) if r.status is not Status.PRUNED}
+    hint = (f"; {store.path} holds one config's result of {c.shape}/{c.variant}" if len(held) == 1 else
+            "; one config's NAME=VALUE pairs are joined with commas (A=1,B=2)" if "=" in a and "=" in b else "")
+    return f"'{a}' and '{b}' are the same config ({shown}): compare needs two different configs{hint}"
 
 
 def _ncu_csv(path: str) -> list:

@@ -23,7 +23,7 @@ def explain(target: str, words: Sequence[str], *, shape: str | None = None, vari
     t = open_target(target, spec_path)
     store = t.store()
     try:
-        c = resolve_config(words, t.spec, store, shape, variant)
+        c = resolve_config(words, t.spec, store, shape, variant, outside=True)  # shown NOT IN THE SPACE
         profiles = store.profiles(c.variant, c.shape) if store is not None else []
         confirmation = confirmation_of(store, c) if store is not None and c.result is not None else {}
     finally:

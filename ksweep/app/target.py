@@ -5,10 +5,9 @@ confirmation runs say of it."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from ..build.builder import BuildResult
 from ..errors import KsweepError
@@ -23,6 +22,7 @@ from ..store import standings
 from ..store.sqlite import Store
 from ..sweep.jobs import JobFactory
 from ..sweep.local import default_db_path, make_builder
+from .selection import given_values, result_id
 from .wiring import cache_folder, mode_for
 
 
@@ -45,13 +45,20 @@ def open_target(target: str, spec_path: str | None = None) -> Target:
         spec = load_spec(path)
         return Target(spec, default_db_path(spec))
     with Store(path, create=False) as store:
-        recorded = store.get_meta("spec")
+        recorded, name = store.get_meta("spec"), store.get_meta("spec_name")
     source = spec_path or recorded
     if not source:
         raise KsweepError(f"{target}: the database does not name its spec: give it with --spec SPEC.toml")
     if not Path(source).exists():
-        raise KsweepError(f"{target}: its spec {source} no longer exists: give it with --spec SPEC.toml")
-    return Target(load_spec(source), path)
+        raise KsweepError(f"--spec {source}: no such file" if spec_path else
+                          f"{target}: its spec {source} no longer exists: give it with --spec SPEC.toml")
+    spec = load_spec(source)
+    if name is not None and name != spec.name:  # another spec's parameters would read its results
+        raise KsweepError(
+            f"{target} holds the results of spec '{name}', but {source} is spec '{spec.name}': "
+            + ("give --spec the spec the database was swept with" + (f" (it names {recorded})" if recorded else "")
+               if spec_path else "give the spec the database was swept with, with --spec SPEC.toml"))
+    return Target(spec, path)
 
 
 def pick(spec: Spec, shape: str | None, variant: str | None):
@@ -70,21 +77,6 @@ def _named(items, name, what):
                       f" (there are: {', '.join(i.name for i in items)})"))
 
 
-def _value(text: str, values: tuple) -> Any:
-    """``text`` as the type of a parameter's values (``128`` -> 128, ``true`` -> True)."""
-    for v in values:
-        if str(v) == text or (isinstance(v, bool) and text.lower() in ("true", "false", "1", "0")):
-            if isinstance(v, bool):
-                return text.lower() in ("true", "1")
-            return v
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            continue
-    return text
-
-
 @dataclass(frozen=True)
 class Chosen:
     shape: str
@@ -97,18 +89,21 @@ class Chosen:
 
 
 def resolve_config(words: Sequence[str], spec: Spec, store: Store | None, shape: str | None,
-                   variant: str | None) -> Chosen:
+                   variant: str | None, *, outside: bool = False) -> Chosen:
     """``NAME=VALUE …`` (the rest at their defaults), a result id (``12`` or ``#12``), ``best``
     (the confirmed best, else the ranked best), ``worst`` (the slowest valid one) or
-    ``default``. Without ``shape``/``variant``, the first the database holds results of."""
+    ``default``. Without ``shape``/``variant``, the first the database holds results of.
+    ``outside``: a value outside its parameter's values is taken (explain shows such a
+    config), else refused (selection.py reads the words)."""
     words = [w for w in words if w]
-    if len(words) == 1 and re.fullmatch(r"#?\d+", words[0]):
+    rid = result_id(words[0]) if len(words) == 1 else None
+    if rid is not None:
         if store is None:
             raise KsweepError(f"a result id ({words[0]}) needs a results database")
-        r = store.get_by_id(int(words[0].lstrip("#")))
+        r = store.get_by_id(rid)
         if r is None:
-            raise KsweepError(f"no result with id {words[0].lstrip('#')} in {store.path}")
-        return Chosen(r.shape, r.variant, dict(r.params), (), r, int(words[0].lstrip("#")))
+            raise KsweepError(f"no result with id {rid} in {store.path}")
+        return Chosen(r.shape, r.variant, dict(r.params), (), r, rid)
     if store is not None and (shape is None or variant is None):  # the first swept shape × variant
         swept = {(r.shape, r.variant) for r in store.results()}
         for s_ in spec.shape_list():
@@ -130,17 +125,7 @@ def resolve_config(words: Sequence[str], spec: Spec, store: Store | None, shape:
     if words in (["default"], []):
         chosen = dict(defaults)
         return _with_result(Chosen(sh.name, va.name, chosen, tuple(defaults)), store)
-    given = {}
-    for w in words:
-        if "=" not in w:
-            raise KsweepError(f"'{w}': give the config as NAME=VALUE ..., a result id, 'best' or 'default'")
-        name, text = w.split("=", 1)
-        match = next((p for p in params if p.name == name.strip()), None)
-        if match is None:
-            close = did_you_mean(name, [p.name for p in params])
-            raise KsweepError(f"'{name}' is not a parameter" + (f" — did you mean '{close}'?" if close else
-                              f" (parameters: {', '.join(p.name for p in params)})"))
-        given[match.name] = _value(text.strip(), match.values)
+    given = given_values(words, params, outside=outside)
     chosen = {p.name: given.get(p.name, p.default) for p in params}
     return _with_result(Chosen(sh.name, va.name, chosen, tuple(n for n in chosen if n not in given)), store)
 

@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..app.check import check
-from ..app.sweep import SweepOptions, check_options
+from ..app.sweep import Confirmation, SweepOptions, check_options
 from ..app.wiring import load_spec
 from .main import count_of, parse_gpus, percent_of
 
@@ -20,8 +20,8 @@ def add_parser(sub) -> None:
                    help="slower by more than PCT %% (and beyond noise) is a regression (default 5)")
     p.add_argument("--shape", action="append", help="only this shape (repeatable)")
     p.add_argument("--variant", action="append", help="only this variant (repeatable)")
-    p.add_argument("--repeats", type=count_of("--repeats", least=0), default=3, metavar="R",
-                   help="interleaved measurements of each config after the first (default 3)")
+    p.add_argument("--repeats", type=count_of("--repeats", least=0, most=Confirmation.MAX_ROUNDS), default=3,
+                   metavar="R", help="interleaved measurements of each config after the first (default 3)")
     p.add_argument("--update", action="store_true", help="record the new measurements in the history")
     p.add_argument("--gpus", help="the GPUs to use (e.g. 0,1)")
     p.add_argument("--json", action="store_true", help="print JSON")

@@ -80,8 +80,10 @@ def _option_type(option: str, convert, accept, wanted: str):
     return parse
 
 
-def count_of(option: str, least: int = 1):
-    """An argparse type: a whole number of at least ``least``."""
+def count_of(option: str, least: int = 1, most: int | None = None):
+    """An argparse type: a whole number of at least ``least`` (and at most ``most``)."""
+    if most is not None:
+        return _option_type(option, int, lambda v: least <= v <= most, f"a whole number from {least} to {most}")
     return _option_type(option, int, lambda v: v >= least, f"a whole number of at least {least}")
 
 

@@ -82,6 +82,9 @@ class KernelMode(Mode):
         if importlib.util.find_spec("cuda") is None:
             return ("kernel mode needs cuda-python, which is not installed: pip install 'ksweep[gpu]' "
                     "(or pip install cuda-python)")
+        if gpu_check and gpu_models == {"none"}:  # said without a command's option: the library's callers see it too
+            return ("kernel mode runs the kernels on a GPU, but this host has no NVIDIA GPU (nvidia-smi found none): "
+                    "tune on a machine with a GPU and its driver")
         return super().host_problem(spec, gpu_models, gpu_check)
 
     @staticmethod

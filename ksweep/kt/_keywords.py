@@ -86,6 +86,8 @@ def size_exprs(problem_size) -> list[str]:
     out = []
     for s in items:
         if isinstance(s, (int, np.integer)) and not isinstance(s, bool):
+            if s < 1:
+                raise KtUnsupported(f"problem_size entry {s!r}: give sizes of at least 1")
             out.append(str(int(s)))
         elif isinstance(s, str):  # an integer, as Kernel Tuner truncates it
             out.append(f"int({checked_expr(s, 'problem_size')})")

@@ -18,7 +18,9 @@ from ..errors import KsweepError
 from ..spec.expr import parse
 from ..spec.kernel import Timing, valid_race
 from ..spec.model import Build, Constraint, Derived
-from ._keywords import (DEFAULT_BLOCK, DEFAULT_BLOCK_SIZE_NAMES, KtUnsupported, compiler_flags, divisor,
+from ._inputs import (check_names_kernel, checked_arguments, checked_block_size_names, checked_cache,
+                      checked_iterations, include_dirs, source_text)
+from ._keywords import (DEFAULT_BLOCK, KtUnsupported, compiler_flags, divisor,
                         lang_build, metric_functions, objective_of, plain, plain_size, refuse,
                         restriction_constraints, size_exprs, smem_expr, strategy_of, template_name, whole_number)
 from ._results import environment, rows
@@ -61,7 +63,11 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     started = time.perf_counter()
     refuse(lang=lang, verify=verify, texmem_args=texmem_args, simulation_mode=simulation_mode, observers=observers,
            defines=defines, compiler=compiler, objectives=objectives)
-    timing = replace(Timing(), min_reps=int(iterations), max_reps=max(int(iterations), Timing().max_reps))
+    iterations = checked_iterations(iterations)
+    names = checked_block_size_names(block_size_names)
+    arrays = checked_arguments(arguments)
+    cache = checked_cache(cache)
+    timing = replace(Timing(), min_reps=iterations, max_reps=max(iterations, Timing().max_reps))
     if race is not None:
         factor = float(race) if isinstance(race, (int, float)) and not isinstance(race, bool) else math.nan
         if not valid_race(factor):
@@ -69,8 +75,6 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
                                 "least 1, e.g. 1.5")
         timing = replace(timing, race=factor)
     tune_params = {name: [plain(v) for v in values] for name, values in dict(tune_params).items()}
-    names = list(block_size_names or DEFAULT_BLOCK_SIZE_NAMES)
-    names += list(DEFAULT_BLOCK_SIZE_NAMES[len(names):])
     block = [names[i] if names[i] in tune_params else str(DEFAULT_BLOCK[i]) for i in range(3)]
     sizes = size_exprs(problem_size)
     divisors = [divisor(d, names[i], tune_params, f"grid_div_{'xyz'[i]}")
@@ -91,7 +95,6 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     if objective != "time" and strategy_name != "grid":
         raise KtUnsupported(f"objective '{objective}': ksweep searches on time; a metric as the objective works with "
                             f"strategy='brute_force' only (every config is measured, then ranked by the metric)")
-    arrays = list(arguments)
     answer = list(answer) if answer is not None else None
     if answer is not None and len(answer) != len(arrays):
         raise KtUnsupported(f"answer has {len(answer)} entries for {len(arrays)} arguments: give one per "
@@ -104,10 +107,10 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     else:  # nothing to check: every array may be written
         outputs = [i for i, a in enumerate(arrays) if isinstance(a, np.ndarray)]
         reference = None
-    source = _source_file(kernel_name, kernel_source)
+    compiler, flags = lang_build(lang, compiler, compiler_flags(compiler_options))
+    source = _source_file(kernel_name, kernel_source, flags)
     given_name, kernel_name = kernel_name, template_name(kernel_name, tune_params)
     arch = arch or DEFAULT_ARCH
-    compiler, flags = lang_build(lang, compiler, compiler_flags(compiler_options))
     spec = kernel.kernel_tuning_spec(
         kernel_name, source, {"kernel_tuner": 1}, arrays, tune_params, grid=grid, block=block, smem=smem_expr(smem_args),
         restrictions=(), outputs=outputs, reference=reference, atol=atol, rtol=1e-5, arch=arch,
@@ -128,7 +131,7 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
         options = replace(options, max_evals=max(1, math.ceil(fraction * Space.from_spec(spec).size)))
     # cache: a ksweep database beside it (resumed as Kernel Tuner resumes its cache); without
     # one, a fresh database per call, so that nothing is taken from an earlier call
-    db = Path(cache).with_suffix(".db") if cache else _fresh_db(source, kernel_name)
+    db = cache.with_suffix(".db") if cache is not None else _fresh_db(source, kernel_name)
     gpus = None if parallel else [int(device)]
     _, db = sweep.run_sweep(spec, db=db, options=options, gpus=gpus, jobs=jobs, kernel_backend=backend,
                             observer=None if quiet or not verbose else _verbose_observer())
@@ -167,29 +170,22 @@ def tune_kernel(kernel_name, kernel_source, problem_size, arguments, tune_params
     return results, env
 
 
-def _source_file(kernel_name: str, kernel_source) -> Path:
+def _source_file(kernel_name: str, kernel_source, flags=()) -> Path:
     """The kernel's file: a path as it is, or code (Kernel Tuner accepts both) written to the
-    workspace of the current folder under a name of its content."""
-    if isinstance(kernel_source, (list, tuple)):
-        if len(kernel_source) != 1:
-            raise KtUnsupported("kernel_source as several files: give the kernel's file (it may #include the others)")
-        kernel_source = kernel_source[0]
-    if isinstance(kernel_source, Path) or (isinstance(kernel_source, str) and "\n" not in kernel_source
-                                           and Path(kernel_source).is_file()):
-        return Path(kernel_source).resolve()
-    if not isinstance(kernel_source, str):
-        raise KtUnsupported(f"kernel_source: give a file name or the code as a string, not a "
-                            f"{type(kernel_source).__name__}")
-    if "\n" not in kernel_source and kernel_source.endswith((".cu", ".cuh", ".h")):
-        raise KtUnsupported(f"kernel_source '{kernel_source}' does not exist")
+    workspace of the current folder under a name of its content; either checked first
+    (``_inputs.py``: readable UTF-8 text that names the kernel)."""
+    path, text = source_text(kernel_source)
+    check_names_kernel(kernel_name, path, text, include_dirs(flags))
+    if path is not None:
+        return path
     from ..workspace import workspace
 
     folder = workspace(Path.cwd()) / "kt"
     folder.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256(kernel_source.encode()).hexdigest()[:16]
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     path = folder / f"{kernel_name.split('<')[0]}-{digest}.cu"
     if not path.exists():
-        path.write_text(kernel_source)
+        path.write_text(text)
     return path
 
 

@@ -70,8 +70,10 @@ def parse_nvidia_smi(text: str) -> list[Gpu]:
 
 
 def select_gpus(available: list[Gpu], wanted: list[int] | None) -> list[Gpu]:
-    """The GPUs to run on: ``wanted`` indices (all when None); one unpinned slot without GPUs."""
+    """The GPUs to run on: ``wanted`` indices (all when None); one unpinned slot without GPUs.
+    An index nvidia-smi does not list is of an unknown model, or of model "none" when it
+    lists no GPU at all (the sweep's check of the host then refuses a sweep that needs one)."""
     if wanted is None:
         return available or [NO_GPU]
     by_index = {g.index: g for g in available}
-    return [by_index.get(i, Gpu(index=i, name="unknown")) for i in wanted] or [NO_GPU]
+    return [by_index.get(i, Gpu(index=i, name="unknown" if available else "none")) for i in wanted] or [NO_GPU]

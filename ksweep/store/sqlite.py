@@ -578,6 +578,9 @@ class Store:
         return row[0] if row else None
 
     def get_by_id(self, rowid: int) -> Result | None:
+        """The result of that id; None for an id no result has (one beyond SQLite's integers too)."""
+        if not 0 < rowid < 2 ** 63:
+            return None
         row = self.db.execute(f"SELECT {', '.join(_COLUMNS)} FROM results WHERE id = ?", (rowid,)).fetchone()
         return self._to_result(row) if row else None
 
