@@ -815,3 +815,43 @@ def test_a_check_that_checks_some_shapes_passes_and_one_that_checks_none_fails(r
     assert "big/base: no baseline" in r.stdout and "small/base: ok" in r.stdout, r.stdout
     r = cli("check", "sweep.toml", "--shape", "big", "--repeats", "1", cwd=repo)
     assert r.returncode == 1 and "no shape was checked (1 without a baseline): nothing to pass" in r.stdout, r.stdout
+
+
+def test_a_revision_far_slower_with_one_slow_run_a_side_is_a_regression_and_no_interval_goes_below_zero(tmp_path):
+    """Three confirmation runs a revision, one of them slow (1.6x) on each side: a t interval
+    of three runs (t = 4.30) spread so wide that a 2.4x slower revision was "within noise",
+    and two runs gave an interval below 0 ms, which the plot drew. The history's interval is
+    the median's (order statistics): an outlier moves it by one rank, and it stays within
+    the runs."""
+    from ksweep.report.history import plot, render, timeline
+    from ksweep.result import Measurement
+
+    def res(rev, t):
+        return Result("v", "s", {"A": 1}, Status.OK, metrics={"ms": 1.0}, cache_key="k", finished=t, revision=rev)
+
+    runs = {"r1": [1.00, 1.01, 1.60], "r2": [2.40, 2.42, 3.84], "r3": [1.00, 1.60]}  # r2: 2.4x slower than r1
+    history, ms = [], []
+    for i, (rev, values) in enumerate(runs.items()):
+        start = 100.0 * (i + 1)
+        history.append(res(rev, start))
+        ms += [Measurement("v", "s", {"A": 1}, "k", r, Status.OK, value=v, finished=start + 1 + r)
+               for r, v in enumerate(values)]
+    r1, r2, r3 = timeline(history, ms, "ms", "min")[("v", "s")]
+    assert (r1.interval.lo, r1.interval.median, r1.interval.hi) == (1.00, 1.01, 1.60)
+    assert r2.speedup == pytest.approx(1.01 / 2.42) and r2.beyond_noise and r2.regression
+    assert "REGRESSION (beyond noise)" in render({("v", "s"): [r1, r2, r3]}, "ms")
+    assert r3.interval.lo == 1.00 and r3.interval.hi == 1.60  # two runs: their range, not below zero
+    assert all(p.interval.lo >= 0 and p.to_json()["ci95"][0] >= 0 for p in (r1, r2, r3))
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    drawn = []
+    saved = Figure.savefig
+    try:
+        Figure.savefig = lambda fig, *a, **k: drawn.append(fig)
+        plot({("v", "s"): [r1, r2, r3]}, "ms", tmp_path / "t.png")
+    finally:
+        Figure.savefig = saved
+    (ax,) = drawn[0].axes
+    bottoms = [seg[:, 1].min() for c in ax.collections for seg in c.get_segments()]
+    assert bottoms and min(bottoms) >= 1.0 - 1e-9  # every error bar ends at a run's value
