@@ -365,8 +365,15 @@ def test_slower_beyond_the_tolerance_but_within_noise_is_inconclusive_not_ok(tmp
     assert r.returncode == 0, r.stdout + r.stderr
     assert "inconclusive: ms 30 (±" in r.stdout and "within noise" in r.stdout, r.stdout
     assert "1 of 1 shapes slower beyond the tolerance but within noise" in r.stdout
+    # outside git the baseline is its stored figures, whose interval no run of today narrows: the
+    # rounds stop at --repeats, and the line says what would decide
+    assert "the baseline was not rebuilt: its sources were not in a git repository" in r.stdout, r.stdout
+    assert "commit the sources and sweep them" in r.stdout and "3 rounds against its stored figures" in r.stdout
     (v,) = json.loads(cli("check", "s.toml", "--repeats", "3", "--json", cwd=tmp_path).stdout)
     assert v["verdict"] == "inconclusive" and v["baseline_ci95"][0] < 30 < v["baseline_ci95"][1]
+    assert v["rounds"] == 3 and v["speedup_ci95"][0] < 0.95 < v["speedup_ci95"][1]
+    strict = cli("check", "s.toml", "--repeats", "3", "--strict", cwd=tmp_path)
+    assert strict.returncode == 1 and "inconclusive: failed, --strict" in strict.stdout, strict.stdout
 
 
 def test_the_workspace_keeps_out_of_git_status(repo):
@@ -626,7 +633,8 @@ def test_check_refuses_a_negative_tolerance_or_repeats_in_one_line(tmp_path):
     assert cli("run", "s.toml", "--no-confirm", "-q", cwd=tmp_path).returncode == 0
     for argv, rule in ((["--tolerance", "-2"], "--tolerance -2: give a percentage, 0 or more"),
                        (["--tolerance", "nan"], "--tolerance nan: give a percentage, 0 or more"),
-                       (["--repeats", "-1"], "--repeats -1: give a whole number of at least 0")):
+                       (["--repeats", "-1"], "--repeats -1: give a whole number of at least 0"),
+                       (["--budget", "-1"], "--budget -1: give a number of seconds, 0 or more")):
         r = cli("check", "s.toml", *argv, cwd=tmp_path)
         assert r.returncode == 2 and r.stdout == "", r.stdout + r.stderr
         assert r.stderr.splitlines() == [f"ksweep: error: check: {rule} (see ksweep check --help)"], r.stderr
@@ -638,7 +646,7 @@ def test_check_refuses_a_negative_tolerance_or_repeats_in_one_line(tmp_path):
     from ksweep.app.check import check
     from ksweep.spec.load import load_spec
 
-    for bad in ({"tolerance": -0.02}, {"repeats": -1}):  # the library's call
+    for bad in ({"tolerance": -0.02}, {"repeats": -1}, {"budget": -1.0}, {"budget": float("nan")}):  # the library's
         with pytest.raises(KsweepError, match="give a"):
             check(load_spec(str(tmp_path / "s.toml")), **bad)
     # history's --tolerance too: a negative one called an improvement of 1% a REGRESSION
