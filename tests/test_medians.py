@@ -76,9 +76,7 @@ def test_a_noisy_unchanged_kernel_is_ok_and_a_2x_slower_one_regressed_once_enoug
     slower = [first_decision(2.0) for _ in range(50)]
     same = [first_decision(1.0) for _ in range(50)]
     assert all(v == ("REGRESSED", FEWEST) for v in slower)  # even a slow baseline run is 1.25x below
-    # peeking after every round now and then calls a lucky streak "faster" (7 in 2000 such checks)
-    assert sum(v == "ok" for v, _ in same) >= 48 and {v for v, _ in same} <= {"ok", "faster"}
-    assert max(n for _, n in same) < 100
+    assert all(v == "ok" for v, _ in same) and max(n for _, n in same) < 100
 
 
 def test_unpaired_intervals_are_conservative_and_decide_says_what_they_show():
@@ -91,5 +89,6 @@ def test_unpaired_intervals_are_conservative_and_decide_says_what_they_show():
     assert decide(Interval(1.0, 0.96, 1.04, 9), 0.05) == "ok"
     assert decide(Interval(1.0, 0.9, 1.1, 9), 0.05) is None  # can't tell 10% slower from unchanged
     assert decide(Interval(1.3, 1.2, 1.4, 9), 0.05) == "faster"
+    assert decide(Interval(1.3, 1.04, 1.4, 9), 0.05) == "ok"  # faster, but maybe not beyond the tolerance
     assert decide(Interval(1.03, 1.01, 1.05, 9), 0.05) == "ok"  # faster, but within the tolerance
     assert decide(Interval(1.0, 1.0, 1.0, 1), 0.0) == "ok"  # --tolerance 0: unchanged is not slower

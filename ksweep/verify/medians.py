@@ -109,14 +109,13 @@ def unpaired(base: Interval, now: Interval, direction: str) -> Interval:
 def decide(speedup: Interval, tolerance: float) -> str | None:
     """What a speed-up's interval says: ``REGRESSED`` when it lies wholly below ``1 -
     tolerance`` (slower by more than the tolerance, beyond noise); ``faster`` when it lies
-    wholly above 1 and its median beyond ``1 + tolerance``; ``ok`` when it lies wholly at or
-    above ``1 - tolerance`` (not slower by more than the tolerance); None while it straddles
-    ``1 - tolerance`` (the runs cannot tell yet)."""
-    floor = 1.0 - tolerance
-    if speedup.hi < floor:
+    wholly above ``1 + tolerance``; ``ok`` when it lies otherwise wholly at or above ``1 -
+    tolerance`` (not slower by more than the tolerance); None while it straddles ``1 -
+    tolerance`` (the runs cannot tell yet)."""
+    if speedup.hi < 1.0 - tolerance:
         return "REGRESSED"
-    if speedup.lo >= floor:
-        return "faster" if speedup.lo > 1.0 and speedup.median > 1.0 + tolerance else "ok"
+    if speedup.lo >= 1.0 - tolerance:
+        return "faster" if speedup.lo > 1.0 + tolerance else "ok"
     return None
 
 

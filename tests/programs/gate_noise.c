@@ -1,9 +1,9 @@
 /* A program whose reported time is noisy, from a seeded generator rather than the machine:
  * ms = COST * (1 + 0.1 * (X - 1)) * f, with f = 1.6 at a chance of 20% (a run the machine
  * slowed down) and else uniform within 1 +- 3%. Each run draws from the hash of $NOISE_SEED
- * and its own number, the count kept in the file $NOISE_COUNTER (bumped by every run), so a
- * series of runs is the same series on a busy machine and an idle one. COST is the "code":
- * the planted regression doubles it. */
+ * and its own number, the count kept in the file $NOISE_COUNTER (bumped by every run), so the
+ * n-th run draws the same on a busy machine and an idle one (which config that run is follows
+ * the order the runs took). COST is the "code": the planted regression doubles it. */
 #include <stdio.h>
 #include <stdlib.h>
 
