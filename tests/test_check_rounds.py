@@ -7,6 +7,7 @@ import json
 import shutil
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -210,3 +211,25 @@ def test_the_work_tree_of_the_baseline_goes_when_the_check_is_interrupted(tmp_pa
     assert set(Path(tempfile.gettempdir()).glob("ksweep-baseline-*")) == before
     assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
     assert not (tmp_path / "hook-ran").exists()
+
+
+def test_both_runs_of_every_round_go_to_one_gpu(tmp_path, monkeypatch):
+    """On a host of two GPUs the runs of a round went to whichever was free; a round's two
+    runs now share the first GPU (of --gpus, else of the host's)."""
+    from ksweep.app import check as check_module, wiring
+    from ksweep.run.gpus import Gpu
+    from ksweep.store.sqlite import Store
+
+    two = [Gpu(0, "A", "GPU-aaaa", "550.54"), Gpu(1, "A", "GPU-bbbb", "550.54")]  # runs pinned, no GPU needed
+    repo = make_repo(tmp_path, "p.c", STEADY)
+    assert ksweep_cli("run", "s.toml", "-q", cwd=repo).returncode == 0
+    monkeypatch.setattr(check_module, "detect_gpus", lambda: two)
+    monkeypatch.setattr(wiring, "detect_gpus", lambda: two)
+    commit(repo, "p.c", STEADY.replace("int main", "/* v2 */ int main"), "v2")
+    for argv, uuid in (([], "GPU-aaaa"), (["--gpus", "1,0"], "GPU-bbbb")):
+        started = time.time()
+        code, v, r = check(repo, "--repeats", "4", "--update", *argv)
+        assert (code, v["verdict"], v["baseline_rebuilt"], v["rounds"]) == (0, "ok", True, 4), r.stdout + r.stderr
+        with Store(repo / ".ksweep" / "s.db", create=False) as store:
+            recorded = [m for m in store.measurements() if m.finished >= started]  # the current build's
+        assert len(recorded) == 4 and {m.gpu_uuid for m in recorded} == {uuid}, recorded

@@ -156,6 +156,7 @@ def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, 
             raise KsweepError(f"{db_path}: its results were swept for {objective['metric']} "
                               f"({objective['direction']}), the spec's objective is {spec.objective.metric} "
                               f"({spec.objective.direction}): sweep the spec again (ksweep run), then check")
+        gpus = _one_gpu(gpus)
         models = _local_models(gpus)
         spaces = {(va.name, sh.name): Space.from_spec(spec, sh.name, va.name)
                   for sh in spec.shape_list() for va in spec.variant_list()
@@ -220,6 +221,13 @@ def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, 
             verdicts.append(_judge(spec, target, va, sh, base, configs, spaces[(va, sh)], metric, direction,
                                    tolerance, repeats, budget, executor, baselines))
     return verdicts
+
+
+def _one_gpu(gpus: list[int] | None) -> list[int] | None:
+    """The GPU the check measures on, the first of ``gpus`` (of the host's, when None): both
+    runs of a round on one board, whose clocks they share (None: a host without a GPU)."""
+    first = select_gpus(detect_gpus(), gpus)[0]
+    return None if first.index is None else [first.index]
 
 
 def _local_models(gpus) -> set[str] | None:
