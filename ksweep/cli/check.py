@@ -29,7 +29,7 @@ def add_parser(sub) -> None:
                         f"(default {BUDGET:g})")
     p.add_argument("--strict", action="store_true", help="an inconclusive shape fails the gate too")
     p.add_argument("--update", action="store_true", help="record the new measurements in the history")
-    p.add_argument("--gpus", help="the GPUs to use (e.g. 0,1)")
+    p.add_argument("--gpus", help="the GPU to measure on: the first of these (default: the host's first)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=run)
 
