@@ -45,11 +45,13 @@ def coverage(n: int, k: int) -> float:
 def rank(n: int, level: float = LEVEL) -> int:
     """The largest ``k`` (from 1) whose interval ``[x_(k), x_(n+1-k)]`` holds the median with
     probability ``level`` or more; 1 (the range) when even that one does not."""
-    k, below, total = 1, 1, 1 << max(n, 0)  # below: the count of B <= k - 1, B binomial(n, 1/2)
+    # below: how many of the 2^n outcomes have B <= k - 1, B binomial(n, 1/2); term: C(n, k)
+    k, below, term, total = 1, 1, n, 1 << max(n, 0)
     while k + 1 <= (n + 1) // 2:
-        below += math.comb(n, k)
+        below += term
         if 1.0 - 2.0 * (below / total) < level:
             break
+        term = term * (n - k) // (k + 1)
         k += 1
     return k
 
