@@ -15,7 +15,9 @@ then two commits, each checked with ``ksweep check s.toml --json`` and nothing e
 around COST units of work), so the noise is the machine's own; on a shared machine, the
 other jobs' load.
 
-A check is a process of its own (``python3 -m ksweep``: its start-up counted), timed by the
+An earlier version of ksweep: ``git archive COMMIT | tar -x -C DIR``, copy this script and
+``tests/programs/gate_noise.c`` into DIR, run DIR's copy (the figures its JSON lacks are
+left out). A check is a process of its own (``python3 -m ksweep``: its start-up counted), timed by the
 wall clock. Prints one line per check and a summary: passes, fails, verdicts, rounds and
 seconds per check (min, median, max), the load average before and after (the machine may be
 shared with other work).
@@ -111,11 +113,13 @@ def one_try(seed: int, folder: Path, timed: bool = False) -> list[dict]:
             (v,) = json.loads(r.stdout)
         except ValueError:
             raise SystemExit(f"seed {seed}, {case}: {r.stdout}{r.stderr}") from None
-        row = {"seed": seed, "case": case, "exit": r.returncode, "verdict": v["verdict"], "rounds": v["rounds"],
-               "speedup": v["speedup"], "ci95": v["speedup_ci95"], "rebuilt": v["baseline_rebuilt"],
-               "seconds": seconds}
+        # (rounds, the speed-up's interval and baseline_rebuilt: not in an earlier version's JSON)
+        row = {"seed": seed, "case": case, "exit": r.returncode, "verdict": v["verdict"],
+               "rounds": v.get("rounds", 0), "speedup": v["speedup"], "ci95": v.get("speedup_ci95"),
+               "rebuilt": v.get("baseline_rebuilt"), "seconds": seconds}
+        ci = "[" + ", ".join(f"{x:.3f}" for x in row["ci95"]) + "]" if row["ci95"] else "-"
         print(f"seed {seed:2d} {case:9s}: exit {row['exit']} {row['verdict']:12s} {row['rounds']:3d} rounds, "
-              f"speed-up {row['speedup']:.3f} {row['ci95']}, rebuilt {row['rebuilt']}, {seconds:.1f} s", flush=True)
+              f"speed-up {row['speedup']:.3f} {ci}, rebuilt {row['rebuilt']}, {seconds:.1f} s", flush=True)
         out.append(row)
     return out
 
