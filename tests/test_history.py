@@ -365,8 +365,15 @@ def test_slower_beyond_the_tolerance_but_within_noise_is_inconclusive_not_ok(tmp
     assert r.returncode == 0, r.stdout + r.stderr
     assert "inconclusive: ms 30 (±" in r.stdout and "within noise" in r.stdout, r.stdout
     assert "1 of 1 shapes slower beyond the tolerance but within noise" in r.stdout
+    # outside git the baseline is its stored figures, whose interval no run of today narrows: the
+    # rounds stop at --repeats, and the line says what would decide
+    assert "the baseline was not rebuilt: its sources were not in a git repository" in r.stdout, r.stdout
+    assert "commit the sources and sweep them" in r.stdout and "3 rounds against its stored figures" in r.stdout
     (v,) = json.loads(cli("check", "s.toml", "--repeats", "3", "--json", cwd=tmp_path).stdout)
     assert v["verdict"] == "inconclusive" and v["baseline_ci95"][0] < 30 < v["baseline_ci95"][1]
+    assert v["rounds"] == 3 and v["speedup_ci95"][0] < 0.95 < v["speedup_ci95"][1]
+    strict = cli("check", "s.toml", "--repeats", "3", "--strict", cwd=tmp_path)
+    assert strict.returncode == 1 and "inconclusive: failed, --strict" in strict.stdout, strict.stdout
 
 
 def test_the_workspace_keeps_out_of_git_status(repo):
@@ -626,7 +633,8 @@ def test_check_refuses_a_negative_tolerance_or_repeats_in_one_line(tmp_path):
     assert cli("run", "s.toml", "--no-confirm", "-q", cwd=tmp_path).returncode == 0
     for argv, rule in ((["--tolerance", "-2"], "--tolerance -2: give a percentage, 0 or more"),
                        (["--tolerance", "nan"], "--tolerance nan: give a percentage, 0 or more"),
-                       (["--repeats", "-1"], "--repeats -1: give a whole number from 0 to 100")):
+                       (["--repeats", "-1"], "--repeats -1: give a whole number from 0 to 100"),
+                       (["--budget", "-1"], "--budget -1: give a number of seconds, 0 or more")):
         r = cli("check", "s.toml", *argv, cwd=tmp_path)
         assert r.returncode == 2 and r.stdout == "", r.stdout + r.stderr
         assert r.stderr.splitlines() == [f"ksweep: error: check: {rule} (see ksweep check --help)"], r.stderr
@@ -638,7 +646,7 @@ def test_check_refuses_a_negative_tolerance_or_repeats_in_one_line(tmp_path):
     from ksweep.app.check import check
     from ksweep.spec.load import load_spec
 
-    for bad in ({"tolerance": -0.02}, {"repeats": -1}):  # the library's call
+    for bad in ({"tolerance": -0.02}, {"repeats": -1}, {"budget": -1.0}, {"budget": float("nan")}):  # the library's
         with pytest.raises(KsweepError, match="give a"):
             check(load_spec(str(tmp_path / "s.toml")), **bad)
     # history's --tolerance too: a negative one called an improvement of 1% a REGRESSION
@@ -815,3 +823,43 @@ def test_a_check_that_checks_some_shapes_passes_and_one_that_checks_none_fails(r
     assert "big/base: no baseline" in r.stdout and "small/base: ok" in r.stdout, r.stdout
     r = cli("check", "sweep.toml", "--shape", "big", "--repeats", "1", cwd=repo)
     assert r.returncode == 1 and "no shape was checked (1 without a baseline): nothing to pass" in r.stdout, r.stdout
+
+
+def test_a_revision_far_slower_with_one_slow_run_a_side_is_a_regression_and_no_interval_goes_below_zero(tmp_path):
+    """Three confirmation runs a revision, one of them slow (1.6x) on each side: a t interval
+    of three runs (t = 4.30) spread so wide that a 2.4x slower revision was "within noise",
+    and two runs gave an interval below 0 ms, which the plot drew. The history's interval is
+    the median's (order statistics): an outlier moves it by one rank, and it stays within
+    the runs."""
+    from ksweep.report.history import plot, render, timeline
+    from ksweep.result import Measurement
+
+    def res(rev, t):
+        return Result("v", "s", {"A": 1}, Status.OK, metrics={"ms": 1.0}, cache_key="k", finished=t, revision=rev)
+
+    runs = {"r1": [1.00, 1.01, 1.60], "r2": [2.40, 2.42, 3.84], "r3": [1.00, 1.60]}  # r2: 2.4x slower than r1
+    history, ms = [], []
+    for i, (rev, values) in enumerate(runs.items()):
+        start = 100.0 * (i + 1)
+        history.append(res(rev, start))
+        ms += [Measurement("v", "s", {"A": 1}, "k", r, Status.OK, value=v, finished=start + 1 + r)
+               for r, v in enumerate(values)]
+    r1, r2, r3 = timeline(history, ms, "ms", "min")[("v", "s")]
+    assert (r1.interval.lo, r1.interval.median, r1.interval.hi) == (1.00, 1.01, 1.60)
+    assert r2.speedup == pytest.approx(1.01 / 2.42) and r2.beyond_noise and r2.regression
+    assert "REGRESSION (beyond noise)" in render({("v", "s"): [r1, r2, r3]}, "ms")
+    assert r3.interval.lo == 1.00 and r3.interval.hi == 1.60  # two runs: their range, not below zero
+    assert all(p.interval.lo >= 0 and p.to_json()["ci95"][0] >= 0 for p in (r1, r2, r3))
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    drawn = []
+    saved = Figure.savefig
+    try:
+        Figure.savefig = lambda fig, *a, **k: drawn.append(fig)
+        plot({("v", "s"): [r1, r2, r3]}, "ms", tmp_path / "t.png")
+    finally:
+        Figure.savefig = saved
+    (ax,) = drawn[0].axes
+    bottoms = [seg[:, 1].min() for c in ax.collections for seg in c.get_segments()]
+    assert bottoms and min(bottoms) >= 1.0 - 1e-9  # every error bar ends at a run's value

@@ -1,15 +1,16 @@
-"""ksweep check SPEC: build the current source, measure the best known config of each shape
-again, and exit 1 when a shape regressed beyond tolerance and noise."""
+"""ksweep check SPEC: build the current source and the baseline revision, measure the best
+known config of each shape on both in interleaved rounds until they are told apart, and
+exit 1 when a shape regressed beyond tolerance and noise (or, with --strict, could not be told)."""
 
 from __future__ import annotations
 
 import json
 import sys
 
-from ..app.check import check
+from ..app.check import BUDGET, REPEATS, check
 from ..app.sweep import Confirmation, SweepOptions, check_options
 from ..app.wiring import load_spec
-from .main import count_of, parse_gpus, percent_of
+from .main import count_of, parse_gpus, percent_of, seconds_of
 
 
 def add_parser(sub) -> None:
@@ -20,10 +21,16 @@ def add_parser(sub) -> None:
                    help="slower by more than PCT %% (and beyond noise) is a regression (default 5)")
     p.add_argument("--shape", action="append", help="only this shape (repeatable)")
     p.add_argument("--variant", action="append", help="only this variant (repeatable)")
-    p.add_argument("--repeats", type=count_of("--repeats", least=0, most=Confirmation.MAX_ROUNDS), default=3,
-                   metavar="R", help="interleaved measurements of each config after the first (default 3)")
+    p.add_argument("--repeats", type=count_of("--repeats", least=0, most=Confirmation.MAX_ROUNDS),
+                   default=REPEATS, metavar="R",
+                   help=f"interleaved rounds at least, each a run of the baseline and of the current build "
+                        f"(default {REPEATS}; 0: one run against the stored figures)")
+    p.add_argument("--budget", type=seconds_of("--budget"), default=BUDGET, metavar="S",
+                   help=f"seconds of rounds of a shape after which one not told apart is inconclusive "
+                        f"(default {BUDGET:g})")
+    p.add_argument("--strict", action="store_true", help="an inconclusive shape fails the gate too")
     p.add_argument("--update", action="store_true", help="record the new measurements in the history")
-    p.add_argument("--gpus", help="the GPUs to use (e.g. 0,1)")
+    p.add_argument("--gpus", help="the GPU to measure on: the first of these (default: the host's first)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=run)
 
@@ -34,13 +41,17 @@ def run(args) -> int:
     # a --shape or --variant the spec lacks: one line, as `ksweep run` says it (a typo must not pass a gate)
     check_options(spec, SweepOptions(shapes=args.shape, variants=args.variant), own_strategy=True, cli=True)
     verdicts = check(spec, db=args.db, tolerance=args.tolerance / 100, shapes=args.shape or (),
-                     variants=args.variant or (), repeats=args.repeats, update=args.update, gpus=gpus)
+                     variants=args.variant or (), repeats=args.repeats, budget=args.budget, update=args.update,
+                     gpus=gpus)
     metric = spec.objective.metric
     if args.json:
         print(json.dumps([{"variant": v.variant, "shape": v.shape, "verdict": v.verdict, "params": v.params,
                            "baseline": v.baseline, "baseline_revision": v.baseline_revision, "now": v.now,
                            "revision": v.revision, "speedup": v.speedup, "beyond_noise": v.beyond_noise,
                            "baseline_ci95": _ci(v.baseline_interval), "now_ci95": _ci(v.now_interval),
+                           "speedup_ci95": _ci(v.speedup_interval), "rounds": v.rounds,
+                           "seconds": round(v.seconds, 3), "baseline_rebuilt": v.rebuilt,
+                           "stored_baseline": v.stored, "note": v.note,
                            "message": v.message} for v in verdicts], indent=2))
     else:
         for v in verdicts:
@@ -48,7 +59,9 @@ def run(args) -> int:
     unsure = [v for v in verdicts if v.verdict == "inconclusive"]
     if unsure:
         print(f"ksweep check: {len(unsure)} of {len(verdicts)} shapes slower beyond the tolerance but within "
-              f"noise (inconclusive: not failed)", file=sys.stderr if args.json else sys.stdout)
+              f"noise, or too noisy to tell (inconclusive: "
+              + ("failed, --strict)" if args.strict else "not failed; --strict fails them)"),
+              file=sys.stderr if args.json else sys.stdout)
     checked = [v for v in verdicts if v.verdict != "no baseline"]
     if verdicts and not checked:  # a gate that measured nothing must not pass
         print(f"ksweep check: no shape was checked ({len(verdicts)} without a baseline): nothing to pass",
@@ -58,8 +71,7 @@ def run(args) -> int:
     if bad:
         print(f"ksweep check: {len(bad)} of {len(verdicts)} shapes regressed or failed",
               file=sys.stderr if args.json else sys.stdout)
-        return 1
-    return 0
+    return 1 if bad or (unsure and args.strict) else 0
 
 
 def _ci(iv):

@@ -2,11 +2,13 @@
 
 Per shape × variant, one point per source revision in time order (a revision measured again
 after another, an edit undone, is a point of its own):
-the best result of that revision — the confirmed best (median and 95% interval of its
-confirmation runs) where the confirmation ran, else the best single value — and its
-change against the previous revision, as a speed-up (``0.88×``: 12% slower). A change is
-*beyond noise* when both points have intervals and they do not overlap; it is a
-*regression* when it is slower by more than ``tolerance`` and not within noise.
+the best result of that revision — the confirmed best (the median of its confirmation
+runs and the order-statistic interval of that median, ``verify/medians.py``: an outlier
+run moves it by one rank, and it never leaves the runs' range) where the confirmation ran,
+else the best single value — and its change against the previous revision, as a speed-up
+(``0.88×``: 12% slower). A change is *beyond noise* when both points have intervals and
+they do not overlap; it is a *regression* when it is slower by more than ``tolerance`` and
+not within noise.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
-from ..verify.confirm import Interval
 from ..job import config_id
 from ..result import Measurement, Result
-from ..verify.confirm import confirmed
+from ..verify.confirm import Interval, confirmed
+from ..verify.medians import median_interval
 from ..store.ranking import finite_value
 from ..outputs import save_figure
 
@@ -122,7 +124,8 @@ def _point(group, rev, rows: Sequence[Result], ms, metric, direction, first_seen
     conf = confirmed(list(latest.values()), [m for m in ms if (m.variant, m.shape) == group], direction).get(group)
     if conf is not None and conf.best is not None:
         v = conf.verdicts[conf.best]
-        return Point(rev, first_seen, v.interval.median, latest[conf.best].params, v.interval, evaluated,
+        iv = median_interval(v.values) or v.interval
+        return Point(rev, first_seen, iv.median, latest[conf.best].params, iv, evaluated,
                      confirmed=True, occurrence=occurrence)
     sign = 1 if direction == "min" else -1
     best = min(latest.values(), key=lambda r: sign * finite_value(r, metric))
@@ -224,9 +227,9 @@ def plot(lines_of: Mapping[tuple[str, str], list[Point]], metric: str, out, titl
         for p in shown:
             i = at[p.label]
             if p.interval is not None and p.interval.n > 1:
-                # the interval is of the mean, the point the median: it may lie outside (a
-                # zero-width interval a rounding away), and matplotlib refuses a negative bar
-                ax.errorbar([i], [p.value], yerr=[[max(0.0, p.value - p.interval.lo)],
+                # the median's interval holds it; a point built elsewhere need not (matplotlib
+                # refuses a negative bar), and no bar goes below zero
+                ax.errorbar([i], [p.value], yerr=[[max(0.0, p.value - max(p.interval.lo, 0.0))],
                                                   [max(0.0, p.interval.hi - p.value)]],
                             fmt="none", ecolor="gray", capsize=3)
             if p.regression:

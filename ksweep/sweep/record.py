@@ -87,24 +87,11 @@ class Recorder:
 
     def judged(self, job: Job, outcome: RunOutcome, metrics: Mapping[str, float],
                 reference: Mapping[str, float] | None):
-        """(status, message, verified) of a finished run: its own status, or for a run that ended
-        OK, what verify.judge says of its ``metrics`` (every objective measured, the check, the
-        physics gate)."""
-        if outcome.status is not Status.OK:
-            return outcome.status, outcome.message, False
-        return judge(metrics, [o.metric for o in self.spec.objective_list()], self.spec.check, reference,
-                     job.is_reference, outcome.outputs_checked, self.impossible(job, metrics, outcome.gpu))
+        """(status, message, verified) of a finished run (``judged`` below)."""
+        return judged(self.spec, job, outcome, metrics, reference)
 
     def impossible(self, job: Job, metrics: Mapping[str, float], gpu: Gpu | None) -> str | None:
-        """Why the run's time is below the physics floor of its GPU, or None."""
-        p = self.spec.physics
-        if p is None or job.work is None:
-            return None
-        value = metrics.get(p.time)
-        if not isinstance(value, (int, float)):
-            return None
-        peaks = physics.gpu_peaks(gpu.name if gpu else None, p.peak_tflops, p.bandwidth_gbs, p.dtype)
-        return physics.check(float(value), p.unit, physics.floor(job.work, p.dtype, peaks), p.margin)
+        return impossible(self.spec, job, metrics, gpu)
 
     def _store(self, result: Result) -> None:
         self.store.put(result)
@@ -136,3 +123,26 @@ class Recorder:
         strategy.tell(dict(result.params), value)
         budget.record(value, counted=counted)
 
+
+
+def judged(spec: Spec, job: Job, outcome: RunOutcome, metrics: Mapping[str, float],
+           reference: Mapping[str, float] | None):
+    """(status, message, verified) of a finished run: its own status, or for a run that ended
+    OK, what verify.judge says of its ``metrics`` (every objective measured, the check, the
+    physics gate)."""
+    if outcome.status is not Status.OK:
+        return outcome.status, outcome.message, False
+    return judge(metrics, [o.metric for o in spec.objective_list()], spec.check, reference,
+                 job.is_reference, outcome.outputs_checked, impossible(spec, job, metrics, outcome.gpu))
+
+
+def impossible(spec: Spec, job: Job, metrics: Mapping[str, float], gpu: Gpu | None) -> str | None:
+    """Why the run's time is below the physics floor of its GPU, or None."""
+    p = spec.physics
+    if p is None or job.work is None:
+        return None
+    value = metrics.get(p.time)
+    if not isinstance(value, (int, float)):
+        return None
+    peaks = physics.gpu_peaks(gpu.name if gpu else None, p.peak_tflops, p.bandwidth_gbs, p.dtype)
+    return physics.check(float(value), p.unit, physics.floor(job.work, p.dtype, peaks), p.margin)

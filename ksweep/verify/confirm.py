@@ -135,6 +135,7 @@ class Verdict:
     interval: Interval
     mark: str  # "BEST", "TIE" or "" (measured, clearly behind the best)
     failed: int = 0  # confirmation runs that did not end OK (a flaky config is never BEST)
+    values: tuple[float, ...] = ()  # the objective of its runs that ended OK, in the order they ran
 
 
 def interval(values: Sequence[float]) -> Interval:
@@ -233,7 +234,7 @@ def verdicts(values: Mapping[str, Sequence[float]], failures: Mapping[str, int],
             tie = not _clearly(factor) if factor is not None else (
                 min(sound[c].n, sound[best].n) < 2 or sound[c].overlaps(sound[best]))
             mark = "TIE" if tie else ""
-        out[c] = Verdict(c, iv, mark, failures.get(c, 0))
+        out[c] = Verdict(c, iv, mark, failures.get(c, 0), tuple(v))
     return out
 
 
