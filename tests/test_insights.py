@@ -1,10 +1,12 @@
-"""ksweep insights on small stores filled directly (no compiling): failures turned into
-constraints that plan then honours, knob importance, the winner's risk from the
-confirmation runs, a recorded dataset read as a database is."""
+"""ksweep insights on small stores filled directly (no compiling, but for the one end-of-run
+sweep): failures turned into constraints that plan then honours, knob importance, the
+winner's risk from the confirmation runs, a recorded dataset read as a database is; and
+the headline a sweep ends with."""
 
 import gzip
 import json
 import math
+import textwrap
 
 import numpy as np
 import pytest
@@ -228,6 +230,40 @@ def test_headlines_say_the_rule_that_saves_the_most_builds_and_the_dead_knob(toy
     assert lines[0].startswith("insights: 12 of the 12 COMPILE_ERROR configs follow A * B > 8")
     assert "would have saved 12 builds (no OK config pruned)" in lines[0]
     assert lines[1].startswith("insights: C has no measurable effect on ms")
+
+
+TOY_C = """
+#include <stdio.h>
+#if A * B > 4
+#error "too big"
+#endif
+int main(void) { printf("@@RESULT ms=%d checksum=1\\n", A); return 0; }
+"""
+
+
+def test_a_run_ends_with_its_headline(tmp_path):
+    from conftest import ksweep_cli
+
+    (tmp_path / "toy.c").write_text(TOY_C)
+    spec = tmp_path / "toy.toml"
+    spec.write_text(textwrap.dedent("""
+        [sweep]
+        name = "toy"
+        objective = "ms"
+        [params]
+        A = [1, 2, 4]
+        B = [1, 2, 4]
+        [build]
+        sources = ["toy.c"]
+        command = ["gcc", "{defines}", "-o", "{binary}", "toy.c"]
+        [run]
+        timeout = 10
+        """))
+    r = ksweep_cli("run", str(spec), "--strategy", "grid", "--no-confirm", "--no-gpu-check",
+                   "--db", str(tmp_path / "toy.db"))
+    assert r.returncode == 0, r.stderr
+    said = [ln for ln in r.stdout.splitlines() if ln.startswith("insights:")]
+    assert len(said) == 1 and said[0].startswith("insights: 3 of the 3 COMPILE_ERROR configs follow A * B > 4")
 
 
 def test_pooled_noise_is_the_median_spread_of_repeated_configs():
