@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .table import Contest, Table
+from .table import Contest, Table, spreads
 
 RESAMPLES = 1000
 Z95 = 1.96
@@ -65,7 +65,10 @@ def risk(table: Table, resamples: int = RESAMPLES, seed: int = SEED) -> Risk:
         return Risk(None, None, c.noise, 0, None, source=c.source)
     rows = np.array(sorted(c.values), dtype=np.int64)
     values = np.array([c.values[int(r)] for r in rows], dtype=np.float64)
-    se = np.array([_se(c, int(r), v) for r, v in zip(rows, values)], dtype=np.float64)
+    own = spreads({int(r): c.runs[int(r)] for r in rows if int(r) in c.runs})
+    se = np.array([own[r][0] / math.sqrt(own[r][1]) if r in own else (
+        c.noise * abs(v) if c.noise is not None else math.nan) for r, v in zip(rows.tolist(), values)],
+        dtype=np.float64)
     b = int(np.flatnonzero(rows == c.best)[0])
     best_runs = len(c.runs.get(c.best, ())) or 1
     if np.all(np.isnan(se)):
@@ -88,15 +91,6 @@ def risk(table: Table, resamples: int = RESAMPLES, seed: int = SEED) -> Risk:
     challengers = tuple(sorted(((r, s) for r, s in share.items() if r != c.best), key=lambda rs: -rs[1]))[:5]
     return Risk(c.best, float(values[b]), c.noise, best_runs, int(inside.sum()), within_rows, change, challengers,
                 c.source, resamples)
-
-
-def _se(c: Contest, row: int, value: float) -> float:
-    runs = c.runs.get(row)
-    if runs is not None and len(runs) > 1:
-        return float(np.std(runs, ddof=1) / math.sqrt(len(runs)))
-    if c.noise is not None:
-        return c.noise * abs(value)
-    return math.nan
 
 
 def _bootstrap(table: Table, c: Contest, rows: np.ndarray, values: np.ndarray, resamples: int, seed: int,

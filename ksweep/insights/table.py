@@ -174,9 +174,22 @@ def from_dataset(dataset) -> Table:
 def pooled_noise(runs) -> float | None:
     """The typical relative spread of one measurement: the median, over configs measured at
     least twice, of the standard deviation of their runs over their mean; None when none was."""
-    spreads = []
-    for v in runs:
+    stats = spreads(dict(enumerate(runs)))
+    relative = [sd / abs(mean) for sd, _, mean in stats.values() if abs(mean) > 0]
+    return statistics.median(relative) if relative else None
+
+
+def spreads(runs: Mapping[int, Any]) -> dict[int, tuple[float, int, float]]:
+    """Key -> (standard deviation, number, mean) of the runs of each key with at least two
+    finite runs, computed a length of runs at a time."""
+    by_length: dict[int, list[tuple[int, np.ndarray]]] = {}
+    for key, v in runs.items():
         v = np.asarray(v, dtype=np.float64)
-        if len(v) > 1 and np.all(np.isfinite(v)) and abs(float(v.mean())) > 0:
-            spreads.append(float(v.std(ddof=1)) / abs(float(v.mean())))
-    return statistics.median(spreads) if spreads else None
+        if len(v) > 1 and np.all(np.isfinite(v)):
+            by_length.setdefault(len(v), []).append((key, v))
+    out = {}
+    for n, items in by_length.items():
+        m = np.stack([v for _, v in items])
+        sd, mean = m.std(axis=1, ddof=1), m.mean(axis=1)
+        out.update({k: (float(s), n, float(u)) for (k, _), s, u in zip(items, sd, mean)})
+    return out

@@ -91,7 +91,7 @@ def parse_kernel_tuner(doc: Mapping, *, name: str, where: str = "<dataset>") -> 
         if raw == KT_PRUNED:
             continue
         value, status = _kt_outcome(raw)
-        entries.append((config, value, status, _repeats(entry.get("times")) if value is not None else ()))
+        entries.append((config, value, status, _repeats(entry.get("times") if value is not None else None)))
     declared = doc.get("tune_params") or {}
     return _assemble(name, "kernel_tuner", keys, declared, entries, where,
                      device=str(doc.get("device_name", "")), kernel=str(doc.get("kernel_name", "")))
@@ -122,7 +122,7 @@ def parse_t4(doc: Mapping, *, name: str, where: str = "<dataset>") -> Dataset:
         value = _t4_value(item) if status is Status.OK else None
         if value is None and status is Status.OK:
             status = Status.NO_RESULT
-        runs = _repeats((item.get("times") or {}).get("runtimes")) if value is not None else ()
+        runs = _repeats((item.get("times") or {}).get("runtimes") if value is not None else None)
         try:
             entries.append(({k: _hashable(config[k]) for k in keys}, value, status, runs))
         except KeyError as exc:
@@ -141,11 +141,17 @@ def _t4_value(item: Mapping) -> float | None:
     return None
 
 
-def _repeats(times: Any) -> tuple[float, ...]:
-    """The repeated measurements of one config, when they are a list of finite numbers."""
-    if isinstance(times, list) and times and all(_is_number(t) for t in times):
-        return tuple(float(t) for t in times)
-    return ()
+def _repeats(times: Any) -> np.ndarray:
+    """The repeated measurements of one config, when they are a list of finite numbers (else
+    none)."""
+    none = np.zeros(0)
+    if not isinstance(times, list) or not times or isinstance(times[0], (str, bool)):
+        return none
+    try:
+        runs = np.asarray(times, dtype=np.float64)
+    except (TypeError, ValueError):
+        return none
+    return runs if runs.ndim == 1 and np.all(np.isfinite(runs)) else none
 
 
 def _is_number(x: Any) -> bool:
@@ -172,7 +178,7 @@ def _assemble(name, fmt, keys, declared, entries, where, device="", kernel="") -
         runs = [runs[i] for i in keep]
     if np.isnan(values).all():
         raise DatasetError(f"{where}: every recorded config failed: no value to search by")
-    repeats = tuple(np.array(r, dtype=np.float64) for r in runs) if any(runs) else None
+    repeats = tuple(runs) if any(len(r) for r in runs) else None
     return Dataset(name=name, format=fmt, params=params, rows=rows, values=values,
                    statuses=statuses, device=device, kernel=kernel, repeats=repeats)
 
