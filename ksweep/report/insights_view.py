@@ -38,8 +38,8 @@ def _rules(i, source: str) -> list[str]:
     lines = ["failures as rules (each term: failed with the status / evaluated configs it covers / OK among them):"]
     for r in i.rules:
         if not r.terms:
-            lines.append(f"  {r.status} ({r.failed:,} configs): no rule of at most 4 knobs or derived values "
-                         f"covers two of them without covering OK configs")
+            lines.append(f"  {r.status} ({r.failed:,} configs): no term covers two of them without covering "
+                         f"more OK configs than it may")
             continue
         exact = "exact" if r.exact else f"{r.ok} OK config{'s' * (r.ok != 1)} pruned"
         lines.append(f"  {r.status} ({r.failed:,} configs): {r.explained:,} explained by {len(r.terms)} "
