@@ -434,6 +434,51 @@ def test_compare_shows_a_failed_configs_status_and_a_confirmed_configs_median(sw
     assert json.loads(capsys.readouterr().out)["confirmation"]["median"] == 6.0
 
 
+def test_compare_shows_the_result_metrics_first_and_knobs_as_changed(tmp_path, capsys):
+    """MODE 1 → 0 was shown as -100.0%, and the objective only in the A/B lines."""
+    from ksweep.cli.main import main
+    from ksweep.result import Result
+    from ksweep.spec.model import Objective
+    from ksweep.status import Status
+
+    (tmp_path / "toy.c").write_text("int main(void) { return 0; }\n")
+    spec = tmp_path / "cmp.toml"
+    spec.write_text(textwrap.dedent("""
+        [sweep]
+        name = "cmp"
+        objective = "ms"
+        [params]
+        A = [1, 2]
+        [switches]
+        MODE = [1, 0]
+        [build]
+        sources = ["toy.c"]
+        command = ["gcc", "{defines}", "-o", "{binary}", "toy.c"]
+        """))
+    db = tmp_path / "cmp.db"
+    with Store(db) as store:
+        store.set_objectives([Objective("ms", "min")])
+        store.set_meta("spec", str(spec))
+        for mode, ms, gflops in ((1, 2.5, 10.0), (0, 1.0, 25.0)):
+            store.put(Result("base", "default", {"A": 1, "MODE": mode}, Status.OK,
+                             metrics={"ms": ms, "gflops": gflops, "checksum": 1.0}, gpu_name="none",
+                             cache_key=f"m{mode}"))
+    assert main(["compare", str(db), "MODE=1", "MODE=0", "--no-sass"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[3] == "result metrics (B against A):"
+    assert out[4].split()[:3] == ["ms", "(objective,", "min)"] and out[4].endswith("2.5× faster (-60.0%)")
+    assert out[5].split()[0] == "gflops" and out[5].endswith("2.5× higher (+150.0%)")
+    assert out[6].split()[0] == "checksum" and out[6].endswith("=")
+    params = out[out.index("parameters:") + 1:]
+    assert params[0].split() == ["MODE", "1", "→", "0"] and "%" not in params[0]
+    assert main(["compare", str(db), "MODE=1", "MODE=0", "--no-sass", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    ms = shown["results"][0]
+    assert (ms["name"], ms["ratio"], ms["change"], ms["better"]) == ("ms", 0.4, -0.6, True)
+    (mode,) = [p for p in shown["params"] if p["name"] == "MODE"]
+    assert mode["knob"] and mode["change"] is None and (mode["a"], mode["b"]) == (1, 0)
+
+
 def test_profile_argv_chooses_launches_and_metric_sets(tmp_path):
     argv = profile_argv("ncu", tmp_path / "r", ["./prog", "1"], kernel="gemm", launch_skip=2, launch_count=1,
                         metrics="full")

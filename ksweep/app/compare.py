@@ -38,10 +38,12 @@ def compare(a: str, b: str, db: str | None = None, *, shape: str | None = None, 
     with Store(t.db, create=False) as store:
         ca, cb = (resolve_config(x.replace(",", " ").split(), t.spec, store, shape, variant) for x in (a, b))
         profiles = store.profiles()
-        metric = store.objective().metric
-        labels = {id(c): _label(c, metric, confirmation_of(store, c)) for c in (ca, cb)}
         if (ca.shape, ca.variant, config_id(ca.params)) == (cb.shape, cb.variant, config_id(cb.params)):
             raise KsweepError(_same_config(a, b, ca, store))
+        objectives = [(o.metric, o.direction) for o in store.objectives()]
+        metric = objectives[0][0]
+        confirmations = {id(c): confirmation_of(store, c) for c in (ca, cb)}
+        labels = {id(c): _label(c, metric, confirmations[id(c)]) for c in (ca, cb)}
     notes = []
     rows: tuple = ()
     kernels = ("", "")
@@ -75,8 +77,20 @@ def compare(a: str, b: str, db: str | None = None, *, shape: str | None = None, 
     return diff.Comparison(
         labels[id(ca)], labels[id(cb)], metrics=rows, resources=resources,
         derived=diff.mapping_rows("derived", ra.derived if ra else {}, rb.derived if rb else {}),
-        sass=sass_rows, notes=tuple(notes), params=diff.mapping_rows("params", ca.params, cb.params),
-        kernel=kernels)
+        sass=sass_rows, notes=tuple(notes), params=diff.mapping_rows("params", ca.params, cb.params, knob=True),
+        kernel=kernels, results=diff.result_rows(*(_measured(c.result, metric, confirmations[id(c)])
+                                                   for c in (ca, cb)), objectives))
+
+
+def _measured(r: Result | None, metric: str, confirmation: Mapping[str, Any]) -> dict[str, Any]:
+    """The metrics a config's run reported, its objective the confirmation's median when it
+    has one (the value its label shows, and report, explain and export use)."""
+    if r is None or r.status is Status.PRUNED:
+        return {}
+    out = dict(r.metrics)
+    if confirmation.get("median") is not None:
+        out[metric] = confirmation["median"]
+    return out
 
 
 def _is_database(path: str) -> bool:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..app.estimate import EFFORTS, preset
+from ..app.insights import headlines
 from ..app.report import load_all, objectives_option
 from ..app.sweep import Confirmation, SweepOptions, check_options, tune, with_overrides
 from ..app.wiring import database, load_spec
@@ -197,6 +198,8 @@ def _show(spec, args, options: SweepOptions, db: Path, summary) -> None:
         render_fronts(selected, spec.objective_list(), console, order)
     if summary is not None:
         console.print(summary_line(summary), soft_wrap=True)
+        for line in headlines(db):  # at most two: a failure rule, a knob with no effect
+            console.print(line, soft_wrap=True, markup=False)
     for note in unverified_notes(selected):
         console.print(f"note: {note}", soft_wrap=True, markup=False)
     console.print(f"results: {db}  csv: {db.with_suffix('.csv')}", soft_wrap=True)

@@ -28,12 +28,17 @@ class Dataset:
     statuses: tuple[Status, ...]
     device: str = ""
     kernel: str = ""
+    # the repeated measurements behind each value (Kernel Tuner's "times", T4's runtimes), an
+    # empty array where none were recorded; None: the file recorded none at all
+    repeats: tuple[np.ndarray, ...] | None = None
 
     def __post_init__(self):
-        for a in (self.rows, self.values):
+        for a in (self.rows, self.values, *(self.repeats or ())):
             a.setflags(write=False)
         if len(self.rows) != len(self.values) or len(self.values) != len(self.statuses):
             raise ValueError("rows, values and statuses differ in length")
+        if self.repeats is not None and len(self.repeats) != len(self.values):
+            raise ValueError("repeats and values differ in length")
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -90,7 +90,8 @@ def parse_kernel_tuner(doc: Mapping, *, name: str, where: str = "<dataset>") -> 
         raw = entry.get(objective)
         if raw == KT_PRUNED:
             continue
-        entries.append((config, *_kt_outcome(raw)))
+        value, status = _kt_outcome(raw)
+        entries.append((config, value, status, _repeats(entry.get("times") if value is not None else None)))
     declared = doc.get("tune_params") or {}
     return _assemble(name, "kernel_tuner", keys, declared, entries, where,
                      device=str(doc.get("device_name", "")), kernel=str(doc.get("kernel_name", "")))
@@ -121,8 +122,9 @@ def parse_t4(doc: Mapping, *, name: str, where: str = "<dataset>") -> Dataset:
         value = _t4_value(item) if status is Status.OK else None
         if value is None and status is Status.OK:
             status = Status.NO_RESULT
+        runs = _repeats((item.get("times") or {}).get("runtimes") if value is not None else None)
         try:
-            entries.append(({k: _hashable(config[k]) for k in keys}, value, status))
+            entries.append(({k: _hashable(config[k]) for k in keys}, value, status, runs))
         except KeyError as exc:
             raise DatasetError(f"{where}: results[{i}] lacks parameter {exc}") from None
     return _assemble(name, "t4", keys, {}, entries, where)
@@ -139,6 +141,19 @@ def _t4_value(item: Mapping) -> float | None:
     return None
 
 
+def _repeats(times: Any) -> np.ndarray:
+    """The repeated measurements of one config, when they are a list of finite numbers (else
+    none)."""
+    none = np.zeros(0)
+    if not isinstance(times, list) or not times or isinstance(times[0], (str, bool)):
+        return none
+    try:
+        runs = np.asarray(times, dtype=np.float64)
+    except (TypeError, ValueError):
+        return none
+    return runs if runs.ndim == 1 and np.all(np.isfinite(runs)) else none
+
+
 def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
@@ -147,22 +162,25 @@ def _assemble(name, fmt, keys, declared, entries, where, device="", kernel="") -
     if not entries:
         raise DatasetError(f"{where}: no recorded configs")
     params = tuple(
-        Param(name=k, values=_ordered_values(declared.get(k), (c[k] for c, _, _ in entries)))
+        Param(name=k, values=_ordered_values(declared.get(k), (e[0][k] for e in entries)))
         for k in keys
     )
     lookup = [{v: j for j, v in enumerate(p.values)} for p in params]
-    rows = np.array([[lookup[j][c[k]] for j, k in enumerate(keys)] for c, _, _ in entries], dtype=np.int32)
-    values = np.array([np.nan if v is None else v for _, v, _ in entries], dtype=np.float64)
-    statuses = tuple(s for _, _, s in entries)
+    rows = np.array([[lookup[j][e[0][k]] for j, k in enumerate(keys)] for e in entries], dtype=np.int32)
+    values = np.array([np.nan if e[1] is None else e[1] for e in entries], dtype=np.float64)
+    statuses = tuple(e[2] for e in entries)
+    runs = [e[3] for e in entries]
     # One row per config: a file that records a config twice keeps its first record.
     _, first = np.unique(rows, axis=0, return_index=True)
     if len(first) < len(rows):
         keep = np.sort(first)
         rows, values, statuses = rows[keep], values[keep], tuple(statuses[i] for i in keep)
+        runs = [runs[i] for i in keep]
     if np.isnan(values).all():
         raise DatasetError(f"{where}: every recorded config failed: no value to search by")
+    repeats = tuple(runs) if any(len(r) for r in runs) else None
     return Dataset(name=name, format=fmt, params=params, rows=rows, values=values,
-                   statuses=statuses, device=device, kernel=kernel)
+                   statuses=statuses, device=device, kernel=kernel, repeats=repeats)
 
 
 def _ordered_values(declared: Iterable | None, seen: Iterable) -> tuple:

@@ -12,7 +12,8 @@ def render(c: Comparison, *, only_changed: bool = False) -> str:
     lines = [f"A: {c.a_label}", f"B: {c.b_label}"]
     if any(c.kernel):
         lines.append(f"kernels: A {c.kernel[0]}   B {c.kernel[1]}")
-    for title, rows in (("parameters", c.params), ("derived values", c.derived), ("ptxas resources", c.resources),
+    for title, rows in (("result metrics (B against A)", c.results), ("parameters", c.params),
+                        ("derived values", c.derived), ("ptxas resources", c.resources),
                         ("Nsight Compute metrics", c.metrics), ("SASS instruction mix (static counts)", c.sass)):
         if not rows:
             continue
@@ -22,17 +23,24 @@ def render(c: Comparison, *, only_changed: bool = False) -> str:
             continue
         lines.append("")
         lines.append(f"{title}:" if title != "Nsight Compute metrics" else title + " (B against A):")
-        width = min(max(len(r.name) for r in shown), 70)
+        width = min(max(len(_name(r)) for r in shown), 70)
         section = None
         for r in shown:
             if title == "Nsight Compute metrics" and r.section != section:
                 section = r.section
                 lines.append(f"  [{section}]")
-            lines.append(f"    {r.name:<{width}}  {_fmt(r.a):>14}  {_fmt(r.b):>14}  {_change(r):>9}"
-                         + (f"  {r.unit}" if r.unit else ""))
+            if r.knob:  # a setting that changed: MODE 1 → 0
+                lines.append(f"    {_name(r):<{width}}  {_fmt(r.a)} → {_fmt(r.b)}")
+                continue
+            unit = f" {r.unit}" if r.unit else ""
+            lines.append(f"    {_name(r):<{width}}  {_fmt(r.a):>14}  {_fmt(r.b):>14}{unit}  {_change(r)}".rstrip())
     for n in c.notes:
         lines.append(f"note: {n}")
     return "\n".join(lines)
+
+
+def _name(r: Row) -> str:
+    return f"{r.name} (objective, {r.direction})" if r.direction else r.name
 
 
 def _fmt(v) -> str:
@@ -48,6 +56,8 @@ def _fmt(v) -> str:
 
 
 def _change(r: Row) -> str:
+    """B against A, both ways a person reads it: '2.5× faster (-60.0%)' for a duration,
+    '1.3× higher, better (+30.0%)' for an objective to maximise, '1.3× lower (-23.1%)'."""
     c = r.change
     if c is None:
         return "" if not r.differs else "differs"
@@ -55,4 +65,18 @@ def _change(r: Row) -> str:
         return "="
     if not math.isfinite(c):
         return "new" if c > 0 else "-inf"
-    return f"{c:+.1%}"
+    ratio = r.ratio
+    if ratio is None:  # a sign change, or to 0
+        return f"{c:+.1%}"
+    factor = ratio if ratio >= 1 else 1 / ratio
+    if r.time:
+        word = "faster" if ratio < 1 else "slower"
+    else:
+        word = "lower" if ratio < 1 else "higher"
+        if r.better is not None:
+            word += ", better" if r.better else ", worse"
+    return f"{_factor(factor)}× {word} ({c:+.1%})"
+
+
+def _factor(f: float) -> str:
+    return f"{f:.3g}" if f >= 1.01 else f"{f:.4g}"

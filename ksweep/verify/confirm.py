@@ -313,6 +313,20 @@ def counts_for(m: Measurement, result: Result | None, key: str | None = None) ->
     return result.finished is None or m.finished is None or m.finished >= result.finished
 
 
+def counted_runs(results: Iterable[Result], measurements: Iterable[Measurement]
+                 ) -> dict[tuple[str, str], list[tuple[Measurement, int]]]:
+    """(variant, shape) -> the confirmation runs that count for its stored results
+    (``counts_for``), in the order they were taken, each with the index of the round it
+    ran in together with the others (``rounds_together``): what ``confirmed`` judges, and
+    what a repeated confirmation is simulated from (``ksweep insights``)."""
+    result_of = {(r.variant, r.shape, config_id(r.params)): r for r in results}
+    counted: dict[tuple, list[Measurement]] = defaultdict(list)
+    for m in measurements:
+        if counts_for(m, result_of.get((m.variant, m.shape, config_id(m.params)))):
+            counted[(m.variant, m.shape)].append(m)
+    return {group: list(zip(ms, rounds_together(ms))) for group, ms in counted.items()}
+
+
 def confirmed(results: Iterable[Result], measurements: Iterable[Measurement], direction: str,
               defaults: Mapping[tuple[str, str], str] | None = None) -> dict[tuple[str, str], Confirmed]:
     """(variant, shape) -> Confirmed, from the measurements taken under each result's own
@@ -325,18 +339,13 @@ def confirmed(results: Iterable[Result], measurements: Iterable[Measurement], di
     together (``rounds_together``): the rounds of a later confirmation (a sweep extended, its
     new leaders measured in rounds 0, 1, 2 again; a round cut short and finished by a
     resumed sweep) never pair with an earlier one's, taken minutes or days apart."""
-    result_of = {(r.variant, r.shape, config_id(r.params)): r for r in results}
     defaults = defaults or {}
     values: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     value_rounds: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     failures: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     rounds: dict[tuple, set] = defaultdict(set)
-    counted: dict[tuple, list[Measurement]] = defaultdict(list)
-    for m in measurements:
-        if counts_for(m, result_of.get((m.variant, m.shape, config_id(m.params)))):
-            counted[(m.variant, m.shape)].append(m)
-    for group, ms in counted.items():
-        for m, together in zip(ms, rounds_together(ms)):
+    for group, ms in counted_runs(results, measurements).items():
+        for m, together in ms:
             cid = config_id(m.params)
             rounds[group].add(m.round)
             if m.status is Status.OK and m.value is not None:
