@@ -134,6 +134,9 @@ CASES = [
     Case("run-spec-folder-read-only-db-elsewhere", ("run", "{locked_spec}", "--db", "{home}/r.db"),
          "cannot write in {folder}/locked (permission denied): the runs' scratch files are kept in .ksweep/ beside "
          "the spec; copy the spec and its sources to a folder you can write", nobody=True),
+    Case("check-update-db-folder-read-only", ("check", "{spec}", "--db", "{folder}/locked/results.db", "--update"),
+         "cannot write in {folder}/locked (permission denied): the results database results.db is kept there",
+         nobody=True),
     Case("plan-estimate-spec-folder-read-only", ("plan", "{locked_spec}", "--estimate", "2"),
          "cannot write in {folder}/locked (permission denied): plan --estimate keeps its sample builds in the build "
          "cache", nobody=True),
@@ -253,3 +256,21 @@ def test_a_database_in_a_read_only_folder_is_read_and_left_as_it_is(scratch, arg
     r = cli_as_nobody([a.format(**scratch) for a in argv], folder, scratch["home"])
     assert r.returncode == 0 and shows in r.stdout, (r.stdout, r.stderr)
     assert files_of(folder) == before
+
+
+def test_check_of_a_database_in_a_read_only_folder_runs_on_a_copy_with_a_cache_of_its_own(scratch):
+    """Without --update, check writes nothing beside the database: its copy and its build cache
+    are its own (the toy's build command makes no program: the shape FAILED, exit 1). The
+    spec sits in a folder its user can write, for the runs' scratch files."""
+    folder, home = scratch["folder"], scratch["home"]
+    mine = home / "check"
+    mine.mkdir(mode=0o777)
+    mine.chmod(0o777)
+    for name in ("toy.toml", "toy.c"):
+        shutil.copy(folder / name, mine / name)
+        (mine / name).chmod(0o644)
+    locked = folder / "locked"
+    before = files_of(locked)
+    r = cli_as_nobody(["check", mine / "toy.toml", "--db", locked / "results.db"], folder, home)
+    assert r.returncode == 1 and "FAILED" in r.stdout and "Traceback" not in r.stdout + r.stderr, (r.stdout, r.stderr)
+    assert files_of(locked) == before

@@ -18,6 +18,7 @@ own. The library half of ``ksweep check`` (the application layer).
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import sqlite3
 import tempfile
@@ -35,6 +36,7 @@ from ..spec.model import Spec
 from ..status import Status
 from ..store import standings
 from ..store.ranking import finite_value
+from ..store.connection import read_only_uri
 from ..store.sqlite import Store
 from ..strategies.listed import ListedStrategy
 from ..sweep.driver import check_store_spec
@@ -46,7 +48,7 @@ from ..verify import medians
 from ..verify.confirm import Confirmation, Interval
 from .check_rounds import Baselines, Rounds, measure
 from .sweep import run_sweep, write_csv
-from .wiring import database, make_executor, mode_for
+from .wiring import check_sweep_folders, database, make_executor, mode_for
 
 REPEATS = medians.FEWEST  # rounds at least, by default: the fewest whose median interval is at 95%
 BUDGET = 30.0  # seconds of rounds of one shape × variant, by default, before it is called inconclusive
@@ -120,7 +122,8 @@ def _cfg(params) -> str:
 
 
 def _copy(db: Path, to: Path) -> None:
-    src = sqlite3.connect(str(db))
+    """A copy of the database for the check's runs (the original's folder may be read-only)."""
+    src = sqlite3.connect(read_only_uri(db), uri=True)
     dst = sqlite3.connect(str(to))
     try:
         src.backup(dst)
@@ -197,6 +200,9 @@ def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, 
         return verdicts
     cache = db_path.resolve().parent / "cache"
     with tempfile.TemporaryDirectory(prefix="ksweep-check-") as tmp, contextlib.ExitStack() as stack:
+        if not update and not os.access(db_path.resolve().parent, os.W_OK | os.X_OK):
+            cache = Path(tmp) / "cache"  # the database's folder is read-only: a build cache of the check's own
+        check_sweep_folders(spec, db_path if update else Path(tmp) / db_path.name, cache)
         target = db_path
         if not update:
             target = Path(tmp) / db_path.name

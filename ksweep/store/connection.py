@@ -41,6 +41,12 @@ def _translated(path: Path, exc: sqlite3.Error) -> Exception:
     return out
 
 
+def read_only_uri(path: Path) -> str:
+    """SQLite's URI of a database read as it is on disk, nothing written (no -wal or -shm
+    file made beside it: its folder may be read-only)."""
+    return f"{Path(path).resolve().as_uri()}?mode=ro&immutable=1"
+
+
 class Cursor:
     """A cursor whose rows, read later, translate SQLite's errors too."""
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from ..errors import StoreDamaged, StoreError, StoreInUse
-from .connection import Connection, damaged, sqlite_header
+from .connection import Connection, damaged, read_only_uri, sqlite_header
 
 if TYPE_CHECKING:  # the spec's records load the expression language and numpy: a reader of results needs neither
     from ..spec.model import Objective
@@ -104,8 +104,8 @@ class Store:
         """Connect, refuse another program's file, and make the tables; whether the file was new."""
         try:
             if self.read_only:
-                uri = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1"
-                self.db = Connection(sqlite3.connect(uri, uri=True, isolation_level=None), self.path)
+                self.db = Connection(sqlite3.connect(read_only_uri(self.path), uri=True, isolation_level=None),
+                                     self.path)
                 self._refuse_foreign(create)
                 return False
             self.db = Connection(sqlite3.connect(str(self.path), timeout=30, isolation_level=None), self.path)
