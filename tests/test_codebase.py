@@ -368,6 +368,7 @@ def test_plan_show_in_a_pipe_never_cuts_values(tmp_path, capsys):
     assert code == 0 and "…" not in out
     for value in ("128", "512", "1024", "2097152"):
         assert value in out.split()
+    assert not [line for line in out.splitlines() if line != line.rstrip(" ")]  # rows end where their text ends
 
 
 # -- 4. constraints in spec order ---------------------------------------------------------

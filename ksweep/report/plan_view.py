@@ -13,6 +13,7 @@ from ..result import Result
 from ..space.space import Space
 from ..status import Status
 from .progress import spilled_line
+from .table import wide_console
 
 
 def spilled(spec, results: Iterable[Result]) -> dict[tuple[str, str], int]:
@@ -47,7 +48,7 @@ def print_plan(spec, plan, console: Console | None = None,
                spills: Mapping[tuple[str, str], int] | None = None) -> None:
     """The plan; ``spills`` (``spilled``): per shape × variant, the valid configs the database
     holds as SPILLS."""
-    console = console or Console()
+    console = console or wide_console()  # lines end where their text ends
     console.print(f"[bold]{spec.name}[/bold] ({spec.label}): {plan.total:,} configs, "
                   f"{plan.valid:,} valid, {plan.total - plan.valid:,} pruned", soft_wrap=True)
     if getattr(spec, "description", ""):
