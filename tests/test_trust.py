@@ -551,17 +551,19 @@ def test_ctrl_c_says_how_many_were_evaluated_and_how_to_resume(tmp_path):
         [run.env]
         TOY_SLEEP_MS = "300"
     """)
+    # one stream, as a terminal shows both: the hint is the last line, below the table
     proc = subprocess.Popen([sys.executable, "-m", "ksweep.cli.main", "run", str(spec), "-j", "1"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
     db = tmp_path / ".ksweep" / "toy.db"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and _evaluated(db) < 2:
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    err, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130
     line = [ln for ln in err.splitlines() if "interrupted:" in ln]
     assert line and "evaluated — run the same command to resume" in line[0]
+    assert "results:" in err and err.strip().splitlines()[-1] == line[0], err
     n = int(line[0].split("interrupted:")[1].split()[0])
     assert n == _evaluated(db) >= 2
 

@@ -147,9 +147,10 @@ def run(args) -> int:
                     observer=observer, cache=args.cache)
     except KeyboardInterrupt as exc:
         stopped = getattr(exc, "summary", None)
+        _show(spec, args, options, db, None)
+        sys.stdout.flush()  # the hint comes last, below the table: on a terminal it is what stays in view
         print(f"ksweep: interrupted: {stopped.evaluated if stopped else 0} evaluated — run the same command "
               f"to resume", file=sys.stderr)
-        _show(spec, args, options, db, None)
         return 130
     _show(spec, args, options, done.db, done.summary)
     failed = no_success(done.summary)
