@@ -174,3 +174,25 @@ def test_a_checksum_that_moves_within_the_tolerance_is_nondeterministic(tmp_path
     rows = {r["params"]["X"]: r for r in json.loads(ksweep_cli("report", db, "--format", "json").stdout)}
     assert rows[1]["confirmation"]["ineligible"] == "nondeterministic" and rows[2]["confirmation"]["mark"] == "BEST"
     assert "may not be BEST (--deterministic)" in ksweep_cli("report", db, cwd=tmp_path).stdout
+
+
+def test_plan_warns_of_a_spec_without_a_check(tmp_path):
+    path = spec(tmp_path, "X = [1, 2]")
+    assert "warning: no [check]" not in ksweep_cli("plan", path).stdout
+    path.write_text(path.read_text().replace('[check]\nreference = "defaults"\nrtol = 1e-6', ""))
+    out = ksweep_cli("plan", path).stdout
+    said = [ln for ln in out.splitlines() if ln.startswith("warning: no [check]")]
+    assert said and said[0].startswith("warning: no [check]: a config that prints a wrong checksum ranks as a "
+                                       "right one; add [check] reference = \"defaults\""), out
+
+
+@pytest.mark.parametrize("scaled", [False, True])
+def test_a_checksum_that_no_shape_changes_is_said(tmp_path, scaled):
+    shapes = "".join(f"\n[shapes.n{n}]\ndefines = {{ N = {n}{', SCALE = %d' % n if scaled else ''} }}"
+                     for n in (1, 2))
+    path = spec(tmp_path, "X = [1, 2]" + shapes)
+    done = ksweep_cli("run", path, "-q", "--no-harden", "--no-confirm", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    said = ("ksweep: warning: h.toml: the default config printed checksum=1 on every shape (n1, n2), whose inputs "
+            "differ: a checksum that does not change with the inputs checks nothing; compute it from the outputs")
+    assert (said in done.stderr) is not scaled, done.stderr

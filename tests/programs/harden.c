@@ -4,7 +4,8 @@
  * which the fake compute-sanitizer of tests/test_harden.py reports as that tool's finding.
  * NOISE makes its checksum move within the check's tolerance from one process to the next.
  * SLOW sleeps 30 s under a sanitizer (a tool's run that times out). Under a sanitizer it says
- * so (a timing loop would run once there, as ksweep.h's does). */
+ * so (a timing loop would run once there, as ksweep.h's does). With SCALE (a shape's input size)
+ * the checksum is SCALE times larger; without, a shape does not change it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,9 @@ int main(void) {
     double checksum = 1.0;
 #if NOISE
     checksum += 1e-9 * (double)(getpid() % 997 + 1);
+#endif
+#ifdef SCALE
+    checksum *= SCALE;
 #endif
     printf("@@RESULT ms=%d checksum=%.12f\n", X, checksum);
     return 0;
