@@ -160,3 +160,69 @@ def test_an_answer_that_is_no_verdict_is_incomplete():
     assert inputs_verdict(2, err) == ("incomplete", None, "CUDA_ERROR_ILLEGAL_ADDRESS in cuLaunchKernel")
     assert inputs_verdict(0, json.dumps({"ok": True, "failed": None, "checked": ["a"], "skipped": ["b"]}))[2] == \
         "passed: a; not compared (no reference): b"
+
+
+def test_a_kernel_mode_sweep_hardens_its_leaders_and_checks_an_edge_size(tmp_path, monkeypatch):
+    """End to end on the stand-in backend, its cubins made by a stand-in compiler: the faster
+    config's kernel has a fault racecheck finds and writes whole tiles only (wrong at the edge
+    size N=4099): UNSAFE, never BEST; the default config passes everything."""
+    from conftest import PROGRAMS
+
+    from ksweep import load_spec
+    from ksweep.app.sweep import best_result, run_sweep
+    from ksweep.store.sqlite import Store
+    from ksweep.sweep.options import SweepOptions
+    from ksweep.verify.confirm import Confirmation
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "compute-sanitizer").symlink_to(PROGRAMS / "fake_compute_sanitizer.py")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
+    (tmp_path / "vadd_args.py").write_text((KERNELS / "vadd_args.py").read_text())
+    (tmp_path / "vadd.cu").write_text("// the stand-in backend runs fake_harden.py's vadd\n")
+    (tmp_path / "k.toml").write_text(f"""
+[sweep]
+arch = "sm_90a"
+[params]
+MS = [3, 1]
+FAULT = [0, 2]
+TILES = [0, 1]
+[[constraints]]
+name = "the_fast_one_is_wrong"
+expr = "(MS == 3) == (FAULT == 0) and FAULT * 1 == TILES * 2"
+[shapes.s]
+defines = {{ N = 4096 }}
+[build]
+command = ["{sys.executable}", "{PROGRAMS / 'fake_cubin.py'}", "{{defines}}", "-o", "{{binary}}", "{{kernel_wrapper}}"]
+[kernel]
+source = "vadd.cu"
+name = "vadd"
+grid = "1"
+block = "256"
+args = "vadd_args.py:make_args"
+outputs = [0]
+reference = "vadd_args.py:reference"
+atol = 1e-5
+rtol = 1e-5
+timing = {{ warmup_ms = 1, budget_ms = 5, min_reps = 3, max_reps = 5, flush_l2 = false }}
+[harden]
+tools = ["racecheck"]
+special = ["zeros"]
+edge = {{ N = 4099 }}
+""")
+    options = SweepOptions(strategy="grid", confirm=Confirmation(k=2, rounds=2, within=None))
+    summary, db = run_sweep(load_spec(tmp_path / "k.toml"), options=options, kernel_backend=f"fake:{FAKE}")
+    with Store(db) as store:
+        by_ms = {r.params["MS"]: r for r in store.results() if r.status is not Status.PRUNED}
+        kinds = {(h.params["MS"], h.kind): h for h in store.hardenings()}
+    fast = by_ms[1]
+    assert fast.status is Status.UNSAFE and fast.message.startswith("racecheck: Race reported between"), fast.message
+    assert kinds[(1, "edge")].verdict == "failed"
+    assert kinds[(1, "edge")].detail.startswith("hardening: edge size N=4099: the check inputs: output 0: 3 elements "
+                                                "not written"), kinds[(1, "edge")].detail
+    assert kinds[(1, "inputs")].verdict == "passed"  # right on the shape's own size
+    assert by_ms[3].status is Status.OK and best_result(db).params["MS"] == 3
+    assert {kind: h.verdict for (ms, kind), h in kinds.items() if ms == 3} == {
+        "sanitizer": "clean", "inputs": "passed", "edge": "passed", "determinism": "deterministic"}
+    assert summary.hardened == ["s/base: hardened 2 leader(s) (racecheck): 1 UNSAFE, 1 clean; first finding: "
+                                + fast.message]

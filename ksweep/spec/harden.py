@@ -10,7 +10,7 @@ from .names import did_you_mean
 
 
 def harden_from_dict(ctx: Ctx, spec: Any) -> Harden:
-    table = ctx.keys(spec, {"enabled", "tools", "timeout", "deterministic", "special"}, "harden")
+    table = ctx.keys(spec, {"enabled", "tools", "timeout", "deterministic", "special", "edge"}, "harden")
     default = Harden()
 
     def names(key: str, known: tuple[str, ...], given) -> tuple[str, ...]:
@@ -28,4 +28,15 @@ def harden_from_dict(ctx: Ctx, spec: Any) -> Harden:
         timeout=ctx.number(table["timeout"], "harden.timeout") if "timeout" in table else None,
         deterministic=ctx.boolean(table.get("deterministic", default.deterministic), "harden.deterministic"),
         special=names("special", SPECIAL_INPUTS, table["special"]) if "special" in table else default.special,
+        edge=_edge(ctx, table.get("edge", {})),
     )
+
+
+def _edge(ctx: Ctx, table: Any) -> dict:
+    """``edge = { N = 4099 }``: names and the numbers (or strings) that replace a shape's."""
+    edge = ctx.keys(table, set(table) if isinstance(table, dict) else set(), "harden.edge")
+    for name, value in edge.items():
+        ctx.name(name, f"harden.edge.{name}")
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ctx.error(f"harden.edge.{name}", f"expected a number or a string, got {value!r}")
+    return dict(edge)

@@ -270,13 +270,19 @@ class Harden:
     false), each tool in a run of its own limited to ``timeout`` seconds (None: 100 times the
     config's measured run, at least 120 s); ``deterministic``: a config whose outputs differ from
     one run to the next may not be BEST (``--deterministic``); ``special``: kernel mode's
-    further inputs where the kernel's contract allows them (NaN and Inf only when listed)."""
+    further inputs where the kernel's contract allows them (NaN and Inf only when listed);
+    ``edge``: kernel mode's edge size, shape defines (or constants) that replace each shape's
+    (e.g. ``{ N = 4099 }``): the default config and the leaders built for it and checked on it."""
 
     enabled: bool = True
     tools: tuple[str, ...] = SANITIZER_TOOLS
     timeout: float | None = None
     deterministic: bool = False
     special: tuple[str, ...] = ("zeros", "ones", "large")
+    edge: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "edge", _frozen_map(self.edge))
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,10 @@ is named (a config it finds unsafe is never BEST):
   its message the tool, the first finding, and the function and line it names;
 - **further inputs**, where the mode has them: the same fresh process checks the config on
   inputs that catch cheats (other addresses, special values); a wrong output there is a
-  CHECKSUM_MISMATCH.
+  CHECKSUM_MISMATCH;
+- **an edge size**, where the mode has further inputs and ``[harden] edge`` gives one (shape
+  defines such as ``N = 4099``): the default config and the leaders built for it (where the
+  spec's constraints allow them there) and checked on it the same way.
 
 Each verdict is stored (``Store.put_hardening``) under the config's result key: a resumed
 sweep hardens only what it has not, and a config measured again is hardened again. Without
@@ -26,11 +29,12 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from ..job import Job, config_id
+from ..space.space import Space
 from ..result import Hardening, Result
 from ..run import sanitize
 from ..run.base import Here
@@ -39,6 +43,7 @@ from ..verify import confirm
 from ..verify.determinism import differs
 from ..verify.sanitizer import Verdict, inputs_verdict, verdict
 from .context import SweepContext
+from .jobs import JobFactory
 from .waiting import wait_for
 
 if TYPE_CHECKING:
@@ -51,10 +56,11 @@ LEAST_TIMEOUT = 120.0  # seconds a tool's run gets at least (100 times the confi
 
 @dataclass(frozen=True)
 class Hardened:
-    """What the sanitizers and the further inputs said of one config (None: not run)."""
+    """What the sanitizers, the further inputs and the edge size said of one config (None: not run)."""
 
     tools: Verdict | None = None
     inputs: tuple[str, Status | None, str] | None = None  # verify.sanitizer.inputs_verdict's
+    edge: tuple[str, Status | None, str] | None = None  # the same, on the edge size
 
 
 def tool_timeout(spec, result: Result | None) -> float:
@@ -107,26 +113,24 @@ def record(store, result: Result, hardened: Hardened) -> Status | None:
     if hardened.tools is not None:
         t = hardened.tools
         store.put_hardening(Hardening(**base, kind="sanitizer", verdict=t.verdict, detail=t.message, tools=t.tools))
-    if hardened.inputs is not None:
-        said, _, message = hardened.inputs
-        store.put_hardening(Hardening(**base, kind="inputs", verdict=said, detail=message))
+    for kind, said in (("inputs", hardened.inputs), ("edge", hardened.edge)):
+        if said is not None:
+            store.put_hardening(Hardening(**base, kind=kind, verdict=said[0], detail=said[2]))
     for status, message in ((hardened.tools.status if hardened.tools else None,
                              hardened.tools.message if hardened.tools else ""),
-                            (hardened.inputs[1] if hardened.inputs else None,
-                             hardened.inputs[2] if hardened.inputs else "")):
+                            *((s[1], s[2]) for s in (hardened.inputs, hardened.edge) if s is not None)):
         if status is not None:
             store.set_verdict(result, status, message, False)
             return status
     return None
 
 
-def done_before(records: Sequence[Hardening], result: Result, needs_inputs: bool) -> bool:
-    """Whether ``result`` was hardened already under its key (a resumed sweep): a sanitizer
-    verdict that is not incomplete, and the further inputs' where the mode has them."""
+def done_before(records: Sequence[Hardening], result: Result, needs: Sequence[str]) -> bool:
+    """Whether ``result`` was hardened already under its key (a resumed sweep): a record of each
+    kind ``needs`` ("sanitizer", "inputs", "edge") that is not incomplete."""
     kinds = {h.kind: h for h in records if config_id(h.params) == config_id(result.params)
              and h.result_key == result.cache_key}
-    tools = kinds.get("sanitizer")
-    return tools is not None and tools.verdict != "incomplete" and (not needs_inputs or "inputs" in kinds)
+    return all(kind in kinds and kinds[kind].verdict != "incomplete" for kind in needs)
 
 
 def determinism(results: Mapping[str, Result], measurements, keys: Sequence[str], configs: Sequence[str]
@@ -197,15 +201,23 @@ class HardeningPhase:
         if exe is None and sanitize.HINT not in summary.notes:
             summary.notes.append(sanitize.HINT)
         done = store.hardenings(self.variant, self.shape)
-        needs_inputs = sweep.mode.harden_reference or False
+        further = bool(sweep.mode.harden_reference)
+        edge = further and bool(spec.harden.edge)
+        needs = [kind for kind, wanted in (("sanitizer", exe is not None), ("inputs", further), ("edge", edge))
+                 if wanted]
+        default = store.default_configs().get((self.variant, self.shape))
+        if edge and default in results and default not in chosen and results[default].status is Status.OK:
+            chosen.append(default)  # the edge size checks the default config too
         counts: dict[str, int] = {}
         first_finding = ""
         for cid in chosen:
             result = results[cid]
-            if done_before(done, result, needs_inputs) or (exe is None and not needs_inputs):
+            if not needs or done_before(done, result, needs):
                 continue
             started = time.monotonic()
             hardened = self._harden(result, here, exe)
+            if edge:
+                hardened = replace(hardened, edge=self._edge(result, here))
             summary.harden_seconds += time.monotonic() - started
             status = record(store, result, hardened)
             said = str(status) if status is not None else (hardened.tools.verdict if hardened.tools else "checked")
@@ -213,8 +225,8 @@ class HardeningPhase:
             if status is not None:
                 summary.counts[result.status.value] = summary.counts.get(result.status.value, 1) - 1
                 summary.counts[status.value] = summary.counts.get(status.value, 0) + 1
-                first_finding = first_finding or (hardened.tools.message if status is Status.UNSAFE
-                                                  else hardened.inputs[2])
+                first_finding = first_finding or (hardened.tools.message if status is Status.UNSAFE else next(
+                    s[2] for s in (hardened.inputs, hardened.edge) if s is not None and s[1] is not None))
         if counts:
             tools = ", ".join(spec.harden.tools) if exe is not None else "no sanitizer"
             said = ", ".join(f"{n} {k}" for k, n in counts.items())
@@ -242,6 +254,39 @@ class HardeningPhase:
             harness = built.binary if built is not None else None
         return harden_config(sweep.spec, sweep.mode, job, build, here, exe=exe, tools=sweep.spec.harden.tools,
                              timeout=tool_timeout(sweep.spec, result), harness=harness, reference=reference)
+
+    def _edge(self, result: Result, here: Here) -> tuple[str, Status | None, str]:
+        """The config built for the edge size (``[harden] edge``) and checked on its inputs."""
+        sweep = self.sweep
+        spec, edge = sweep.spec, sweep.spec.harden.edge
+        shape, variant = spec.shape(self.shape), spec.variant(self.variant)
+        named = ", ".join(f"{k}={v}" for k, v in edge.items())
+        constants = {k: v for k, v in edge.items() if k in shape.constants or k in spec.constants}
+        edge_shape = replace(shape, name=f"{shape.name}_edge",
+                             defines={**shape.defines, **{k: v for k, v in edge.items() if k not in constants}},
+                             constants={**shape.constants, **constants})
+        edge_spec = replace(spec, shapes=(*spec.shapes, edge_shape))
+        space = Space.from_spec(edge_spec, edge_shape.name, variant.name)
+        if dict(result.params) not in space:
+            return "skipped", None, f"edge size {named}: the spec's constraints refuse this config there"
+        factory = JobFactory(edge_spec, edge_shape, variant, space, sweep.mode)
+        job = factory.make(dict(result.params), phase="harden")
+        build = self._build(job)
+        if build is None:
+            return "failed", Status.COMPILE_ERROR, f"hardening: edge size {named}: the config did not build"
+        reference = None
+        params = sweep.mode.reference_config(edge_spec, {p.name: p.default for p in space.params})
+        if params is not None and params in space:
+            ref_job = factory.make(dict(params), phase="harden")
+            ref_build = self._build(ref_job)
+            reference = (ref_job, ref_build) if ref_build is not None else None
+        said = harden_config(edge_spec, sweep.mode, job, build, here, exe=None, tools=(),
+                             timeout=tool_timeout(spec, result), reference=reference).inputs
+        if said is None:
+            return "skipped", None, f"edge size {named}: no check"
+        verdict_, status, message = said
+        return verdict_, status, (message.replace("hardening: ", f"hardening: edge size {named}: ", 1)
+                                  if status is not None else f"edge size {named}: {message}")
 
     def _build(self, job: Job):
         built = wait_for(self.sweep.executor.submit_build(job))
