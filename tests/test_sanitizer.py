@@ -121,15 +121,18 @@ def test_the_harden_table_is_checked_when_the_spec_loads():
 
     base = {"params": {"X": [1, 2]}}
     spec = spec_from_dict({**base, "harden": {"tools": ["memcheck", "racecheck"], "timeout": 30,
-                                              "deterministic": True, "special": ["zeros", "nan"]}})
+                                              "deterministic": True, "special": ["zeros", "nan"],
+                                              "edge": {"N": 4099}}})
     h = spec.harden
-    assert (h.enabled, h.tools, h.timeout, h.deterministic, h.special) == \
-        (True, ("memcheck", "racecheck"), 30.0, True, ("zeros", "nan"))
+    assert (h.enabled, h.tools, h.timeout, h.deterministic, h.special, dict(h.edge)) == \
+        (True, ("memcheck", "racecheck"), 30.0, True, ("zeros", "nan"), {"N": 4099})
     assert spec_from_dict(base).harden.tools == ("memcheck", "racecheck", "initcheck", "synccheck")
     for table, fragment in (({"tools": ["memchek"]}, "harden.tools: unknown tool 'memchek' — did you mean 'memcheck'"),
                             ({"special": ["huge"]}, "harden.special: unknown input 'huge'"),
                             ({"timeout": -1}, "harden.timeout"), ({"enabled": "yes"}, "harden.enabled"),
-                            ({"tool": ["memcheck"]}, "harden.tool: unknown key")):
+                            ({"tool": ["memcheck"]}, "harden.tool: unknown key"),
+                            ({"edge": {"N": [1, 2]}}, "harden.edge.N: expected a number or a string"),
+                            ({"edge": {"2N": 3}}, "harden.edge.2N: '2N' is not a valid name")):
         with pytest.raises(SpecError) as err:
             spec_from_dict({**base, "harden": table})
         assert fragment in str(err.value), str(err.value)
