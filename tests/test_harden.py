@@ -196,3 +196,33 @@ def test_a_checksum_that_no_shape_changes_is_said(tmp_path, scaled):
     said = ("ksweep: warning: h.toml: the default config printed checksum=1 on every shape (n1, n2), whose inputs "
             "differ: a checksum that does not change with the inputs checks nothing; compute it from the outputs")
     assert (said in done.stderr) is not scaled, done.stderr
+
+
+def test_a_confirmed_config_the_hardening_failed_is_never_best_and_the_next_one_is():
+    """verify/confirm.confirmed on stored rows: a config whose runs were the fastest but whose
+    result is no longer OK (UNSAFE, or wrong on the further inputs) is barred, the next is BEST;
+    a nondeterministic one is barred only with deterministic=True."""
+    from ksweep.job import config_id
+    from ksweep.result import Hardening, Measurement, Result
+    from ksweep.verify.confirm import confirmed
+
+    one, two = config_id({"X": 1}), config_id({"X": 2})
+
+    def rows(status_of_fast):
+        results = [Result("base", "s", {"X": x}, status_of_fast if x == 1 else Status.OK, cache_key=f"k{x}",
+                          metrics={"ms": float(x)}, finished=1.0) for x in (1, 2, 3)]
+        runs = [Measurement("base", "s", {"X": x}, f"k{x}", r, Status.OK, value=float(x) + 0.01 * r, finished=10.0 + r)
+                for r in range(3) for x in (1, 2, 3)]
+        return results, runs
+
+    for status in (Status.OK, Status.UNSAFE, Status.CHECKSUM_MISMATCH):
+        results, runs = rows(status)
+        conf = confirmed(results, runs, "min")[("base", "s")]
+        assert conf.best == (one if status is Status.OK else two), (status, conf.best)
+        if status is not Status.OK:
+            assert conf.verdicts[one].ineligible == status.value
+    results, runs = rows(Status.OK)
+    noisy = [Hardening("base", "s", {"X": 1}, "k1", "determinism", "nondeterministic", "checksum 1.0 in one run, 1.1")]
+    assert confirmed(results, runs, "min", hardening=noisy)[("base", "s")].best == one
+    barred = confirmed(results, runs, "min", hardening=noisy, deterministic=True)[("base", "s")]
+    assert barred.best == two and barred.nondeterministic(one).startswith("checksum 1.0")

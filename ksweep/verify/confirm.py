@@ -368,13 +368,15 @@ def confirmed(results: Iterable[Result], measurements: Iterable[Measurement], di
     new leaders measured in rounds 0, 1, 2 again; a round cut short and finished by a
     resumed sweep) never pair with an earlier one's, taken minutes or days apart.
 
-    ``hardening``: what the hardening of the leaders found (``Store.hardenings``): a config whose
-    result is UNSAFE is never BEST nor TIE, nor, with ``deterministic``, one whose outputs
-    differed from one run to the next."""
+    A config whose result is no longer OK (the hardening found it UNSAFE or wrong on further
+    inputs, or it was judged again against another reference) is never BEST nor TIE, nor, with
+    ``deterministic``, one whose outputs differed from one run to the next (``hardening``:
+    what the hardening of the leaders found, ``Store.hardenings``)."""
     results = list(results)
     defaults = defaults or {}
     found = hardened(results, hardening)
-    unsafe = {(r.variant, r.shape, config_id(r.params)): r.message for r in results if r.status is Status.UNSAFE}
+    failed_now = {(r.variant, r.shape, config_id(r.params)): r.status.value for r in results
+                  if r.status is not Status.OK}
     values: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     value_rounds: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     failures: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -393,7 +395,7 @@ def confirmed(results: Iterable[Result], measurements: Iterable[Measurement], di
     for group, per_config in values.items():
         at = value_rounds[group]
         records = found.get(group, {})
-        barred = {c: "UNSAFE" for c in per_config if (*group, c) in unsafe}
+        barred = {c: failed_now[(*group, c)] for c in per_config if (*group, c) in failed_now}
         if deterministic:
             barred.update({c: "nondeterministic" for c, kinds in records.items() if c not in barred and (
                 kinds.get("determinism") is not None and kinds["determinism"].verdict == "nondeterministic")})
