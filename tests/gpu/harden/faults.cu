@@ -7,8 +7,8 @@
 //   3 an out-of-bounds write that lands in the allocation's padding: no bound on the store
 //     (the shape's N is not a multiple of the tile; the output stays right: memcheck alone sees it)
 //   4 a missing __syncthreads between the tile's writes and its reversed reads (racecheck)
-//   5 outputs kept by the inputs' address: a launch on inputs at the address of the last launch's
-//     copies that launch's outputs (right whenever an address always holds the same values)
+//   5 outputs kept by the inputs' address: each block answers what it answered the last time it
+//     saw that address (right whenever an address always holds the same values)
 //   6 right for the first input draw only: once a whole launch has finished, every later launch
 //     writes the first launch's answer
 //   7 a __syncthreads in divergent code (synccheck)
@@ -24,7 +24,7 @@
 
 #if FAULT == 5 || FAULT == 6
 __device__ float memo[MEMO];
-__device__ const float *memo_a;
+__device__ const float *memo_a[MEMO / TILE];  // fault 5: each block's tile, kept by the input's address
 __device__ unsigned int blocks_done;
 #endif
 
@@ -33,8 +33,9 @@ extern "C" __global__ void tile_add(float *c, const float *a, const float *b, in
     const int t = threadIdx.x, base = blockIdx.x * TILE, i = base + t;
     const float v = i < n ? a[i] + b[i] : 0.0f;
 #if FAULT == 5
-    if (memo_a == a && n <= MEMO) {  // the same address as the last launch: its answer
-        if (i < n) c[i] = memo[i];
+    if (n <= MEMO && memo_a[blockIdx.x] == a) {  // this block saw this address before: its answer then
+        const int k = base + TILE - 1 - t;
+        if (k < n) c[k] = memo[k];
         return;
     }
 #elif FAULT == 6
@@ -65,7 +66,7 @@ extern "C" __global__ void tile_add(float *c, const float *a, const float *b, in
 #if FAULT == 5
     if (i < n && n <= MEMO) memo[i] = v;
     __syncthreads();
-    if (t == 0 && blockIdx.x == gridDim.x - 1) memo_a = a;  // (racy across blocks; good enough for a cheat)
+    if (t == 0 && n <= MEMO) memo_a[blockIdx.x] = a;
 #elif FAULT == 6
     if (i < n && n <= MEMO) memo[i] = v;
     __syncthreads();
