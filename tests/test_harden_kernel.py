@@ -6,7 +6,6 @@ cheats (outputs kept by their inputs' addresses, saturating sums, an all-zero in
 import json
 import subprocess
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np

@@ -70,8 +70,8 @@ def check_shipped(standings: Standings, entries: Sequence, allow_unhardened: boo
     if failed:
         raise ExportError(f"refused: the hardening found a fault in {len(failed)} shipped config(s): {failed[0]}")
     if not hardened_here(standings):
-        return [f"not hardened: no config of this database ran under compute-sanitizer (ksweep harden DB runs "
-                f"the shipped configs under it)"] if entries else []
+        return ["not hardened: no config of this database ran under compute-sanitizer (ksweep harden DB runs "
+                "the shipped configs under it)"] if entries else []
     if unhardened and not allow_unhardened:
         raise ExportError(f"refused: {len(unhardened)} shipped config(s) were not hardened (no clean verdict of "
                           f"the sanitizers under their current result): {unhardened[0]} — run ksweep harden DB, "

@@ -29,7 +29,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from ..spec.model import SANITIZER_TOOLS as TOOLS
 from ..status import Status
 
 PREFIX = "========="
