@@ -97,3 +97,21 @@ class Measurement:
     gpu_uuid: str | None = None
     gpu_state: Mapping[str, Any] = field(default_factory=dict)
     finished: float | None = None
+
+
+@dataclass(frozen=True)
+class Hardening:
+    """What the hardening of a leader found (ksweep/sweep/hardening.py), under the result key it
+    was measured with: ``kind`` "sanitizer" (compute-sanitizer's tools, ``tools``: each with what
+    it said; ``verdict`` clean, unsafe or incomplete), "inputs" (kernel mode's further inputs:
+    passed, failed or skipped) or "determinism" (deterministic or nondeterministic)."""
+
+    variant: str
+    shape: str
+    params: Mapping[str, Any]
+    result_key: str | None
+    kind: str
+    verdict: str
+    detail: str = ""
+    tools: Mapping[str, str] = field(default_factory=dict)
+    finished: float | None = None

@@ -21,6 +21,7 @@ class Status(str, Enum):
     NO_RESULT = "NO_RESULT"
     CHECKSUM_MISMATCH = "CHECKSUM_MISMATCH"
     IMPOSSIBLE = "IMPOSSIBLE"  # faster than the hardware allows ([physics]): never ranked
+    UNSAFE = "UNSAFE"  # a sanitizer found a fault in it when the leaders were hardened: never ranked
 
     def __str__(self) -> str:
         return self.value
@@ -41,7 +42,7 @@ class Status(str, Enum):
 
 # Report order of failures: closest to success first.
 FAILURE_ORDER = [
-    Status.IMPOSSIBLE, Status.CHECKSUM_MISMATCH, Status.NO_RESULT, Status.RUN_ERROR, Status.CUDA_ERROR,
+    Status.UNSAFE, Status.IMPOSSIBLE, Status.CHECKSUM_MISMATCH, Status.NO_RESULT, Status.RUN_ERROR, Status.CUDA_ERROR,
     Status.CRASH, Status.HANG, Status.SPILLS, Status.REGS_LIMIT, Status.COMPILE_ERROR, Status.PRUNED,
 ]
 

@@ -2,6 +2,7 @@
 @@RESULT line are plain C++ (built by g++ here and parsed by ksweep's own protocol parser);
 its CUDA part compiles for sm_90a with nvcc; the examples' harnesses use it."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -115,3 +116,32 @@ def test_the_examples_harnesses_time_with_it():
         text = (EXAMPLES / path).read_text()
         assert "#include <ksweep.h>" in text and "ksweep::Timer" in text and "ksweep::Result()" in text
         assert "cudaEventElapsedTime" not in text  # no timing loop of their own
+
+
+SANITIZER = r"""
+#include <ksweep.h>
+int main() {
+  const char *tool = ksweep::sanitizer();
+  std::printf("%s\n", tool ? tool : "none");
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not on PATH")
+def test_the_header_knows_when_it_runs_under_a_sanitizer(tmp_path):
+    """ksweep.h's Timer times one launch under a sanitizer (its CUDA part: tests/gpu); it knows
+    from KSWEEP_SANITIZER, which ksweep sets, or from the injection library compute-sanitizer
+    loads when it is run by hand."""
+    _host_program(tmp_path, "tool", SANITIZER)
+    env = {k: v for k, v in os.environ.items() if k not in ("KSWEEP_SANITIZER", "CUDA_INJECTION64_PATH")}
+
+    def said(**more):
+        return subprocess.run([str(tmp_path / "tool")], capture_output=True, text=True, env={**env, **more},
+                              check=True).stdout.strip()
+
+    assert said() == "none"
+    assert said(KSWEEP_SANITIZER="racecheck") == "racecheck"
+    assert said(CUDA_INJECTION64_PATH="/usr/local/cuda/compute-sanitizer/libsanitizer-collection.so") == \
+        "compute-sanitizer"
+    assert said(CUDA_INJECTION64_PATH="/opt/other/libinjection.so") == "none"

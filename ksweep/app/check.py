@@ -218,10 +218,11 @@ def check(spec: Spec, *, db: str | Path | None = None, tolerance: float = 0.05, 
             def listed(name, space, seed, max_evals, configs=configs):  # the driver's factory signature
                 return ListedStrategy(space, configs)
 
-            # the shape's other configs are not measured: with --update their results stand
+            # the shape's other configs are not measured: with --update their results stand; the
+            # check measures speed, it hardens nothing (ksweep harden does, after --update)
             options = SweepOptions(shapes=(sh,), variants=(va,), rerun="all", rerun_supersedes=False,
                                    record_pruned=False, max_evals=len(configs), confirm=None,
-                                   warm_between_shapes=False)
+                                   warm_between_shapes=False, harden=False)
             run_sweep(spec, db=target, options=options, executor=executor, observer=observer, cache=cache,
                       strategy_factory=listed)
             verdicts.append(_judge(spec, target, va, sh, base, configs, spaces[(va, sh)], metric, direction,

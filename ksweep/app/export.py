@@ -26,11 +26,13 @@ class Exported:
 
 def export(db: str, format: str, *, generator: str, cover: float | None = None, shape: str | None = None,
            variant: str | None = None, gpu: str | None = None, output: str | None = None,
-           force: bool = False) -> Exported:
+           force: bool = False, allow_unhardened: bool = False) -> Exported:
     """``db``'s results in ``format`` (``header``, ``json``, ``t4``, ``kt-cache``): each shape's
     best, or with ``cover`` (a percentage) the fewest configs keeping every shape within it of
     its own best; ``shape``, ``variant`` and ``gpu`` (a GPU model's name or a part of it)
-    choose what is exported; ``generator`` names the program in the output. With ``output``
+    choose what is exported; ``generator`` names the program in the output; a config that was
+    never hardened is refused where the database was hardened, unless ``allow_unhardened``
+    (export/hardening.py). With ``output``
     the text is written there (checked before anything is read: an existing file only with
     ``force``, never the database, its spec or a source it builds)."""
     target = checked_output(output, force=force, reads=db_inputs(db)) if output else None
@@ -43,7 +45,7 @@ def export(db: str, format: str, *, generator: str, cover: float | None = None, 
         left_out = len(_chosen(store.superseded_results(), shape, variant, gpu))
     out = export_as(standings, format, orders=orders, name=kt_name or name, source=Path(db).name,
                     generator=generator, cover=cover, shape=shape, variant=variant, gpu=gpu,
-                    problem_size=problem_size)
+                    problem_size=problem_size, allow_unhardened=allow_unhardened)
     written = target.write(out.text) if target is not None else None
     return Exported(out, _chosen(standings.results, shape, variant, gpu), left_out, written)
 

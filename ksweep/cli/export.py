@@ -26,12 +26,16 @@ def add_parser(sub) -> None:
     p.add_argument("--shape", help="only this shape")
     p.add_argument("--variant", help="only this variant")
     p.add_argument("--gpu", metavar="MODEL", help="only this GPU model (its name or a part of it)")
+    p.add_argument("--allow-unhardened", action="store_true",
+                   help="header, json: ship configs the sanitizers have not checked, where the database was "
+                        "hardened (a config found unsafe is never shipped); see docs/cli.md")
     p.set_defaults(handler=run)
 
 
 def run(args) -> int:
     done = export(args.db, args.format, generator=f"ksweep {version()}", cover=args.cover, shape=args.shape,
-                  variant=args.variant, gpu=args.gpu, output=args.output, force=args.force)
+                  variant=args.variant, gpu=args.gpu, output=args.output, force=args.force,
+                  allow_unhardened=args.allow_unhardened)
     out = done.out
     said = sys.stdout
     if done.written:

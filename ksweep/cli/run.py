@@ -56,6 +56,12 @@ def add_parser(sub) -> None:
                         "counted by --max-evals)")
     p.add_argument("--no-confirm", dest="confirm", action="store_const", const=NO_CONFIRM,
                    help="no confirmation runs: BEST is the single best measurement")
+    p.add_argument("--no-harden", dest="harden", action="store_false",
+                   help="do not run the confirmed leaders under compute-sanitizer (memcheck, racecheck, initcheck, "
+                        "synccheck) before naming BEST; see docs/cli.md, \"Hardening\"")
+    p.add_argument("--deterministic", action="store_true",
+                   help="a config whose outputs (checksum, checked metrics; kernel mode: the output buffers) "
+                        "differ from one run to the next may not be BEST ([harden] deterministic)")
     p.add_argument("--no-gpu-check", dest="gpu_check", action="store_false",
                    help="run a spec of CUDA programs on a host without a GPU (its programs need none)")
     p.add_argument("--shape", action="append", help="only this shape (repeatable)")
@@ -137,6 +143,7 @@ def run(args) -> int:
         patience=args.patience, shapes=shapes, variants=variants,
         rerun=args.rerun, gpu_check=args.gpu_check, warm_start=warm_start,
         warm_between_shapes=args.warm_between_shapes, confirm=_confirmation(args.confirm),
+        harden=args.harden, deterministic=args.deterministic,
     )
     gpus = parse_gpus(args.gpus)
     observer = make_observer(spec.objective.metric, args.quiet)
@@ -198,6 +205,10 @@ def _show(spec, args, options: SweepOptions, db: Path, summary) -> None:
     if len(spec.objective_list()) > 1:  # the end of a multi-objective run: its front, quiet or not
         render_fronts(selected, spec.objective_list(), console, order)
     if summary is not None:
+        for line in summary.hardened:  # what the hardening of the leaders found, or why it did not run
+            console.print(f"harden: {line}", soft_wrap=True, markup=False)
+        for note in summary.notes:  # a blind check, no compute-sanitizer
+            print(f"ksweep: warning: {note}", file=sys.stderr)
         console.print(summary_line(summary), soft_wrap=True)
         for line in headlines(db):  # at most two: a failure rule, a knob with no effect
             console.print(line, soft_wrap=True, markup=False)

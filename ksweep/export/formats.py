@@ -20,6 +20,8 @@ from ..spec.model import BASE_VARIANT
 from ..spec.names import did_you_mean
 from ..report.records import finite_or_none, to_records
 from ..store.standings import Standings
+from ..job import config_id
+from .hardening import check_shipped, said
 from .header import defines_of, header
 from .kt_cache import kt_cache_text
 from .recording import recording
@@ -39,15 +41,21 @@ class Exported:
 def export(standings: Standings, fmt: str, *,
            orders: Mapping[tuple[str, ...], Sequence[str]] | None = None, name: str = "ksweep",
            source: str = "", generator: str = "ksweep", cover: float | None = None, shape: str | None = None,
-           variant: str | None = None, gpu: str | None = None, problem_size=None) -> Exported:
-    """The text of one format and what to tell of it, from a store's standings (store/standings.py)."""
+           variant: str | None = None, gpu: str | None = None, problem_size=None,
+           allow_unhardened: bool = False) -> Exported:
+    """The text of one format and what to tell of it, from a store's standings (store/standings.py);
+    a header or JSON refuses what the hardening rule refuses (export/hardening.py), unless
+    ``allow_unhardened`` for configs that were never hardened."""
     metric = standings.objective.metric
     results = _only(_only(standings.results, "variant", variant), "shape", shape)
     if fmt in ("header", "json"):
         sel = select(standings, cover_pct=cover, gpu=gpu, results=results)
-        text = header(sel, name=name, source=source, generator=generator) if fmt == "header" \
-            else selection_json(sel, standings.confirmations) + "\n"
-        return Exported(text, _summary(sel), _left_out(results, sel, fmt, gpu))
+        notes = check_shipped(standings, sel.entries, allow_unhardened)
+        hardening = {(e.variant, e.shape, config_id(e.result.params)):
+                     said(standings, e.variant, e.shape, config_id(e.result.params)) for e in sel.entries}
+        text = header(sel, name=name, source=source, generator=generator, hardening=hardening) if fmt == "header" \
+            else selection_json(sel, standings.confirmations, hardening) + "\n"
+        return Exported(text, _summary(sel), _left_out(results, sel, fmt, gpu) + notes)
     if cover is not None:
         raise ExportError(f"--cover applies to --format header and json, not {fmt}: a {fmt} file records "
                           f"every config of one shape")
@@ -112,7 +120,7 @@ def _summary(sel: Selection) -> list[str]:
     return lines
 
 
-def selection_json(selection: Selection, conf=None) -> str:
+def selection_json(selection: Selection, conf=None, hardening=None) -> str:
     """What ``ksweep export --format json`` writes: the shipped config of each shape (the
     header's entries, export/selection.py) with its macros and its whole result record."""
     records = to_records([e.result for e in selection.entries], conf)
@@ -123,7 +131,8 @@ def selection_json(selection: Selection, conf=None) -> str:
             {"variant": e.variant, "shape": e.shape, "gpu": e.gpu, "config": selection.config_index(e),
              "params": dict(e.result.params), "defines": dict(defines_of(e.result)), "value": e.value,
              "confirmed": e.confirmed, "loss": e.loss, "best_value": e.best_value,
-             "best_params": dict(e.best.params), "result": record}
+             "best_params": dict(e.best.params),
+             "hardening": (hardening or {}).get((e.variant, e.shape, config_id(e.result.params))), "result": record}
             for e, record in zip(selection.entries, records)
         ],
     }

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..build.argv import ENTRY_DEFINE
+from ..job import config_id
 from ..result import Result
 from ..spec.model import define_value
 from .selection import Selection
@@ -67,8 +68,10 @@ def defines_of(r: Result) -> list[tuple[str, str]]:
     return list(found.items())
 
 
-def header(selection: Selection, *, name: str, source: str = "", generator: str = "ksweep") -> str:
-    """The header's text; ``name`` (the sweep's) prefixes its C identifiers and include guard."""
+def header(selection: Selection, *, name: str, source: str = "", generator: str = "ksweep",
+           hardening: Mapping[tuple[str, str, str], str] | None = None) -> str:
+    """The header's text; ``name`` (the sweep's) prefixes its C identifiers and include guard;
+    ``hardening``: (variant, shape, config id) -> what the hardening said of that entry's config."""
     entries = selection.entries
     prefix = identifier(name).lower()
     if prefix[0].isdigit():
@@ -77,7 +80,7 @@ def header(selection: Selection, *, name: str, source: str = "", generator: str 
     shapes = _macros("KSWEEP_SHAPE_", [(e.shape, e.shape) for e in entries])
     gpus = _macros("KSWEEP_GPU_", [(e.gpu, _gpu_label(e.gpu).upper()) for e in entries])
     variants = _macros("KSWEEP_VARIANT_", [(e.variant, e.variant) for e in entries])
-    out = [_comment(selection, shapes, gpus, variants, source, generator, prefix)]
+    out = [_comment(selection, shapes, gpus, variants, source, generator, prefix, hardening or {})]
     out += [f"#ifndef KSWEEP_TUNED_{upper}_H", f"#define KSWEEP_TUNED_{upper}_H", ""]
     out += _selection_macros(selection, shapes, gpus, variants, upper)
     out += _table(selection, prefix, upper)
@@ -108,7 +111,7 @@ def _comment_text(text: str) -> str:
     return text.replace("*/", "* /").replace("\n", " ")
 
 
-def _comment(selection: Selection, shapes, gpus, variants, source, generator, prefix) -> str:
+def _comment(selection: Selection, shapes, gpus, variants, source, generator, prefix, hardening) -> str:
     better = "lower" if selection.direction == "min" else "higher"
     lines = [f"Tuned configs exported by {generator}" + (f" from {source}" if source else "") + ".",
              f"Objective: {selection.metric}, {better} is better; a value is the median of the config's",
@@ -130,10 +133,12 @@ def _comment(selection: Selection, shapes, gpus, variants, source, generator, pr
         default = " (the only one: the default)" if len(macros) == 1 and title != "shapes" else ""
         lines.append(f"{title}{default}:")
         lines += [f"    {m}  {n if n is not None else '(not recorded)'}" for n, m in macros.items()]
-    lines += ["", "variant / GPU model / shape: config, value, loss against the shape's own best"]
+    lines += ["", "variant / GPU model / shape: config, value, loss against the shape's own best"
+              + ("; its hardening" if hardening else "")]
     for e in selection.entries:
+        said = hardening.get((e.variant, e.shape, config_id(e.result.params)))
         lines.append(f"    {e.variant} / {e.gpu or 'GPU not recorded'} / {e.shape}: config {selection.config_index(e)}, "
-                     f"{e.value:.6g} {selection.metric}, loss {100 * e.loss:.2f}%")
+                     f"{e.value:.6g} {selection.metric}, loss {100 * e.loss:.2f}%" + (f"; {said}" if said else ""))
     return "/*\n" + "\n".join((" * " + _comment_text(x)).rstrip() for x in lines) + "\n */"
 
 

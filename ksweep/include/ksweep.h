@@ -22,7 +22,11 @@
 // - Result prints one @@RESULT line with every value finite or the word nan (ksweep refuses a
 //   non-finite objective: the run is NO_RESULT, never a silent winner);
 // - KSWEEP_CHECK(call) prints "CUDA error: <name> (<string>) at file:line" and exits 1: ksweep
-//   classifies it as CUDA_ERROR.
+//   classifies it as CUDA_ERROR;
+// - under compute-sanitizer (ksweep runs the leaders under it before naming BEST, with
+//   KSWEEP_SANITIZER set to the tool's name) Timer::time runs fn() once, untimed by a loop: a
+//   sanitizer slows a kernel 10-100x, and one checked launch is what it needs. sanitizer() says
+//   which tool, for a program that has a loop of its own to skip.
 // The statistics and Result are plain C++ (usable from a host-only program built by g++).
 #pragma once
 
@@ -30,6 +34,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +45,17 @@ struct Stats {
   double median = NAN, p20 = NAN, p80 = NAN, min = NAN;
   int reps = 0;
 };
+
+// The compute-sanitizer tool this process runs under ("memcheck", "racecheck", ...), or nullptr:
+// KSWEEP_SANITIZER, which ksweep sets; else "compute-sanitizer" when the CUDA injection library
+// compute-sanitizer loads (libsanitizer-collection.so, through CUDA_INJECTION64_PATH) is named.
+inline const char *sanitizer() {
+  const char *tool = std::getenv("KSWEEP_SANITIZER");
+  if (tool && *tool) return tool;
+  const char *injection = std::getenv("CUDA_INJECTION64_PATH");
+  if (injection && std::strstr(injection, "sanitizer")) return "compute-sanitizer";
+  return nullptr;
+}
 
 // Median and 20th/80th percentiles (nearest rank) of samples, in their own unit.
 inline Stats stats(std::vector<float> v) {
@@ -190,6 +206,7 @@ class Timer {
   // budget, each between its own events, the L2 flushed before each; statistics in ms.
   template <class F>
   Stats time(F &&fn) {
+    if (sanitizer()) return once(fn);  // one checked launch: no warm-up, no repetitions
     cudaEvent_t a, b;
     KSWEEP_CHECK(cudaEventCreate(&a));
     KSWEEP_CHECK(cudaEventCreate(&b));
@@ -222,6 +239,23 @@ class Timer {
   }
 
  private:
+  // fn() once between two events, the whole measurement under a sanitizer
+  template <class F>
+  Stats once(F &&fn) {
+    cudaEvent_t a, b;
+    KSWEEP_CHECK(cudaEventCreate(&a));
+    KSWEEP_CHECK(cudaEventCreate(&b));
+    KSWEEP_CHECK(cudaEventRecord(a, s_));
+    fn();
+    KSWEEP_CHECK(cudaEventRecord(b, s_));
+    KSWEEP_CHECK(cudaEventSynchronize(b));
+    KSWEEP_CHECK(cudaGetLastError());
+    float ms = 0.f;
+    KSWEEP_CHECK(cudaEventElapsedTime(&ms, a, b));
+    KSWEEP_CHECK(cudaEventDestroy(a));
+    KSWEEP_CHECK(cudaEventDestroy(b));
+    return stats({ms});
+  }
   void flush() {
     if (flush_) KSWEEP_CHECK(cudaMemsetAsync(flush_, r_++ & 0xFF, flush_bytes_, s_));
   }

@@ -277,9 +277,11 @@ class FakeBackend:
 
     The module's ``SYMBOLS`` (name -> bytes) are its module-scope variables: each load gives
     them fresh zeroed memory, as loading a cubin does, and a kernel that declares a
-    ``symbols`` parameter receives them (name -> uint8 array). ``STATIC_SMEM`` (bytes, or a
-    function of the params) is its static shared memory; a launch fails, as on an H100, when
-    static + dynamic exceeds 48 KB without the opt-in attribute or 227 KB with it.
+    ``symbols`` parameter receives them (name -> uint8 array); one that declares
+    ``addresses`` receives each argument's device address (None for a scalar).
+    ``STATIC_SMEM`` (bytes, or a function of the params) is its static shared memory; a
+    launch fails, as on an H100, when static + dynamic exceeds 48 KB without the opt-in
+    attribute or 227 KB with it.
 
     A module that defines ``POWER_W(params)`` (watts) plays a GPU whose kernels draw that
     power for ``LAUNCH_MS(params)`` milliseconds each (default 0.1), on a
@@ -409,8 +411,11 @@ class FakeBackend:
             raise CudaError("CUDA_ERROR_INVALID_VALUE", "cuLaunchKernel")
         views = [self._view(a) if isinstance(a, DeviceArray) else a for a in args]
         extra = {}
-        if "symbols" in inspect.signature(fn).parameters:
+        declared = inspect.signature(fn).parameters
+        if "symbols" in declared:
             extra["symbols"] = {n: np.frombuffer(self.memory[p], dtype=np.uint8) for n, p in self._symbols.items()}
+        if "addresses" in declared:  # where each argument lies (a stand-in that keeps outputs by address)
+            extra["addresses"] = [a.ptr if isinstance(a, DeviceArray) else None for a in args]
         try:
             fn(self.params, grid, block, smem, *views, **extra)
         except FakeFault as fault:

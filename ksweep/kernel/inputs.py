@@ -162,3 +162,56 @@ def load_npz_args(path: str) -> list:
                 a = np.int32(a) if kind in ("int", "bool") else np.float32(a) if kind == "float" else a[()]
             out.append(a)
     return out
+
+
+# what a floating-point input is multiplied by in the "large" set: large magnitudes that its type
+# still holds after a few sums and products
+_LARGE = {np.dtype(np.float16): 64.0}
+_LARGE_DEFAULT = 1e4
+
+
+def special_draw(args: list, outputs, kind: str) -> list:
+    """The check set's arguments with each floating-point input (not an output) made special:
+    "zeros", "ones", "large" (its values times 1e4, 64 for float16), "nan" or "inf" (every
+    16th element NaN, or infinite of alternating sign, the others kept). Integers (indices,
+    sizes), scalars and outputs stay as they are."""
+    out = []
+    for i, a in enumerate(args):
+        if not (isinstance(a, np.ndarray) and i not in outputs and np.issubdtype(a.dtype, np.floating) and a.size):
+            out.append(a.copy() if isinstance(a, np.ndarray) else a)
+            continue
+        if kind == "zeros":
+            made = np.zeros_like(a)
+        elif kind == "ones":
+            made = np.ones_like(a)
+        elif kind == "large":
+            made = (a.astype(np.float64) * _LARGE.get(a.dtype, _LARGE_DEFAULT)).astype(a.dtype)
+        elif kind in ("nan", "inf"):
+            made = a.copy()
+            flat = made.reshape(-1)
+            if kind == "nan":
+                flat[::16] = np.nan
+            else:
+                flat[::32] = np.inf
+                flat[16::32] = -np.inf
+        else:
+            raise ValueError(f"unknown special input set {kind!r}")
+        out.append(made)
+    return out
+
+
+def python_reference(req: dict):
+    """A setup's Python reference as ``fn(args, cmem) -> [expected outputs]`` (each argument
+    and value copied first), or None when the reference is not a Python function."""
+    ref = req.get("reference")
+    if not ref or ref.startswith("npz:"):
+        return None
+    fn = load_function(ref, req["root"], key="kernel.reference")
+    with_cmem = len(inspect.signature(fn).parameters) >= 3
+    sizes = dict(req.get("sizes", {}))
+
+    def reference(args: list, cmem: dict) -> list:
+        return [np.asarray(e) for e in fn([a.copy() if isinstance(a, np.ndarray) else a for a in args], dict(sizes),
+                                          *([{n: v.copy() for n, v in cmem.items()}] if with_cmem else []))]
+
+    return reference

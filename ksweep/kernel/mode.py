@@ -76,6 +76,43 @@ class KernelMode(Mode):
     def needs_gpu(self, spec) -> bool:
         return True
 
+    harden_reference = True  # a reference config's outputs are made by launching it beside the config
+
+    def harden_program(self, spec, job, build, workdir: Path, harness: Path | None = None, reference=None,
+                       checks: str = "sanitize") -> list[str] | None:
+        """A fresh process (``kernel/harden_one.py``) that sets up the shape's inputs and checks
+        the config's kernel: one checked launch ("sanitize", what a sanitizer runs), or the
+        further inputs ("inputs"); ``reference``: (job, build) of the reference config, whose
+        launches give the expected outputs where the reference is not a Python function."""
+        import json
+        import sys
+
+        from .executor import setup_request, shape_sizes
+        from .launch import entry_name
+
+        def launch(j, b) -> dict | None:
+            entry = entry_name([k.name for k in b.report.kernels], spec.kernel)
+            if entry is None or b.binary is None:
+                return None
+            return {"cubin": str(b.binary), "entry": entry, "params": dict(j.params),
+                    **{k: j.launch[k] for k in ("grid", "block", "smem")}}
+
+        mine = launch(job, build)
+        if mine is None:
+            return None
+        shape = next(s for s in spec.shape_list() if s.name == job.shape)
+        request = {"setup": {**setup_request(spec.kernel, spec.root, shape_sizes(spec, shape)), "energy": None},
+                   "launch": mine, "reference": launch(*reference) if reference is not None else None,
+                   "checks": checks, "special": list(spec.harden.special)}
+        path = workdir / f"harden-{checks}.json"
+        path.write_text(json.dumps(request, default=str))
+        return [sys.executable, "-m", "ksweep.kernel.harden_one", "--backend", self.backend, str(path)]
+
+    def fingerprint_keys(self, spec) -> tuple[str, ...]:
+        from ..verify.determinism import DIGEST
+
+        return (DIGEST,)
+
     def host_problem(self, spec, gpu_models: set[str] | None, gpu_check: bool) -> str | None:
         if self.backend != "cuda":
             return None

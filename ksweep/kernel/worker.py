@@ -24,7 +24,10 @@ It speaks JSON lines on stdin/stdout (user code's prints go to stderr). Requests
   answers what happened, not a status (the parent judges: run/classify.classify_answer):
   ``{"ok": true, "outputs": "matched" | "captured" | "unchecked", "metrics": {...}}``, or
   ``{"ok": true, "outputs": "mismatched", "mismatch": "<how>", "metrics": {}}`` (a
-  mismatched kernel is not timed).
+  mismatched kernel is not timed). With ``"digest": true`` (the confirmation's runs) the
+  metrics hold ``outputs_digest``, a digest of the first draw's outputs (verify/determinism.py).
+  The setup's answer, and a capture's, hold ``"audit"``: why the comparison cannot tell a wrong
+  output from a right one (kernel/audit.py), or null.
 
 With ``"energy": {"duration_ms": D}`` in the setup (the energy observer), every timed config
 also goes through an energy phase (``Worker._energy``): its launches back to back for about
@@ -59,7 +62,9 @@ from itertools import chain
 import numpy as np
 
 from ..run.gpu_state import ENERGY_UNAVAILABLE
+from ..verify.determinism import DIGEST, digest_value
 from .args import compare, precise_enough, summarise, work_dtype
+from .audit import audit
 from .backend import CudaBackend, CudaError, DeviceArray, FakeBackend
 from .inputs import HostSetup, host_setup
 
@@ -129,7 +134,9 @@ class Worker:
         t_device = time.perf_counter()
         where = self.b.checks_where()  # the comparison kernels built and loaded
         self.ready = True
-        return {"ok": True, "device": getattr(self.b, "name", ""), "checks": where,
+        blind = audit(host.expected[0], host.expected[1], self.atol, self.rtol) if host.expected[0] is not None \
+            else None
+        return {"ok": True, "device": getattr(self.b, "name", ""), "checks": where, "audit": blind,
                 "seconds": {"host": host.seconds, "device": t_device - t_start, "checks": time.perf_counter() - t_device}}
 
     def _upload(self, args: list) -> list:
@@ -178,8 +185,10 @@ class Worker:
             if isinstance(got, str):
                 return {"ok": True, "outputs": "mismatched", "mismatch": got, "metrics": {}}
             got = [self._download(g) for g in got]
-            np.savez(req["capture"], *got, *[self._download(g) for g in self._run_checked("check2", launch)])
-            return {"ok": True, "outputs": "captured", "metrics": self._measure(launch, self._since(started), bar)}
+            second = [self._download(g) for g in self._run_checked("check2", launch)]
+            np.savez(req["capture"], *got, *second)
+            return {"ok": True, "outputs": "captured", "audit": audit(got, second, self.atol, self.rtol),
+                    "metrics": self._measure(launch, self._since(started), bar)}
         expected = self._reference(req.get("reference_file"))
         if expected is None:  # nothing compares the outputs: not poisoned (an index array stays valid)
             got = self._run_checked("check", launch, inputs=True, poison=False)
@@ -188,11 +197,16 @@ class Worker:
             return {"ok": True, "outputs": "unchecked", "metrics": self._measure(launch, self._since(started), bar)}
         first, second = expected
         checks = [("check", first, "", True)] + ([("check2", second, "second input draw: ", False)] if second else [])
+        digest = None
         for which, ref, what, inputs in checks:
             mismatch = self._check(which, ref, launch, inputs)
             if mismatch:
                 return {"ok": True, "outputs": "mismatched", "mismatch": what + mismatch, "metrics": {}}
+            if digest is None and req.get("digest"):  # the first draw's outputs, still there: their digest
+                digest = digest_value(self._download(self.dev[which][i]).tobytes() for i in self.outputs)
         metrics = self._measure(launch, self._since(started), bar)
+        if digest is not None:
+            metrics[DIGEST] = digest
         # once more after timing: a kernel right at first and wrong after many launches is caught
         which, ref, _, _ = checks[-1]
         mismatch = self._check(which, ref, launch)

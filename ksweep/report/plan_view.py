@@ -71,6 +71,19 @@ def print_plan(spec, plan, console: Console | None = None,
             console.print(escape(spilled_note(n, spec.build.allow_spills)), soft_wrap=True)
         if e.examples:
             _print_examples(console, e.examples)
+    if unchecked(spec):
+        console.print()
+        console.print(escape(NO_CHECK), soft_wrap=True)
+
+
+NO_CHECK = ("warning: no [check]: a config that prints a wrong checksum ranks as a right one; add [check] "
+            "reference = \"defaults\" (every config's checksum against the default config's) or expected values "
+            "(docs/spec.md)")
+
+
+def unchecked(spec) -> bool:
+    """A program-mode spec whose runs nothing checks (kernel mode checks its outputs itself)."""
+    return getattr(spec, "kernel", None) is None and not spec.check.active
 
 
 def _value(v) -> str:

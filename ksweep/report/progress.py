@@ -156,6 +156,9 @@ def summary_line(summary) -> str:
         confirm = (f"; {summary.confirm_runs} confirmation runs in {summary.confirm_seconds:.1f} s "
                    f"({100 * summary.confirm_seconds / summary.wall_seconds:.0f}% of the wall time)"
                    if summary.wall_seconds > 0 else "")
+    hardening = getattr(summary, "harden_seconds", 0.0)
+    if hardening and summary.wall_seconds > 0:
+        confirm += f"; hardening {hardening:.1f} s ({100 * hardening / summary.wall_seconds:.0f}% of the wall time)"
     clocks = getattr(summary, "clocks", None)
     if clocks:
         confirm += f"; {clocks}"

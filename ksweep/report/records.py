@@ -28,7 +28,18 @@ def _confirmation(r: Result, conf) -> dict | None:
     iv = v.interval
     return {"median": iv.median if iv.n else None, "ci95_lo": iv.lo if iv.n else None,
             "ci95_hi": iv.hi if iv.n else None, "n": iv.n, "mark": v.mark, "failed_runs": v.failed,
-            "default": c.default == config_id(r.params)}
+            "default": c.default == config_id(r.params), "ineligible": v.ineligible or None}
+
+
+def hardening_record(r: Result, conf) -> dict | None:
+    """What the hardening found of one result (verify/confirm.Confirmed.hardening): per kind
+    (sanitizer, inputs, determinism) its verdict, what it said and the tools that ran; None
+    when it was not hardened."""
+    c = (conf or {}).get((r.variant, r.shape))
+    kinds = c.hardening.get(config_id(r.params), {}) if c is not None else {}
+    if not kinds:
+        return None
+    return {kind: {"verdict": h.verdict, "detail": h.detail, "tools": dict(h.tools)} for kind, h in kinds.items()}
 
 
 def to_records(results: Iterable[Result], conf=None, front: set | None = None,
@@ -46,7 +57,8 @@ def to_records(results: Iterable[Result], conf=None, front: set | None = None,
             "build_argv": list(r.build_argv), "cache_key": r.cache_key,
             "build_seconds": r.build_seconds, "run_seconds": r.run_seconds, "started": r.started,
             "finished": r.finished,
-            "confirmation": _confirmation(r, conf), "gpu_state": dict(r.gpu_state) or None,
+            "confirmation": _confirmation(r, conf), "hardening": hardening_record(r, conf),
+            "nondeterministic": _nondeterministic(r, conf), "gpu_state": dict(r.gpu_state) or None,
             "throttled": bool((r.gpu_state or {}).get("throttled")),
             **({"pareto": (r.variant, r.shape, config_id(r.params)) in front} if front is not None else {}),
             **({"superseded": (r.variant, r.shape, config_id(r.params)) in superseded}
@@ -54,6 +66,13 @@ def to_records(results: Iterable[Result], conf=None, front: set | None = None,
         }
         for r in results
     ]
+
+
+def _nondeterministic(r: Result, conf) -> bool | None:
+    """Whether the result's outputs differed from one run to the next (None: not compared)."""
+    c = (conf or {}).get((r.variant, r.shape))
+    h = c.hardening.get(config_id(r.params), {}).get("determinism") if c is not None else None
+    return None if h is None else h.verdict == "nondeterministic"
 
 
 def finite_or_none(value):

@@ -22,7 +22,7 @@ from ..status import Status
 from ..store.ranking import finite_value, rank
 from .rank import group_results, unranked_reason
 
-_HIDDEN_METRICS = {"checksum"}
+_HIDDEN_METRICS = {"checksum", "outputs_digest"}
 
 
 def wide_console() -> Console:
@@ -133,7 +133,7 @@ def render(results: Iterable[Result], objective: str, direction: str, console: C
         body: list[tuple[list[str], str, str]] = []  # (plain cells, status markup, note)
         for i, r in enumerate(shown_ok):
             cells = _row(r, names, metrics, has_checksum, has_kernel)
-            note = "; ".join(n for n in (r.message, _throttled(r)) if n)  # e.g. unverified
+            note = "; ".join(n for n in (r.message, _throttled(r), _hardening_note(conf, r)) if n)  # e.g. unverified
             if marks:
                 v = marks.get(config_id(r.params))
                 cells += _confirm_cells(v)
@@ -258,6 +258,23 @@ def _confirm_cells(v) -> list[str]:
         return ["-", "-", "0" if v is not None else "-"]
     iv = v.interval
     return [fmt_cell(iv.median), iv.spread() or "-", str(iv.n)]
+
+
+def _hardening_note(conf: Confirmed | None, r: Result) -> str:
+    """'nondeterministic: checksum 1.0 in one run, 1.1 in another (...)', 'not BEST: ...', or ''."""
+    if conf is None:
+        return ""
+    cid = config_id(r.params)
+    v = conf.verdicts.get(cid)
+    notes = [f"nondeterministic: {conf.nondeterministic(cid)}"] if conf.nondeterministic(cid) else []
+    if v is not None and v.ineligible and v.ineligible != "nondeterministic":
+        notes.append(f"may not be BEST: {v.ineligible}")
+    elif v is not None and v.ineligible:
+        notes.append("may not be BEST (--deterministic)")
+    tools = conf.hardening.get(cid, {}).get("sanitizer")
+    if tools is not None and tools.verdict == "incomplete":
+        notes.append(f"not hardened: {tools.detail}")
+    return "; ".join(notes)
 
 
 def _throttled(r: Result) -> str:

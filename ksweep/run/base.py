@@ -9,13 +9,26 @@ from __future__ import annotations
 
 import abc
 from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..build.builder import BuildResult
     from ..job import Job
+    from ..process import ProcessRegistry
     from ..status import Stopped
     from .program import RunOutcome
+
+
+@dataclass(frozen=True)
+class Here:
+    """Where a process ksweep starts beside an executor's runs (the hardening's sanitizers) may
+    run: on this host, on the runs' first GPU."""
+
+    gpu: int | None  # that GPU's index (None: the runs have no GPU)
+    registry: "ProcessRegistry | None"  # what Ctrl-C (``shutdown(cancel=True)``) kills
+    scratch: Path  # a folder for its working folders
 
 
 class Executor(abc.ABC):
@@ -80,6 +93,13 @@ class Executor(abc.ABC):
         """The model of each GPU the runs go to (``"none"`` for a slot without a GPU), or
         None when unknown before the runs (a remote cluster). A stored result of another
         model is run again; a sweep on ``("none", ...)`` reports no GPU figures."""
+        return None
+
+    @property
+    def here(self) -> Here | None:
+        """This host's GPU, when the runs go to it (the hardening's compute-sanitizer runs
+        there too); None when they go elsewhere (a cluster's workers) or nowhere real (a
+        table of answers)."""
         return None
 
     @abc.abstractmethod

@@ -21,7 +21,7 @@ from ..build.builder import Builder, BuildResult
 from ..job import Job
 from ..process import ProcessRegistry
 from ..status import Stopped
-from .base import Executor
+from .base import Executor, Here
 from .gate import StartGate, auto_gap
 from .gpu_state import NO_MONITOR, GpuMonitor, NvmlMonitor
 from .gpus import Gpu
@@ -62,6 +62,10 @@ class SlotExecutor(Executor):
     @property
     def gpu_models(self) -> tuple[str, ...]:
         return tuple(g.name for g in self.gpus)
+
+    @property
+    def here(self) -> Here:
+        return Here(self.gpus[0].index, self.registry, self.scratch)
 
     def submit_build(self, job: Job) -> Future:
         return self._builds.submit(self.builder.build, job, self.registry)

@@ -69,6 +69,7 @@ class WorkerHandle:
         self._lines: queue.Queue = queue.Queue()
         self._stderr: collections.deque = collections.deque(maxlen=40)
         self.device = ""
+        self.setup_answer: Mapping[str, Any] = {}  # the worker's answer to its setup (the last start's)
         self.lock = threading.Lock()  # one request at a time (a warm-up thread may start it); held by request()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -93,6 +94,7 @@ class WorkerHandle:
             setup = self._read(self.start_timeout) if sent else Answer("dead")
             if not setup.replied or not setup.data.get("ok"):
                 return self._failed(setup, "the worker's setup failed")
+            self.setup_answer = setup.data
         return None
 
     def _failed(self, answer: Answer, what: str) -> Answer:

@@ -87,6 +87,30 @@ class Mode:
                     "if its programs need no GPU")
         return None
 
+    # -- hardening (sweep/hardening.py) ---------------------------------------------------------
+    # the program that checks a config needs the reference config's build too (kernel mode's
+    # checked launch, when the reference is a config)
+    harden_reference = False
+
+    def harden_program(self, spec, job, build, workdir: Path, harness: Path | None = None, reference=None,
+                       checks: str = "sanitize") -> list[str] | None:
+        """The program that checks one built config in a process of its own: under each
+        sanitizer (``checks`` "sanitize"), or on further inputs ("inputs"); None when the mode
+        has none. ``reference``: (job, build) of the reference config, with ``harden_reference``.
+        Program mode: the config's own run command under the sanitizers; no further inputs."""
+        if checks != "sanitize":
+            return None
+        from .program import run_argv
+
+        return run_argv(job, build, workdir, harness)
+
+    def fingerprint_keys(self, spec) -> tuple[str, ...]:
+        """The metrics whose bits must not change from one run of a config to the next
+        (verify/determinism.py): the checksum and what the check reads."""
+        from ..verify.determinism import fingerprint_keys
+
+        return fingerprint_keys(spec.check, kernel_mode=False)
+
 
 class ProgramMode(Mode):
     pass
@@ -98,6 +122,11 @@ class PersistentMode(Mode):
 
     name = "persistent"
     persistent = True
+
+    def harden_program(self, spec, job, build, workdir: Path, harness: Path | None = None, reference=None,
+                       checks: str = "sanitize") -> list[str] | None:
+        """None: a persistent build is a library the host loads, not a program a sanitizer can start."""
+        return None
 
     def templates(self, spec, t: Templates) -> Templates:
         first = t.run[0] if t.run else None

@@ -29,6 +29,7 @@ class RunOutcome:
     outputs_checked: bool = False  # kernel mode: the run compared its outputs with the reference's itself
     gpu_state: dict = field(default_factory=dict)  # the GPU during the run (run/gpu_state.py)
     started: float | None = None  # when the run began (wall clock, time.time()); None when it did not begin
+    notes: tuple[str, ...] = ()  # what the user should know beyond this run (kernel mode: a blind check)
 
 
 def run_argv(job: Job, build: BuildResult, workdir: Path, harness: Path | None) -> list[str]:

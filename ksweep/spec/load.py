@@ -18,6 +18,7 @@ from .kernel import kernel_spec_from_dict
 from .model import Build, Check, Constraint, Derived, Harness, Objective, Param, Physics, Profile, Run, Shape, Spec, Variant
 from .objectives import parse_objective, parse_objectives, with_objectives
 from .names import did_you_mean, resolve_names
+from .harden import harden_from_dict
 from .pyref import load_python
 from .templates import check_placeholders, define_warnings, reason_names, unknown
 
@@ -27,7 +28,7 @@ _SCALARS = (bool, int, float, str)
 
 _TOP_KEYS = {
     "sweep", "limits", "constants", "params", "switches", "derived", "constraints",
-    "shapes", "variants", "build", "run", "check", "kernel", "physics", "profile",
+    "shapes", "variants", "build", "run", "check", "kernel", "physics", "profile", "harden",
 }
 
 
@@ -140,6 +141,7 @@ def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
     kernel = kernel_spec_from_dict(data["kernel"], root, ctx.label) if "kernel" in data else None
     physics = _physics(ctx, data["physics"]) if "physics" in data else None
     profile = _profile(ctx, data["profile"]) if "profile" in data else Profile()
+    harden = harden_from_dict(ctx, data.get("harden", {}))
     if kernel is not None and check.reference is not None:
         raise ctx.error("check.reference", "kernel mode compares each config's outputs with the reference's itself: "
                         "give [kernel] reference = \"defaults\" instead ([check] keeps expected values and max bounds)")
@@ -154,7 +156,7 @@ def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
         params=tuple(params), derived=tuple(derived), constants=constants,
         constraints=tuple(constraints), shapes=shapes, variants=variants, limits=limits,
         arch=arch, build=build, run=run, check=check, path=path, folder=None if path else root, kernel=kernel,
-        define_prefix=prefix, description=description, physics=physics, profile=profile,
+        define_prefix=prefix, description=description, physics=physics, profile=profile, harden=harden,
     )
     spec = with_objectives(spec, objectives, key="sweep.objectives" if "objectives" in sweep else "sweep.objective")
     if prefix:

@@ -258,6 +258,33 @@ class Profile:
     timeout: float = 600.0
 
 
+SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")  # compute-sanitizer's, in the order run
+SPECIAL_INPUTS = ("zeros", "ones", "large", "nan", "inf")  # kernel mode's further inputs (docs/kernel_mode.md)
+
+
+@dataclass(frozen=True)
+class Harden:
+    """``[harden]``: the checks of the confirmed leaders before BEST is named (sweep/hardening.py).
+
+    ``enabled``: run compute-sanitizer's ``tools`` on each leader (``ksweep run --no-harden``:
+    false), each tool in a run of its own limited to ``timeout`` seconds (None: 100 times the
+    config's measured run, at least 120 s); ``deterministic``: a config whose outputs differ from
+    one run to the next may not be BEST (``--deterministic``); ``special``: kernel mode's
+    further inputs where the kernel's contract allows them (NaN and Inf only when listed);
+    ``edge``: kernel mode's edge size, shape defines (or constants) that replace each shape's
+    (e.g. ``{ N = 4099 }``): the default config and the leaders built for it and checked on it."""
+
+    enabled: bool = True
+    tools: tuple[str, ...] = SANITIZER_TOOLS
+    timeout: float | None = None
+    deterministic: bool = False
+    special: tuple[str, ...] = ("zeros", "ones", "large")
+    edge: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "edge", _frozen_map(self.edge))
+
+
 @dataclass(frozen=True)
 class Objective:
     metric: str = "ms"
@@ -307,6 +334,7 @@ class Spec:
     kernel: KernelSpec | None = None  # kernel mode ([kernel]): spec/kernel.py
     physics: Physics | None = None  # [physics]: the physics gate
     profile: Profile = field(default_factory=Profile)  # [profile]: launch facts and Nsight Compute settings
+    harden: Harden = field(default_factory=Harden)  # [harden]: sanitizers, determinism, further inputs
     define_prefix: str = ""  # [sweep] define_prefix: put before every -D name ksweep writes
     description: str = ""  # [sweep] description: shown by plan and kept in the store
     # one-line problems that do not stop a sweep ("spec.toml: build.command: ..."); the CLI

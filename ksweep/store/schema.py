@@ -78,6 +78,23 @@ _ADDED_COLUMNS = ("deps TEXT", "verified INTEGER", "gpu_state TEXT", "revision T
 _MARKED = ("EXISTS (SELECT 1 FROM superseded s WHERE s.variant = results.variant AND s.shape = results.shape "
            "AND s.config = results.config)")
 
+# what the hardening of the leaders found (made by its first record, as superseded: a reader never
+# writes, and an older ksweep reading the file ignores it)
+_HARDENING = """CREATE TABLE IF NOT EXISTS hardening (
+    id INTEGER PRIMARY KEY,
+    variant TEXT NOT NULL,
+    shape TEXT NOT NULL,
+    config TEXT NOT NULL,
+    params TEXT NOT NULL,
+    result_key TEXT,
+    kind TEXT NOT NULL,
+    verdict TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    tools TEXT NOT NULL,
+    finished REAL,
+    UNIQUE (variant, shape, config, result_key, kind)
+)"""
+
 _SUPERSEDED = """CREATE TABLE IF NOT EXISTS superseded (
     variant TEXT NOT NULL,
     shape TEXT NOT NULL,

@@ -31,11 +31,11 @@ from .connection import Connection, damaged, read_only_uri, sqlite_header
 
 if TYPE_CHECKING:  # the spec's records load the expression language and numpy: a reader of results needs neither
     from ..spec.model import Objective
-from ..result import Measurement, Result
+from ..result import Hardening, Measurement, Result
 from ..status import Status
 from ..workspace import workspace
 
-from .schema import _ADDED_COLUMNS, _COLUMNS, _MARKED, _SCHEMA, _SUPERSEDED, SCHEMA_VERSION
+from .schema import _ADDED_COLUMNS, _COLUMNS, _HARDENING, _MARKED, _SCHEMA, _SUPERSEDED, SCHEMA_VERSION
 
 __all__ = ["SCHEMA_VERSION", "Store"]
 
@@ -491,6 +491,30 @@ class Store:
                         "metric_set": mset, "launches": json.loads(launches), "tool": tool,
                         "command": json.loads(command or "[]"), "gpu_name": gpu, "finished": finished})
         return out
+
+    # -- hardening (sweep/hardening.py) -----------------------------------------------------
+    def put_hardening(self, h: Hardening) -> None:
+        """Store what the hardening of one config found (replacing the record of its kind for the
+        same result key); the table is made by the first record."""
+        from ..job import config_id
+
+        with self._atomic():
+            self.db.execute(_HARDENING)
+            self.db.execute(
+                "INSERT OR REPLACE INTO hardening (variant, shape, config, params, result_key, kind, verdict, detail, "
+                "tools, finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (h.variant, h.shape, config_id(h.params), _dumps(dict(h.params)), h.result_key, h.kind, h.verdict,
+                 h.detail, _dumps(dict(h.tools)), h.finished if h.finished is not None else time.time()))
+
+    def hardenings(self, variant: str | None = None, shape: str | None = None) -> list[Hardening]:
+        """What the hardening found, in the order it was stored ([] for a database never hardened)."""
+        if not self._has_table("hardening"):
+            return []
+        clause, args = _where(variant, shape)
+        sql = ("SELECT variant, shape, params, result_key, kind, verdict, detail, tools, finished FROM hardening"
+               + clause + " ORDER BY id")
+        return [Hardening(v, sh, json.loads(p), key, kind, verdict, detail, json.loads(tools), finished)
+                for v, sh, p, key, kind, verdict, detail, tools, finished in self.db.execute(sql, args)]
 
     def result_id(self, variant: str, shape: str, config: str) -> int | None:
         row = self.db.execute("SELECT id FROM results WHERE variant = ? AND shape = ? AND config = ?",

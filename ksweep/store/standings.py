@@ -67,7 +67,7 @@ class Standing:
         if r.status is not Status.OK:  # re-judged since it was measured (a reference that stands now)
             return None
         v = self.verdict(r)
-        if v is not None and v.failed:
+        if v is not None and (v.failed or v.ineligible):  # flaky, or barred from BEST (--deterministic)
             return None
         if v is not None and v.interval.n:
             return Value(r, v.interval.median, True)
@@ -124,9 +124,12 @@ class Standings(Mapping[tuple[str, str], Standing]):
 
 
 def standings_of(results: list[Result], measurements, objective: Objective,
-                 defaults: Mapping[tuple[str, str], str] | None = None) -> Standings:
-    """The standings of results and confirmation runs already read (pure)."""
-    conf = confirmed(results, measurements, objective.direction, defaults or {})
+                 defaults: Mapping[tuple[str, str], str] | None = None, hardening=(),
+                 deterministic: bool = False) -> Standings:
+    """The standings of results and confirmation runs already read (pure); ``hardening``: what
+    the hardening of the leaders found, ``deterministic``: a config whose outputs differed
+    from run to run may not be BEST (confirm.confirmed)."""
+    conf = confirmed(results, measurements, objective.direction, defaults or {}, hardening, deterministic)
     grouped: dict[tuple[str, str], list[Result]] = {}
     for r in results:
         grouped.setdefault((r.variant, r.shape), []).append(r)
@@ -141,7 +144,9 @@ def read(store, variant: str | None = None, shape: str | None = None) -> Standin
         measurements = store.measurements(variant, shape)
         defaults = store.default_configs()
         objective = store.objective()
-    return standings_of(results, measurements, objective, defaults)
+        hardening = store.hardenings(variant, shape)
+        deterministic = bool(store.get_meta("deterministic", False))
+    return standings_of(results, measurements, objective, defaults, hardening, deterministic)
 
 
 def standing(store, variant: str, shape: str) -> Standing:

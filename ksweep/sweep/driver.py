@@ -1,6 +1,6 @@
 """A sweep: every shape × variant, each as one sequence of phases.
 
-    stand → reference → search → confirm → judge
+    stand → reference → search → confirm → harden → judge
 
 1. **stand** (``store/resume.py``): the stored results that stand for this experiment, the
    pruned configs recorded, ``--rerun`` marks set;
@@ -10,7 +10,10 @@
 4. **confirm** (``confirmation.py``): the configs a cut-short ``--rerun all`` did not
    reach stand again; the leaders and the default are measured again in interleaved
    rounds, completing a confirmation a stopped run owes;
-5. **judge**: the results of GPU models known only after the runs are judged.
+5. **harden** (``hardening.py``): the leaders' runs compared bitwise, each leader run under
+   compute-sanitizer's tools (and, where the mode has them, checked on further inputs)
+   before BEST is named: a config found unsafe is never BEST;
+6. **judge**: the results of GPU models known only after the runs are judged.
 
 Determinism and resume. The strategy sees one fixed sequence of events whatever the
 timing (``pipeline.py``), so a seeded search proposes the same configs in every run,
@@ -39,8 +42,12 @@ from ..store import resume
 from ..store.sqlite import Store
 from ..strategies.base import Budget, space_size
 from ..build.revision import source_revision
+from ..job import config_id
+from ..status import Status
+from ..verify.checks import constant_checksum
 from .confirmation import ConfirmationPhase
 from .context import SweepContext
+from .hardening import HardeningPhase
 from .jobs import JobFactory
 from .options import Summary, SweepOptions
 from .pipeline import Harness, Target
@@ -126,6 +133,8 @@ class Sweep:
             self.store.set_meta("spec", str(self.spec.path) if self.spec.path else None)
             self.store.set_meta("spec_name", self.spec.name)
             self.store.set_objectives(self.spec.objective_list())
+            # a config whose outputs differ from run to run may not be BEST: every reader asks the store
+            self.store.set_meta("deterministic", self.options.deterministic or self.spec.harden.deterministic)
             self.store.revision = source_revision(self.spec.root, [self.spec.root / s for s in self._sources()])
             with _one_blas_thread():
                 self._run_targets(start)
@@ -162,6 +171,24 @@ class Sweep:
                 if budget.exhausted():
                     return
                 self._sweep_target(shape, variant, budget)
+            self._audit_checksum(variant)
+
+    def _audit_checksum(self, variant) -> None:
+        """Say so when the default config's checksum is the same on every shape whose inputs
+        differ (a mode that checks metrics: the checksum is the check)."""
+        if not self.mode.checks_metrics:
+            return
+        by_shape, inputs = {}, set()
+        for shape in self.spec.shape_list():
+            given = (tuple(sorted(map(str, shape.defines.items()))), tuple(sorted(map(str, shape.constants.items()))))
+            defaults = {p.name: p.default for p in self.spec.effective_params(shape, variant)}
+            stored = self.store.get(variant.name, shape.name, config_id(defaults))
+            if stored is not None and stored.status is Status.OK and given not in inputs:
+                inputs.add(given)
+                by_shape[shape.name] = stored.metrics
+        blind = constant_checksum(by_shape)
+        if blind:
+            self.record.note(f"{self.spec.label}: {blind}")
 
     def _check_store(self) -> None:
         check_store_spec(self.store, self.spec)
@@ -207,6 +234,8 @@ class Sweep:
         # patience ends a search as it should end: its leaders are confirmed; a time limit leaves no time
         if self.options.confirm is not None and not budget.exhausted_by_time():
             ConfirmationPhase(self.context, target, variant.name, shape.name).run()
+        if not budget.exhausted_by_time():
+            HardeningPhase(self.context, target, variant.name, shape.name).run()
         resume.judge_later(self.store, variant.name, shape.name, self._pending.pop((variant.name, shape.name), []),
                            [e.result for e in target.order if e.result is not None])
 

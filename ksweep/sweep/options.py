@@ -37,8 +37,12 @@ class Summary:
     throttled: int = 0  # runs measured while throttled (each measured a second time)
     confirm_runs: int = 0  # confirmation runs (not counted by --max-evals)
     confirm_seconds: float = 0.0  # wall time of the confirmation phases
+    harden_seconds: float = 0.0  # wall time of the hardening's runs (the sanitizers', the further inputs')
     # several objectives: the searches (not grid, not random) that only the first one guided
     searched_by: dict[str, str] = field(default_factory=dict)  # strategy -> the objective's metric
+    notes: list = field(default_factory=list)  # what the user should know of the run (a blind check), each once
+    # what the hardening of the leaders did, a line per shape × variant, or why it did not run
+    hardened: list = field(default_factory=list)
 
     def note_gpu_state(self, state: Mapping) -> None:
         if state.get("sm_clock_mhz"):
@@ -95,6 +99,10 @@ class SweepOptions:
     # search from, and whether each shape starts from the shapes this run swept before it
     warm_start: tuple[str, ...] = ()
     warm_between_shapes: bool = True
+    # the leaders run under compute-sanitizer before BEST is named ([harden]; --no-harden: False)
+    harden: bool = True
+    # a config whose outputs differ from one run to the next may not be BEST (--deterministic)
+    deterministic: bool = False
 
     def __post_init__(self):
         if self.rerun is not None and self.rerun not in RERUN:

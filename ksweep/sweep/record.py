@@ -49,6 +49,7 @@ class Recorder:
         status, message, metrics, verified = build.status, build.message, {}, False
         gpu: Gpu | None = None
         if outcome is not None:
+            self.note(*outcome.notes)
             self.summary.gpu_seconds += outcome.seconds
             metrics, gpu = physics.with_efficiency(outcome.metrics, job.work), outcome.gpu
             if self._gpu_models is None and gpu is not None:  # a Dask cluster's: known as its runs end
@@ -84,6 +85,10 @@ class Recorder:
         else:
             self.store.put(result)
         return result
+
+    def note(self, *notes: str) -> None:
+        """Keep what the user should know of the run, each note once (the summary's ``notes``)."""
+        self.summary.notes.extend(n for n in dict.fromkeys(notes) if n not in self.summary.notes)
 
     def judged(self, job: Job, outcome: RunOutcome, metrics: Mapping[str, float],
                 reference: Mapping[str, float] | None):

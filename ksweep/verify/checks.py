@@ -92,3 +92,16 @@ def judge(metrics: Mapping[str, float], objective: str | Sequence[str], check: C
     if check.reference == "defaults" and reference is None and not is_reference:
         return Status.OK, UNVERIFIED, False
     return Status.OK, "", True
+
+
+def constant_checksum(by_shape: Mapping[str, Mapping[str, float]]) -> str | None:
+    """Why the checksum checks nothing, when the default config printed the same one on every
+    shape (``by_shape``: shape -> the metrics of the default config's OK run there; shapes
+    whose inputs differ): a checksum that does not change with the inputs; None otherwise
+    (fewer than two such shapes, no checksum, or one that changed)."""
+    seen = {shape: m["checksum"] for shape, m in by_shape.items() if "checksum" in m}
+    if len(seen) < 2 or len({repr(float(v)) for v in seen.values()}) > 1:
+        return None
+    value = next(iter(seen.values()))
+    return (f"the default config printed checksum={value:g} on every shape ({', '.join(seen)}), whose inputs "
+            "differ: a checksum that does not change with the inputs checks nothing; compute it from the outputs")

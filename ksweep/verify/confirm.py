@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
 from ..job import config_id
-from ..result import Measurement, Result
+from ..result import Hardening, Measurement, Result
 from ..status import Status
 
 # two-sided 95% quantiles of Student's t for 1..30 degrees of freedom; 1.96 beyond
@@ -136,6 +136,9 @@ class Verdict:
     mark: str  # "BEST", "TIE" or "" (measured, clearly behind the best)
     failed: int = 0  # confirmation runs that did not end OK (a flaky config is never BEST)
     values: tuple[float, ...] = ()  # the objective of its runs that ended OK, in the order they ran
+    # why it may not be BEST although its runs ended OK ("" when it may): UNSAFE (the hardening's
+    # sanitizers found a fault in it), nondeterministic (with --deterministic)
+    ineligible: str = ""
 
 
 def interval(values: Sequence[float]) -> Interval:
@@ -199,15 +202,17 @@ def _by_round(values: Sequence[float], rounds: Sequence[int] | None) -> dict[int
 
 
 def verdicts(values: Mapping[str, Sequence[float]], failures: Mapping[str, int], direction: str,
-             rounds: Mapping[str, Sequence[int]] | None = None) -> dict[str, Verdict]:
+             rounds: Mapping[str, Sequence[int]] | None = None,
+             ineligible: Mapping[str, str] | None = None) -> dict[str, Verdict]:
     """BEST, TIE or '' for each confirmed config. ``values``: config -> the objective of its
     confirmation runs that ended OK; ``rounds``: config -> the round of each of those values
     (then a config is compared with the best round by round, ``paired``; without them, or
     with fewer than two common rounds, by the overlap of their intervals); ``failures``:
     config -> runs that did not end OK. A config with a failed confirmation run, or none
-    that ended OK, is never BEST nor TIE."""
+    that ended OK, is never BEST nor TIE; nor is one ``ineligible`` names (config -> why)."""
     out: dict[str, Verdict] = {}
-    sound = {c: interval(v) for c, v in values.items() if v and not failures.get(c)}
+    ineligible = ineligible or {}
+    sound = {c: interval(v) for c, v in values.items() if v and not failures.get(c) and c not in ineligible}
     rounds = rounds or {}
     at = {c: _by_round(values[c], rounds.get(c)) for c in sound}
     best = None
@@ -234,7 +239,7 @@ def verdicts(values: Mapping[str, Sequence[float]], failures: Mapping[str, int],
             tie = not _clearly(factor) if factor is not None else (
                 min(sound[c].n, sound[best].n) < 2 or sound[c].overlaps(sound[best]))
             mark = "TIE" if tie else ""
-        out[c] = Verdict(c, iv, mark, failures.get(c, 0), tuple(v))
+        out[c] = Verdict(c, iv, mark, failures.get(c, 0), tuple(v), ineligible.get(c, ""))
     return out
 
 
@@ -296,6 +301,15 @@ class Confirmed:
     default: str | None = None  # config_id of the default config, when it was confirmed
     speedup: Interval | None = None  # the best over the default (confirm.speedup_over)
     rounds: int = 0
+    # what the hardening found, under each config's current result key: config_id -> kind -> record
+    # (result.Hardening: "sanitizer", "inputs", "determinism")
+    hardening: Mapping[str, Mapping[str, Hardening]] = field(default_factory=dict)
+
+    def nondeterministic(self, config: str) -> str:
+        """How a config's outputs differed from one run to the next ("" when they did not, or
+        were not compared)."""
+        h = self.hardening.get(config, {}).get("determinism")
+        return h.detail if h is not None and h.verdict == "nondeterministic" else ""
 
     @property
     def best(self) -> str | None:
@@ -327,8 +341,22 @@ def counted_runs(results: Iterable[Result], measurements: Iterable[Measurement]
     return {group: list(zip(ms, rounds_together(ms))) for group, ms in counted.items()}
 
 
+def hardened(results: Iterable[Result], records: Iterable[Hardening]
+             ) -> dict[tuple[str, str], dict[str, dict[str, Hardening]]]:
+    """(variant, shape) -> config id -> kind -> the latest hardening record taken under the
+    config's current result key (a record of an older version of the config does not count)."""
+    keys = {(r.variant, r.shape, config_id(r.params)): r.cache_key for r in results}
+    out: dict[tuple[str, str], dict[str, dict[str, Hardening]]] = defaultdict(dict)
+    for h in records:
+        cid = config_id(h.params)
+        if (h.variant, h.shape, cid) in keys and keys[(h.variant, h.shape, cid)] == h.result_key:
+            out[(h.variant, h.shape)].setdefault(cid, {})[h.kind] = h
+    return dict(out)
+
+
 def confirmed(results: Iterable[Result], measurements: Iterable[Measurement], direction: str,
-              defaults: Mapping[tuple[str, str], str] | None = None) -> dict[tuple[str, str], Confirmed]:
+              defaults: Mapping[tuple[str, str], str] | None = None, hardening: Iterable[Hardening] = (),
+              deterministic: bool = False) -> dict[tuple[str, str], Confirmed]:
     """(variant, shape) -> Confirmed, from the measurements taken under each result's own
     key since it was measured (``counts_for``: those of an older experiment or an older
     version of the config are not counted). ``measurements``: in the order they
@@ -338,8 +366,17 @@ def confirmed(results: Iterable[Result], measurements: Iterable[Measurement], di
     Two configs are compared round by round (``confirm.paired``) over the rounds they ran in
     together (``rounds_together``): the rounds of a later confirmation (a sweep extended, its
     new leaders measured in rounds 0, 1, 2 again; a round cut short and finished by a
-    resumed sweep) never pair with an earlier one's, taken minutes or days apart."""
+    resumed sweep) never pair with an earlier one's, taken minutes or days apart.
+
+    A config whose result is no longer OK (the hardening found it UNSAFE or wrong on further
+    inputs, or it was judged again against another reference) is never BEST nor TIE, nor, with
+    ``deterministic``, one whose outputs differed from one run to the next (``hardening``:
+    what the hardening of the leaders found, ``Store.hardenings``)."""
+    results = list(results)
     defaults = defaults or {}
+    found = hardened(results, hardening)
+    failed_now = {(r.variant, r.shape, config_id(r.params)): r.status.value for r in results
+                  if r.status is not Status.OK}
     values: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     value_rounds: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     failures: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -357,11 +394,18 @@ def confirmed(results: Iterable[Result], measurements: Iterable[Measurement], di
     out = {}
     for group, per_config in values.items():
         at = value_rounds[group]
-        v = verdicts(per_config, failures[group], direction, at)
+        records = found.get(group, {})
+        barred = {c: failed_now[(*group, c)] for c in per_config if (*group, c) in failed_now}
+        if deterministic:
+            barred.update({c: "nondeterministic" for c, kinds in records.items() if c not in barred and (
+                kinds.get("determinism") is not None and kinds["determinism"].verdict == "nondeterministic")})
+        v = verdicts(per_config, failures[group], direction, at, barred)
         default = defaults.get(group)
         best = next((c for c, x in v.items() if x.mark == "BEST"), None)
         up = None
         if best is not None and default is not None and default in v and v[default].interval.n:
             up = speedup_over(per_config, at, best, default, direction)
-        out[group] = Confirmed(v, default, up, len(rounds[group]))
+        out[group] = Confirmed(v, default, up, len(rounds[group]), records)
+    for group, records in found.items():  # hardened without a confirmation (the best few single measurements)
+        out.setdefault(group, Confirmed(hardening=records))
     return out

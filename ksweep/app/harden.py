@@ -1,0 +1,105 @@
+"""``ksweep harden DB``: the hardening a sweep runs before naming BEST (sweep/hardening.py), on a
+stored sweep: each shape × variant's leaders (the confirmed configs, else the best few)
+built through the build cache, run under compute-sanitizer's tools (and checked on further
+inputs where the mode has them), their outputs' determinism read from the stored runs; every
+verdict stored beside their results, a config found unsafe marked so (never BEST, never
+exported)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+from ..errors import KsweepError
+from ..job import config_id
+from ..run import sanitize
+from ..run.base import Here
+from ..status import Status
+from ..store.sqlite import Store
+from ..sweep.hardening import Hardened, determinism, harden_config, leaders, record, tool_timeout
+from ..sweep.local import scratch_dir
+from .target import build_config, open_target
+from .wiring import mode_for
+
+
+@dataclass(frozen=True)
+class HardenedConfig:
+    shape: str
+    variant: str
+    params: dict
+    verdict: str  # clean, unsafe, incomplete; failed (the further inputs); skipped
+    message: str
+    status: Status | None = None  # its new status (UNSAFE, CHECKSUM_MISMATCH), None when it kept its own
+
+
+def harden(db: str, *, spec_path: str | None = None, shape: str | None = None, variant: str | None = None,
+           gpu: int = 0, sanitizer: str | None = None, tools: Sequence[str] | None = None,
+           echo=print) -> list[HardenedConfig]:
+    """Harden the leaders of a stored sweep; one line (KsweepError) when compute-sanitizer is
+    missing. ``tools``: those of compute-sanitizer's tools (default: the spec's ``[harden] tools``)."""
+    t = open_target(db, spec_path)
+    spec = t.spec
+    if tools:
+        spec = replace(spec, harden=replace(spec.harden, tools=tuple(tools)))
+    exe = sanitize.find(sanitizer)
+    if exe is None:
+        raise KsweepError(f"--sanitizer {sanitizer}: not an executable file" if sanitizer else sanitize.HINT)
+    if t.db is None or not t.db.exists():
+        raise KsweepError(f"{db}: no results database to harden: sweep first")
+    mode = mode_for(spec)
+    here = Here(gpu, None, scratch_dir(spec))
+    with Store(t.db, create=False) as store:
+        groups = sorted({(r.variant, r.shape) for r in store.results()})
+        defaults = store.default_configs()
+        objective = store.objective()
+    out: list[HardenedConfig] = []
+    for va, sh in groups:
+        if (shape and sh != shape) or (variant and va != variant):
+            continue
+        with Store(t.db, create=False) as store:
+            results = {config_id(r.params): r for r in store.results(variant=va, shape=sh)}
+            measurements = store.measurements(va, sh)
+            chosen = leaders(results, measurements, objective, defaults)
+            for h in determinism(results, measurements, mode.fingerprint_keys(spec), chosen):
+                store.put_hardening(h)
+        for cid in chosen:
+            result = results[cid]
+            params = dict(result.params)
+            job, built, harness = build_config(spec, sh, va, params, t.db)
+            if job.cache_key != result.cache_key:
+                out.append(HardenedConfig(sh, va, params, "skipped", "its stored result was measured on another "
+                                          "source or spec: sweep again first"))
+                continue
+            if built.status is not Status.OK:
+                out.append(HardenedConfig(sh, va, params, "skipped", f"did not build: {built.message}"))
+                continue
+            reference = None
+            if mode.harden_reference:
+                ref = mode.reference_config(spec, {p.name: p.default for p in spec.effective_params(
+                    spec.shape(sh), spec.variant(va))})
+                if ref is not None:
+                    ref_job, ref_built, _ = build_config(spec, sh, va, dict(ref), t.db)
+                    reference = (ref_job, ref_built) if ref_built.status is Status.OK else None
+            hardened = harden_config(spec, mode, job, built, here, exe=exe, tools=spec.harden.tools,
+                                     timeout=tool_timeout(spec, result), reference=reference,
+                                     harness=harness.binary if harness is not None else None)
+            with Store(t.db, create=False) as store:
+                status = record(store, result, hardened)
+            done = _said(sh, va, params, hardened, status)
+            out.append(done)
+            echo(f"{sh}/{va} " + " ".join(f"{k}={v}" for k, v in params.items()) + f": {done.verdict}: {done.message}")
+    return out
+
+
+def _said(shape: str, variant: str, params: dict, hardened: Hardened, status: Status | None) -> HardenedConfig:
+    tools, inputs = hardened.tools, hardened.inputs
+    if status is Status.UNSAFE:
+        return HardenedConfig(shape, variant, params, "unsafe", tools.message, status)
+    if status is not None:
+        return HardenedConfig(shape, variant, params, "failed", inputs[2], status)
+    if tools is not None and tools.verdict != "clean":
+        return HardenedConfig(shape, variant, params, tools.verdict, tools.message)
+    message = tools.message if tools is not None else "no sanitizer ran"
+    if inputs is not None:
+        message += f"; further inputs {inputs[2]}"
+    return HardenedConfig(shape, variant, params, "clean" if tools is not None else "incomplete", message)

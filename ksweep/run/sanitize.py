@@ -1,0 +1,73 @@
+"""compute-sanitizer on this host: finding it, its command line, one tool's run of a program.
+
+Each tool (memcheck, racecheck, initcheck, synccheck) checks the program in a run of its
+own, with a timeout of its own: a tool that hangs or is slow costs its own budget, never
+another's. The program is the config's own (program mode: its run command; kernel mode: one
+checked launch in a fresh process, ``kernel/harden_one.py``), run with ``KSWEEP_SANITIZER``
+set to the tool's name, which ``ksweep.h`` reads to skip its timing loop (a sanitizer slows
+a kernel 10-100 times). What the tool said is read back by ``verify/sanitizer.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from ..process import ProcessRegistry, run_process
+from ..verify.sanitizer import ToolRun, parse
+from .classify import last_lines
+
+ENV = "KSWEEP_SANITIZER"  # set to the tool's name in the program's environment under a sanitizer
+HINT = ("compute-sanitizer was not found (on the PATH or in /usr/local/cuda/bin): it comes with the CUDA "
+        "toolkit; put the toolkit's bin folder on the PATH, or ksweep run --no-harden to sweep without it")
+
+
+def find(given: str | None = None) -> str | None:
+    """The compute-sanitizer program: ``given`` (a path, or a name on the PATH) when it is an
+    executable, else compute-sanitizer on the PATH or in the CUDA toolkit's usual places."""
+    if given is not None:
+        found = shutil.which(given)
+        return str(Path(found).absolute()) if found else None
+    found = shutil.which("compute-sanitizer")
+    if found:
+        return found
+    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    for home in filter(None, homes):
+        path = Path(home) / "bin" / "compute-sanitizer"
+        if path.is_file() and os.access(path, os.X_OK):
+            return str(path)
+    return None
+
+
+def tool_argv(exe: str, tool: str, program: Sequence[str]) -> list[str]:
+    """The command line of one tool's run: every process the program starts is checked (a
+    run command through ``sh -c`` too), host backtraces left out (the finding, its kernel and
+    line are what the verdict says)."""
+    return [exe, "--tool", tool, "--target-processes", "all", "--show-backtrace", "device",
+            "--print-limit", "100", *program]
+
+
+def run_tool(exe: str, tool: str, program: Sequence[str], *, env: Mapping[str, str], timeout: float,
+             cwd: Path, registry: ProcessRegistry | None = None) -> ToolRun | None:
+    """One tool's run of ``program`` in the folder ``cwd``, read back; None when Ctrl-C stopped it."""
+    out = run_process(tool_argv(exe, tool, program), cwd=cwd, timeout=timeout, env={**env, ENV: tool},
+                      registry=registry, leftovers=True)
+    if out.stopped:
+        return None
+    if out.error:
+        return ToolRun(tool, None, returncode=None, tail=out.error, seconds=out.seconds)
+    text = out.stdout + "\n" + out.stderr
+    report = parse(text, tool)
+    tail = last_lines("\n".join(ln for ln in text.splitlines() if ln.strip() and not ln.startswith("=========")), 3)
+    return ToolRun(tool, report, timed_out=out.timed_out, timeout=timeout, returncode=out.returncode, tail=tail,
+                   seconds=out.seconds)
+
+
+def run_plain(program: Sequence[str], *, env: Mapping[str, str], timeout: float, cwd: Path,
+              registry: ProcessRegistry | None = None):
+    """``program`` run once without a tool (kernel mode's further inputs): its process outcome,
+    None when Ctrl-C stopped it."""
+    out = run_process(list(program), cwd=cwd, timeout=timeout, env=dict(env), registry=registry, leftovers=True)
+    return None if out.stopped else out

@@ -1,0 +1,295 @@
+"""The hardening of one shape × variant's leaders, after their confirmation and before BEST
+is named (a config it finds unsafe is never BEST):
+
+- **determinism**: each confirmed config's runs (its search run and its confirmation runs,
+  each in a fresh process in program mode) compared bitwise on what the check reads
+  (verify/determinism.py), recorded; with ``--deterministic`` one whose outputs differed may
+  not be BEST (verify/confirm.confirmed reads the records);
+- **sanitizers**: each leader (the confirmed configs, best first; without a confirmation the
+  best few) run once under each of compute-sanitizer's tools, each tool in a run of its own
+  with a timeout of its own (``run/sanitize.py``), the program the mode gives
+  (``Mode.harden_program``: program mode's own run command; one checked launch in a fresh
+  process where the mode has one); a finding makes the config UNSAFE (verify/sanitizer.py),
+  its message the tool, the first finding, and the function and line it names;
+- **further inputs**, where the mode has them: the same fresh process checks the config on
+  inputs that catch cheats (other addresses, special values); a wrong output there is a
+  CHECKSUM_MISMATCH;
+- **an edge size**, where the mode has further inputs and ``[harden] edge`` gives one (shape
+  defines such as ``N = 4099``): the default config and the leaders built for it (where the
+  spec's constraints allow them there) and checked on it the same way.
+
+Each verdict is stored (``Store.put_hardening``) under the config's result key: a resumed
+sweep hardens only what it has not, and a config measured again is hardened again. Without
+compute-sanitizer the sweep says so in one line and how to get it, and hardens nothing but
+what needs no tool; ``--no-harden`` (``[harden] enabled = false``) runs no sanitizer.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+from ..job import Job, config_id
+from ..space.space import Space
+from ..result import Hardening, Result
+from ..run import sanitize
+from ..run.base import Here
+from ..status import Status, Stopped
+from ..verify import confirm
+from ..verify.determinism import differs
+from ..verify.sanitizer import Verdict, inputs_verdict, verdict
+from .context import SweepContext
+from .jobs import JobFactory
+from .waiting import wait_for
+
+if TYPE_CHECKING:
+    from ..build.builder import BuildResult
+    from .pipeline import Target
+
+UNCONFIRMED_LEADERS = 5  # without a confirmation, the best this many are hardened (best first)
+LEAST_TIMEOUT = 120.0  # seconds a tool's run gets at least (100 times the config's measured run otherwise)
+
+
+@dataclass(frozen=True)
+class Hardened:
+    """What the sanitizers, the further inputs and the edge size said of one config (None: not run)."""
+
+    tools: Verdict | None = None
+    inputs: tuple[str, Status | None, str] | None = None  # verify.sanitizer.inputs_verdict's
+    edge: tuple[str, Status | None, str] | None = None  # the same, on the edge size
+
+
+def tool_timeout(spec, result: Result | None) -> float:
+    """Seconds each tool's run of a config may take: ``[harden] timeout``, else 100 times the
+    config's measured run (a sanitizer slows GPU code 10-100 times), at least 120 s."""
+    if spec.harden.timeout is not None:
+        return float(spec.harden.timeout)
+    measured = result.run_seconds if result is not None and result.run_seconds else 1.0
+    return max(LEAST_TIMEOUT, 100.0 * measured)
+
+
+def harden_config(spec, mode, job: Job, build: "BuildResult", here: Here, *, exe: str | None,
+                  tools: Sequence[str], timeout: float, harness: Path | None = None, reference=None) -> Hardened:
+    """Run the sanitizers (``exe``: compute-sanitizer, None: none) and the further inputs of one
+    built config on ``here``'s GPU; KeyboardInterrupt when Ctrl-C stopped a run."""
+    here.scratch.mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="harden-", dir=here.scratch))
+    try:
+        env = {**job.run_env, **({"CUDA_VISIBLE_DEVICES": str(here.gpu)} if here.gpu is not None else {})}
+        tools_said = None
+        if exe is not None and tools:
+            program = mode.harden_program(spec, job, build, workdir, harness, reference, "sanitize")
+            if program is None:
+                tools_said = Verdict("incomplete", {}, f"{mode.name} mode: no program a sanitizer can start")
+            else:
+                runs = []
+                for tool in tools:
+                    run = sanitize.run_tool(exe, tool, program, env=env, timeout=timeout, cwd=workdir,
+                                            registry=here.registry)
+                    if run is None:
+                        raise KeyboardInterrupt
+                    runs.append(run)
+                tools_said = verdict(runs)
+        inputs = None
+        program = mode.harden_program(spec, job, build, workdir, harness, reference, "inputs")
+        if program is not None:
+            out = sanitize.run_plain(program, env=env, timeout=timeout, cwd=workdir, registry=here.registry)
+            if out is None:
+                raise KeyboardInterrupt
+            inputs = inputs_verdict(out.returncode, out.stdout, out.timed_out, timeout)
+        return Hardened(tools_said, inputs)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def record(store, result: Result, hardened: Hardened) -> Status | None:
+    """Store what hardening found of ``result`` and its new status: UNSAFE on a sanitizer's
+    finding, CHECKSUM_MISMATCH on a wrong output for the further inputs (None: it keeps its own)."""
+    base = dict(variant=result.variant, shape=result.shape, params=dict(result.params), result_key=result.cache_key)
+    if hardened.tools is not None:
+        t = hardened.tools
+        store.put_hardening(Hardening(**base, kind="sanitizer", verdict=t.verdict, detail=t.message, tools=t.tools))
+    for kind, said in (("inputs", hardened.inputs), ("edge", hardened.edge)):
+        if said is not None:
+            store.put_hardening(Hardening(**base, kind=kind, verdict=said[0], detail=said[2]))
+    for status, message in ((hardened.tools.status if hardened.tools else None,
+                             hardened.tools.message if hardened.tools else ""),
+                            *((s[1], s[2]) for s in (hardened.inputs, hardened.edge) if s is not None)):
+        if status is not None:
+            store.set_verdict(result, status, message, False)
+            return status
+    return None
+
+
+def done_before(records: Sequence[Hardening], result: Result, needs: Sequence[str]) -> bool:
+    """Whether ``result`` was hardened already under its key (a resumed sweep): a record of each
+    kind ``needs`` ("sanitizer", "inputs", "edge") that is not incomplete."""
+    kinds = {h.kind: h for h in records if config_id(h.params) == config_id(result.params)
+             and h.result_key == result.cache_key}
+    return all(kind in kinds and kinds[kind].verdict != "incomplete" for kind in needs)
+
+
+def determinism(results: Mapping[str, Result], measurements, keys: Sequence[str], configs: Sequence[str]
+                ) -> list[Hardening]:
+    """A determinism record of each config whose outputs two or more of its OK runs printed."""
+    out = []
+    for cid in configs:
+        r = results[cid]
+        runs = [r.metrics] + [m.metrics for m in measurements if config_id(m.params) == cid
+                              and m.status is Status.OK and confirm.counts_for(m, r)]
+        if sum(any(k in m for k in keys) for m in runs) < 2:
+            continue
+        detail = differs(runs, keys)
+        out.append(Hardening(r.variant, r.shape, dict(r.params), r.cache_key, "determinism",
+                             "nondeterministic" if detail else "deterministic", detail or ""))
+    return out
+
+
+def leaders(results: Mapping[str, Result], measurements, objective, defaults: Mapping) -> list[str]:
+    """The configs to harden of one shape × variant (``results``: config id -> its standing
+    result): the confirmed ones whose runs ended OK, best median first; without a
+    confirmation, the few best single measurements."""
+    if not results:
+        return []
+    first = next(iter(results.values()))
+    conf = confirm.confirmed(list(results.values()), measurements, objective.direction,
+                             defaults).get((first.variant, first.shape))
+    sign = 1.0 if objective.direction == "min" else -1.0
+    if conf is not None and conf.verdicts:
+        ok = [c for c, v in conf.verdicts.items() if v.interval.n and not v.failed and c in results
+              and results[c].status is Status.OK]
+        return sorted(ok, key=lambda c: sign * conf.verdicts[c].interval.median)
+    ranked = sorted((sign * v, cid) for cid, r in results.items() if (v := r.value(objective.metric)) is not None)
+    return [cid for _, cid in ranked[:UNCONFIRMED_LEADERS]]
+
+
+class HardeningPhase:
+    """The hardening of the leaders of one shape × variant of the sweep ``sweep``."""
+
+    def __init__(self, sweep: SweepContext, target: "Target", variant: str, shape: str):
+        self.sweep, self.target, self.variant, self.shape = sweep, target, variant, shape
+
+    def run(self) -> None:
+        sweep = self.sweep
+        store, spec, summary = sweep.store, sweep.spec, sweep.summary
+        results = {config_id(r.params): r for r in store.results(variant=self.variant, shape=self.shape)}
+        measurements = store.measurements(self.variant, self.shape)
+        chosen = leaders(results, measurements, spec.objective, store.default_configs())
+        if not chosen:
+            return
+        for h in determinism(results, measurements, sweep.mode.fingerprint_keys(spec), chosen):
+            store.put_hardening(h)
+        nondeterministic = [h for h in store.hardenings(self.variant, self.shape)
+                            if h.kind == "determinism" and h.verdict == "nondeterministic"
+                            and config_id(h.params) in chosen and h.result_key == results[config_id(h.params)].cache_key]
+        where = f"{self.shape}/{self.variant}"
+        if nondeterministic:
+            summary.hardened.append(f"{where}: {len(nondeterministic)} of {len(chosen)} leaders nondeterministic "
+                                    f"(first: {nondeterministic[0].detail})")
+        if not (sweep.options.harden and spec.harden.enabled):
+            return
+        here = sweep.executor.here
+        if here is None:
+            summary.hardened.append(f"{where}: not hardened: its runs went to no GPU of this host (a cluster's "
+                                    f"workers): run ksweep harden on the database where the GPU is")
+            return
+        exe = sanitize.find()
+        if exe is None and sanitize.HINT not in summary.notes:
+            summary.notes.append(sanitize.HINT)
+        done = store.hardenings(self.variant, self.shape)
+        further = bool(sweep.mode.harden_reference)
+        edge = further and bool(spec.harden.edge)
+        needs = [kind for kind, wanted in (("sanitizer", exe is not None), ("inputs", further), ("edge", edge))
+                 if wanted]
+        default = store.default_configs().get((self.variant, self.shape))
+        if edge and default in results and default not in chosen and results[default].status is Status.OK:
+            chosen.append(default)  # the edge size checks the default config too
+        counts: dict[str, int] = {}
+        first_finding = ""
+        for cid in chosen:
+            result = results[cid]
+            if not needs or done_before(done, result, needs):
+                continue
+            started = time.monotonic()
+            hardened = self._harden(result, here, exe)
+            if edge:
+                hardened = replace(hardened, edge=self._edge(result, here))
+            summary.harden_seconds += time.monotonic() - started
+            status = record(store, result, hardened)
+            said = str(status) if status is not None else (hardened.tools.verdict if hardened.tools else "checked")
+            counts[said] = counts.get(said, 0) + 1
+            if status is not None:
+                summary.counts[result.status.value] = summary.counts.get(result.status.value, 1) - 1
+                summary.counts[status.value] = summary.counts.get(status.value, 0) + 1
+                first_finding = first_finding or (hardened.tools.message if status is Status.UNSAFE else next(
+                    s[2] for s in (hardened.inputs, hardened.edge) if s is not None and s[1] is not None))
+        if counts:
+            tools = ", ".join(spec.harden.tools) if exe is not None else "no sanitizer"
+            said = ", ".join(f"{n} {k}" for k, n in counts.items())
+            summary.hardened.append(f"{where}: hardened {sum(counts.values())} leader(s) ({tools}): {said}"
+                                    + (f"; first finding: {first_finding}" if first_finding else ""))
+        elif exe is None:
+            summary.hardened.append(f"{where}: not hardened: no compute-sanitizer")
+
+    def _harden(self, result: Result, here: Here, exe: str | None) -> Hardened:
+        sweep, factory = self.sweep, self.target.factory
+        job = factory.make(dict(result.params), phase="harden")
+        build = self._build(job)
+        if build is None:
+            return Hardened(Verdict("incomplete", {}, "did not build"))
+        reference = None
+        if sweep.mode.harden_reference:
+            params = sweep.mode.reference_config(sweep.spec, {p.name: p.default for p in self.target.space.params})
+            if params is not None and params in self.target.space:
+                ref_job = factory.make(dict(params), phase="harden")
+                ref_build = self._build(ref_job)
+                reference = (ref_job, ref_build) if ref_build is not None else None
+        harness = None
+        if job.harness is not None:
+            built = self._build(job.harness)
+            harness = built.binary if built is not None else None
+        return harden_config(sweep.spec, sweep.mode, job, build, here, exe=exe, tools=sweep.spec.harden.tools,
+                             timeout=tool_timeout(sweep.spec, result), harness=harness, reference=reference)
+
+    def _edge(self, result: Result, here: Here) -> tuple[str, Status | None, str]:
+        """The config built for the edge size (``[harden] edge``) and checked on its inputs."""
+        sweep = self.sweep
+        spec, edge = sweep.spec, sweep.spec.harden.edge
+        shape, variant = spec.shape(self.shape), spec.variant(self.variant)
+        named = ", ".join(f"{k}={v}" for k, v in edge.items())
+        constants = {k: v for k, v in edge.items() if k in shape.constants or k in spec.constants}
+        edge_shape = replace(shape, name=f"{shape.name}_edge",
+                             defines={**shape.defines, **{k: v for k, v in edge.items() if k not in constants}},
+                             constants={**shape.constants, **constants})
+        edge_spec = replace(spec, shapes=(*spec.shapes, edge_shape))
+        space = Space.from_spec(edge_spec, edge_shape.name, variant.name)
+        if dict(result.params) not in space:
+            return "skipped", None, f"edge size {named}: the spec's constraints refuse this config there"
+        factory = JobFactory(edge_spec, edge_shape, variant, space, sweep.mode)
+        job = factory.make(dict(result.params), phase="harden")
+        build = self._build(job)
+        if build is None:
+            return "failed", Status.COMPILE_ERROR, f"hardening: edge size {named}: the config did not build"
+        reference = None
+        params = sweep.mode.reference_config(edge_spec, {p.name: p.default for p in space.params})
+        if params is not None and params in space:
+            ref_job = factory.make(dict(params), phase="harden")
+            ref_build = self._build(ref_job)
+            reference = (ref_job, ref_build) if ref_build is not None else None
+        said = harden_config(edge_spec, sweep.mode, job, build, here, exe=None, tools=(),
+                             timeout=tool_timeout(spec, result), reference=reference).inputs
+        if said is None:
+            return "skipped", None, f"edge size {named}: no check"
+        verdict_, status, message = said
+        return verdict_, status, (message.replace("hardening: ", f"hardening: edge size {named}: ", 1)
+                                  if status is not None else f"edge size {named}: {message}")
+
+    def _build(self, job: Job):
+        built = wait_for(self.sweep.executor.submit_build(job))
+        if isinstance(built, Stopped):
+            raise KeyboardInterrupt
+        return built if built.status is Status.OK else None

@@ -1,0 +1,227 @@
+"""Kernel mode's hardening without a GPU, on the stand-in backend: the check audited before it
+judges (kernel/audit.py, and the worker's answers that carry it), the outputs' digest the
+confirmation compares, and the further inputs of kernel/harden_one.py catching planted
+cheats (outputs kept by their inputs' addresses, saturating sums, an all-zero input skipped)."""
+
+import json
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from conftest import KERNELS
+
+from ksweep.kernel.audit import audit
+from ksweep.kernel.backend import FakeBackend
+from ksweep.kernel.harden_one import OTHER_ADDRESSES, SAME_ADDRESSES, Checks
+from ksweep.run.handle import WorkerHandle
+from ksweep.status import Status
+from ksweep.verify.sanitizer import inputs_verdict
+
+FAKE = KERNELS / "fake_harden.py"
+
+
+def setup(**over):
+    base = {"op": "setup", "args": "vadd_args.py:make_args", "root": str(KERNELS), "sizes": {"N": 4096}, "seed": 0,
+            "outputs": [0], "reference": "vadd_args.py:reference", "atol": 1e-5, "rtol": 1e-5,
+            "timing": {"warmup_ms": 1, "budget_ms": 2, "min_reps": 3, "max_reps": 5, "flush_l2": False}}
+    return {**base, **over}
+
+
+# -- the audit -----------------------------------------------------------------------------------
+def test_the_audit_passes_a_check_that_tells_right_from_wrong():
+    rng = np.random.default_rng(1)
+    first, second = [rng.standard_normal(1000).astype(np.float32)], [rng.standard_normal(1000).astype(np.float32)]
+    assert audit(first, second, 1e-5, 1e-5) is None
+
+
+@pytest.mark.parametrize("case, fragment", [
+    ("loose", "outputs of all zeros pass the comparison (atol 10, rtol 0: lower atol below"),
+    ("zeros", ": the expected outputs are all zero"),
+    ("same", "the reference gives the same outputs for both input draws"),
+    ("wide", "the outputs of the other input draw pass as this draw's"),
+    ("relative", "rtol 1: lower rtol below 1"),
+    ("nan", "a tile of 256 elements left unwritten pass"),
+])
+def test_the_audit_says_how_a_check_is_blind(case, fragment):
+    rng = np.random.default_rng(2)
+    a, b = rng.uniform(1, 2, 1000).astype(np.float32), rng.uniform(1, 2, 1000).astype(np.float32)
+    atol, rtol = 1e-5, 1e-5
+    if case == "loose":  # a tolerance larger than the outputs
+        atol, rtol = 10.0, 0.0
+    elif case == "zeros":
+        a, b = np.zeros_like(a), np.ones_like(b)
+    elif case == "same":  # a reference that ignores its inputs
+        b = a.copy()
+    elif case == "wide":  # outputs near 10.5 that differ by less than atol from one draw to the other
+        a, b, atol = a + 9.0, b + 9.0, 1.5
+    elif case == "relative":  # rtol 100%: zeros pass whatever the outputs
+        rtol = 1.0
+    elif case == "nan":
+        a[:300] = np.nan
+    said = audit([a], [b], atol, rtol)
+    assert said is not None and said.startswith("the check is blind: ") and fragment in said, said
+
+
+def test_the_worker_audits_its_check_at_setup_and_at_capture_and_digests_when_asked(tmp_path):
+    cubin = tmp_path / "fake.cubin"
+    cubin.write_bytes(b"not really")
+    req = {"op": "eval", "cubin": str(cubin), "entry": "vadd", "grid": [1, 1, 1], "block": [256, 1, 1], "smem": 0,
+           "params": {}}
+    blind = WorkerHandle(f"fake:{FAKE}", setup=setup(atol=100.0))
+    try:
+        answer = blind.request({**req, "digest": True}, timeout=30)
+        assert answer.data["outputs"] == "matched"
+        assert blind.setup_answer["audit"].startswith("the check is blind: outputs of all zeros pass")
+        first = answer.data["metrics"]["outputs_digest"]
+        again = blind.request({**req, "digest": True}, timeout=30).data["metrics"]["outputs_digest"]
+        assert first == again and first == int(first) and 0 < first < 2 ** 48  # 48 bits, exact in a float
+        assert "outputs_digest" not in blind.request(req, timeout=30).data["metrics"]  # only when asked
+    finally:
+        blind.close()
+    # a reference config's outputs, captured: audited then (no Python reference to audit at setup)
+    captured = WorkerHandle(f"fake:{FAKE}", setup=setup(reference=None, atol=100.0))
+    try:
+        answer = captured.request({**req, "capture": str(tmp_path / "ref.npz")}, timeout=30)
+        assert answer.data["outputs"] == "captured" and captured.setup_answer["audit"] is None
+        assert answer.data["audit"].startswith("the check is blind: outputs of all zeros pass")
+    finally:
+        captured.close()
+
+
+# -- the further inputs --------------------------------------------------------------------------
+def harden_request(cheat=None, checks="inputs", reference_launch=None, **over):
+    launch = {"cubin": str(FAKE), "entry": "vadd", "grid": [1, 1, 1], "block": [256, 1, 1], "smem": 0,
+              "params": {"CHEAT": cheat}}
+    return {"setup": setup(**over), "launch": launch, "reference": reference_launch, "checks": checks,
+            "special": ["zeros", "ones", "large"]}
+
+
+@pytest.mark.parametrize("cheat, failed", [
+    (None, None),
+    ("saturate", "large inputs: output 0: max abs error"),
+    ("zero_skip", "zeros inputs: output 0: 4096 elements not written"),
+])
+def test_the_further_inputs_catch_what_two_draws_do_not(cheat, failed):
+    answer = Checks(FakeBackend(str(FAKE)), harden_request(cheat)).run()
+    if failed is None:
+        assert answer == {"ok": True, "failed": None, "skipped": [],
+                          "checked": ["the check inputs", SAME_ADDRESSES, OTHER_ADDRESSES, "zeros inputs",
+                                      "ones inputs", "large inputs"]}
+    else:
+        assert answer["failed"].startswith(failed), answer
+        assert "the check inputs" in answer["checked"]  # right on the usual draw
+
+
+def test_without_a_python_reference_the_reference_configs_launches_give_the_expected_outputs():
+    honest = {"cubin": str(FAKE), "entry": "vadd", "grid": [1, 1, 1], "block": [256, 1, 1], "smem": 0, "params": {}}
+    answer = Checks(FakeBackend(str(FAKE)), harden_request("saturate", reference_launch=honest, reference=None)).run()
+    assert answer["failed"].startswith("large inputs: output 0: max abs error"), answer
+    # under a sanitizer: one launch, compared only with a Python reference
+    one = Checks(FakeBackend(str(FAKE)), harden_request(None, checks="sanitize", reference_launch=honest,
+                                                         reference=None)).run()
+    assert one == {"ok": True, "failed": None, "checked": [], "skipped": ["the check inputs"]}
+
+
+def test_outputs_kept_by_address_fail_in_a_fresh_process_and_kernel_mode_runs_it(tmp_path):
+    """The whole path: KernelMode.harden_program writes the request and names the fresh process
+    (here on the stand-in backend), whose answer verify/sanitizer.inputs_verdict judges."""
+    from ksweep.kernel.mode import KernelMode
+    from ksweep.spec.load import spec_from_dict
+
+    for f in ("vadd_args.py",):
+        (tmp_path / f).write_text((KERNELS / f).read_text())
+    (tmp_path / "vadd.cu").write_text("// the stand-in backend runs fake_harden.py's vadd\n")
+    spec = spec_from_dict({"params": {"CHEAT": ["address"]}, "shapes": {"s": {"defines": {"N": 4096}}},
+                           "kernel": {"source": "vadd.cu", "name": "vadd", "grid": "1", "block": "256",
+                                      "args": "vadd_args.py:make_args", "outputs": [0],
+                                      "reference": "vadd_args.py:reference", "atol": 1e-5, "rtol": 1e-5}},
+                          path=tmp_path / "k.toml")
+    job = SimpleNamespace(shape="s", params={"CHEAT": "address"}, launch={"grid": [1, 1, 1], "block": [256, 1, 1],
+                                                                          "smem": 0})
+    build = SimpleNamespace(binary=FAKE, report=SimpleNamespace(kernels=[SimpleNamespace(name="vadd")]))
+    argv = KernelMode(f"fake:{FAKE}").harden_program(spec, job, build, tmp_path, checks="inputs")
+    assert argv[1:4] == ["-m", "ksweep.kernel.harden_one", "--backend"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    said, status, message = inputs_verdict(done.returncode, done.stdout)
+    assert done.returncode == 1 and said == "failed" and status is Status.CHECKSUM_MISMATCH, done.stderr
+    assert message.startswith(f"hardening: {SAME_ADDRESSES}: output 0: max abs error"), message
+    request = json.loads((tmp_path / "harden-inputs.json").read_text())
+    assert request["special"] == ["zeros", "ones", "large"] and request["setup"]["energy"] is None
+
+
+def test_an_answer_that_is_no_verdict_is_incomplete():
+    assert inputs_verdict(None, "", timed_out=True, timeout=5) == ("incomplete", None, "no answer within 5 s")
+    assert inputs_verdict(-11, "") == ("incomplete", None, "no answer (exit -11)")
+    err = json.dumps({"ok": False, "error": "CUDA_ERROR_ILLEGAL_ADDRESS in cuLaunchKernel"})
+    assert inputs_verdict(2, err) == ("incomplete", None, "CUDA_ERROR_ILLEGAL_ADDRESS in cuLaunchKernel")
+    assert inputs_verdict(0, json.dumps({"ok": True, "failed": None, "checked": ["a"], "skipped": ["b"]}))[2] == \
+        "passed: a; not compared (no reference): b"
+
+
+def test_a_kernel_mode_sweep_hardens_its_leaders_and_checks_an_edge_size(tmp_path, monkeypatch):
+    """End to end on the stand-in backend, its cubins made by a stand-in compiler: the faster
+    config's kernel has a fault racecheck finds and writes whole tiles only (wrong at the edge
+    size N=4099): UNSAFE, never BEST; the default config passes everything."""
+    from conftest import PROGRAMS
+
+    from ksweep import load_spec
+    from ksweep.app.sweep import best_result, run_sweep
+    from ksweep.store.sqlite import Store
+    from ksweep.sweep.options import SweepOptions
+    from ksweep.verify.confirm import Confirmation
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "compute-sanitizer").symlink_to(PROGRAMS / "fake_compute_sanitizer.py")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
+    (tmp_path / "vadd_args.py").write_text((KERNELS / "vadd_args.py").read_text())
+    (tmp_path / "vadd.cu").write_text("// the stand-in backend runs fake_harden.py's vadd\n")
+    (tmp_path / "k.toml").write_text(f"""
+[sweep]
+arch = "sm_90a"
+[params]
+MS = [3, 1]
+FAULT = [0, 2]
+TILES = [0, 1]
+[[constraints]]
+name = "the_fast_one_is_wrong"
+expr = "(MS == 3) == (FAULT == 0) and FAULT * 1 == TILES * 2"
+[shapes.s]
+defines = {{ N = 4096 }}
+[build]
+command = ["{sys.executable}", "{PROGRAMS / 'fake_cubin.py'}", "{{defines}}", "-o", "{{binary}}", "{{kernel_wrapper}}"]
+[kernel]
+source = "vadd.cu"
+name = "vadd"
+grid = "1"
+block = "256"
+args = "vadd_args.py:make_args"
+outputs = [0]
+reference = "vadd_args.py:reference"
+atol = 1e-5
+rtol = 1e-5
+timing = {{ warmup_ms = 1, budget_ms = 5, min_reps = 3, max_reps = 5, flush_l2 = false }}
+[harden]
+tools = ["racecheck"]
+special = ["zeros"]
+edge = {{ N = 4099 }}
+""")
+    options = SweepOptions(strategy="grid", confirm=Confirmation(k=2, rounds=2, within=None))
+    summary, db = run_sweep(load_spec(tmp_path / "k.toml"), options=options, kernel_backend=f"fake:{FAKE}")
+    with Store(db) as store:
+        by_ms = {r.params["MS"]: r for r in store.results() if r.status is not Status.PRUNED}
+        kinds = {(h.params["MS"], h.kind): h for h in store.hardenings()}
+    fast = by_ms[1]
+    assert fast.status is Status.UNSAFE and fast.message.startswith("racecheck: Race reported between"), fast.message
+    assert kinds[(1, "edge")].verdict == "failed"
+    assert kinds[(1, "edge")].detail.startswith("hardening: edge size N=4099: the check inputs: output 0: 3 elements "
+                                                "not written"), kinds[(1, "edge")].detail
+    assert kinds[(1, "inputs")].verdict == "passed"  # right on the shape's own size
+    assert by_ms[3].status is Status.OK and best_result(db).params["MS"] == 3
+    assert {kind: h.verdict for (ms, kind), h in kinds.items() if ms == 3} == {
+        "sanitizer": "clean", "inputs": "passed", "edge": "passed", "determinism": "deterministic"}
+    assert summary.hardened == ["s/base: hardened 2 leader(s) (racecheck): 1 UNSAFE, 1 clean; first finding: "
+                                + fast.message]
