@@ -1,0 +1,82 @@
+"""Whose runs a GPU of this host has: what a dead owner left running goes before the next run.
+
+Every process ksweep starts carries its ksweep process's session token (process.py), and
+that process's reaper kills them all when it dies. The reaper is a process too: on a loaded
+host it may run late, and meanwhile the GPU's next owner (a Dask worker that its nanny
+restarted on the same GPU) would start a run beside a program of the dead one, which keeps
+going and may even finish. So a process claims a GPU before each run it starts there: a file
+per device under the temporary directory, taken under ``flock``, names the claimant (pid,
+start time, session token). When the last claimant is another process that is no longer
+alive, the processes of its session are killed first, and the claim waits until they are
+gone. A live claimant (two processes sharing one GPU) is left alone.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+
+from .. import process
+from ..reaper import SESSION_VAR, kill_tree_by_token, pids_with_env
+
+GONE_WAIT = 10.0  # seconds a claim waits for a dead claimant's killed processes to be gone
+
+
+def claims_dir() -> Path:
+    return Path(tempfile.gettempdir()) / f"ksweep-gpu-claims-{os.getuid()}"
+
+
+def start_time(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot, /proc/PID/stat's 22nd field): with
+    the pid, it names one process, not a later one given the same pid; None when it is gone
+    or there is no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _alive(pid: int, started: str) -> bool:
+    return process.pid_alive(pid) and start_time(pid) == started
+
+
+def claim(device: str, *, folder: Path | None = None, wait: float = GONE_WAIT) -> int:
+    """Claim GPU ``device`` (the id a run's CUDA_VISIBLE_DEVICES names) for this process's
+    runs. If its last claimant is another process that has died, kill what is left of that
+    process's session (its orphaned programs, at any depth) and wait, at most ``wait``
+    seconds, until it is gone. Returns how many processes it killed. Where there is no /proc,
+    or the claims folder cannot be written, it claims nothing (the reaper alone is left)."""
+    me = start_time(os.getpid())
+    if me is None:
+        return 0
+    session = process.session_env()[SESSION_VAR]
+    folder = folder or claims_dir()
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        fd = os.open(folder / re.sub(r"[^A-Za-z0-9._-]", "_", device), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return 0
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # one claim at a time: a dead claimant is reaped once
+        except OSError:  # a file system without flock
+            return 0
+        last = os.pread(fd, 256, 0).decode(errors="replace").split()
+        killed = 0
+        if len(last) == 3 and last[0].isdigit() and last[2] != session and not _alive(int(last[0]), last[1]):
+            killed = kill_tree_by_token(SESSION_VAR, last[2])
+            deadline = time.monotonic() + wait
+            while pids_with_env(SESSION_VAR, last[2]) and time.monotonic() < deadline:
+                time.sleep(0.02)  # killed, not yet dead (a GPU context takes a while to tear down)
+        mine = f"{os.getpid()} {me} {session}"
+        if last != mine.split():
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, mine.encode(), 0)
+        return killed
+    finally:
+        os.close(fd)  # releases the lock
