@@ -68,6 +68,7 @@ class Cluster:
             self.kill(name)
 
 
+@pytest.mark.slow
 def test_the_docs_cluster_of_separate_processes_survives_a_lost_gpu_worker(program_dir):
     folder = program_dir.dir
     done, started, go = folder / "done.log", folder / "started.log", folder / "go"
