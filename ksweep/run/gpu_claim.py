@@ -5,10 +5,10 @@ that process's reaper kills them all when it dies. The reaper is a process too: 
 host it may run late, and meanwhile the GPU's next owner (a Dask worker that its nanny
 restarted on the same GPU) would start a run beside a program of the dead one, which keeps
 going and may even finish. So a process claims a GPU before each run it starts there: a file
-per device under the temporary directory, taken under ``flock``, names the claimant (pid,
-start time, session token). When the last claimant is another process that is no longer
-alive, the processes of its session are killed first, and the claim waits until they are
-gone. A live claimant (two processes sharing one GPU) is left alone.
+per device under the temporary directory, taken under ``flock``, lists the claimants (pid,
+start time, session token), and a claimant that is no longer alive has the processes of its
+session killed, and gone, before the claim returns. A live claimant (another process sharing
+the GPU) is left alone, and stays listed until it dies.
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import signal
 import tempfile
 import time
 from pathlib import Path
 
 from .. import process
-from ..reaper import SESSION_VAR, kill_tree_by_token, pids_with_env
+from ..reaper import SESSION_VAR, pids_with_env
 
 GONE_WAIT = 10.0  # seconds a claim waits for a dead claimant's killed processes to be gone
 
@@ -47,10 +48,10 @@ def _alive(pid: int, started: str) -> bool:
 
 def claim(device: str, *, folder: Path | None = None, wait: float = GONE_WAIT) -> int:
     """Claim GPU ``device`` (the id a run's CUDA_VISIBLE_DEVICES names) for this process's
-    runs. If its last claimant is another process that has died, kill what is left of that
-    process's session (its orphaned programs, at any depth) and wait, at most ``wait``
-    seconds, until it is gone. Returns how many processes it killed. Where there is no /proc,
-    or the claims folder cannot be written, it claims nothing (the reaper alone is left)."""
+    runs. Every other claimant that has died has what is left of its session (its orphaned
+    programs, at any depth) killed first, and the claim waits, at most ``wait`` seconds, until
+    it is gone. Returns how many processes it killed. Where there is no /proc, or the claims
+    folder cannot be written, it claims nothing (the reaper alone is left)."""
     me = start_time(os.getpid())
     if me is None:
         return 0
@@ -66,17 +67,37 @@ def claim(device: str, *, folder: Path | None = None, wait: float = GONE_WAIT) -
             fcntl.flock(fd, fcntl.LOCK_EX)  # one claim at a time: a dead claimant is reaped once
         except OSError:  # a file system without flock
             return 0
-        last = os.pread(fd, 256, 0).decode(errors="replace").split()
-        killed = 0
-        if len(last) == 3 and last[0].isdigit() and last[2] != session and not _alive(int(last[0]), last[1]):
-            killed = kill_tree_by_token(SESSION_VAR, last[2])
-            deadline = time.monotonic() + wait
-            while pids_with_env(SESSION_VAR, last[2]) and time.monotonic() < deadline:
-                time.sleep(0.02)  # killed, not yet dead (a GPU context takes a while to tear down)
-        mine = f"{os.getpid()} {me} {session}"
-        if last != mine.split():
+        text = os.pread(fd, 1 << 16, 0).decode(errors="replace")
+        live, dead = [], []
+        for claimant in (line.split() for line in text.splitlines()):
+            if len(claimant) != 3 or not claimant[0].isdigit() or claimant[2] == session:
+                continue  # unreadable, or this process's own: written again below
+            (live if _alive(int(claimant[0]), claimant[1]) else dead).append(claimant)
+        killed = _kill_sessions([token for _, _, token in dead], wait)
+        claimants = "".join(f"{' '.join(c)}\n" for c in [*live, [str(os.getpid()), me, session]])
+        if claimants != text:
             os.ftruncate(fd, 0)
-            os.pwrite(fd, mine.encode(), 0)
+            os.pwrite(fd, claimants.encode(), 0)
         return killed
     finally:
         os.close(fd)  # releases the lock
+
+
+def _kill_sessions(tokens: list[str], wait: float) -> int:
+    """SIGKILL every process of these sessions, scan after scan until one finds none (a child
+    forked meanwhile; a process killed and not yet dead: a GPU context takes a while to tear
+    down) or ``wait`` seconds have passed; how many processes it killed."""
+    killed: set[int] = set()
+    deadline = time.monotonic() + wait
+    while tokens:
+        found = [pid for token in tokens for pid in pids_with_env(SESSION_VAR, token)]
+        if not found or time.monotonic() > deadline:
+            break
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:  # gone meanwhile
+                continue
+            killed.add(pid)
+        time.sleep(0.02)
+    return len(killed)
