@@ -68,6 +68,17 @@ class Cluster:
             self.kill(name)
 
 
+def scheduler_address(path) -> str:
+    """The address the scheduler writes into its scheduler file, once the file is whole."""
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            return json.loads(path.read_text())["address"]
+        except (OSError, ValueError, KeyError):  # not there yet, or half written
+            assert time.monotonic() < deadline, f"the scheduler wrote no address into {path}"
+            time.sleep(0.05)
+
+
 @pytest.mark.slow
 def test_the_docs_cluster_of_separate_processes_survives_a_lost_gpu_worker(program_dir):
     folder = program_dir.dir
@@ -79,10 +90,7 @@ def test_the_docs_cluster_of_separate_processes_survives_a_lost_gpu_worker(progr
     try:
         cluster.start("scheduler", "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                       "--scheduler-file", str(folder / "scheduler.json"))
-        deadline = time.monotonic() + 120
-        while not (folder / "scheduler.json").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        address = json.loads((folder / "scheduler.json").read_text())["address"]
+        address = scheduler_address(folder / "scheduler.json")
         for i in (0, 1):  # one worker per GPU, each seeing only its GPU
             cluster.worker(address, f"gpu-{i}", "--nthreads", "1", "--resources", "GPU=1",
                            env={"CUDA_VISIBLE_DEVICES": str(i), "KSWEEP_GPU_NAME": "fake"})
