@@ -149,7 +149,26 @@ def alive(pid: int) -> bool:
         return False
 
 
+def reaper_of(pid: int) -> int:
+    """The reaper (process.py) of the ksweep process that started process ``pid``: the one
+    whose argv holds the session token in ``pid``'s environment."""
+    env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    token = next(e.split(b"=", 1)[1] for e in env if e.startswith(b"KSWEEP_SESSION="))
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0") if entry.name.isdigit() else []
+        except OSError:
+            continue
+        if token in argv and any(a.endswith(b"reaper.py") for a in argv):
+            return int(entry.name)
+    raise AssertionError(f"no reaper holds session {token}")
+
+
 def test_a_worker_killed_mid_run_loses_nothing(program_dir, cluster):
+    """A GPU worker is killed while its run is going. Its program, orphaned, is its reaper's to
+    kill, and on a loaded machine the reaper may run late: this one runs only once the test is
+    over (SIGSTOP), the worst load can do. Before, the orphan ran on beside the worker its nanny
+    started on the same GPU, and finished; now that worker kills it before its first run there."""
     _, client = cluster
     done, started, go = program_dir.dir / "done.log", program_dir.dir / "started.log", program_dir.dir / "go"
     spec = load_spec(program_dir(SLOW.replace("DONE_LOG", str(done)).replace("START_LOG_PATH", str(started))
@@ -157,6 +176,8 @@ def test_a_worker_killed_mid_run_loses_nothing(program_dir, cluster):
     gpu_workers = [a for a, w in client.scheduler_info(n_workers=-1)["workers"].items() if w["resources"].get("GPU")]
     worker_pids = set(client.run(os.getpid, workers=gpu_workers).values())
     killed: list[tuple[int, str]] = []
+    stopped: list[int] = []
+    orphan_killed: list[bool] = []
 
     def kill_the_first_run_s_worker():  # no run gets past its start until this is done
         deadline = time.monotonic() + 120
@@ -166,12 +187,16 @@ def test_a_worker_killed_mid_run_loses_nothing(program_dir, cluster):
                 if lines:
                     pid, shell, x = lines[0].split()
                     assert int(pid) in worker_pids, (pid, worker_pids)
+                    stopped.append(reaper_of(int(shell)))
+                    os.kill(stopped[0], signal.SIGSTOP)
                     os.kill(int(pid), signal.SIGKILL)
                     killed.append((int(pid), x))
-                    # the orphaned run is the dead worker's reaper's to kill: GO waits for it
+                    # the orphaned run is for the next worker on that GPU to kill: GO waits for it
                     # (were it left alive, it would run to its end too and done.log tell)
+                    deadline = time.monotonic() + 120
                     while time.monotonic() < deadline and alive(int(shell)):
                         time.sleep(0.01)
+                    orphan_killed.append(not alive(int(shell)))
                     return
                 time.sleep(0.01)
         finally:
@@ -183,7 +208,9 @@ def test_a_worker_killed_mid_run_loses_nothing(program_dir, cluster):
         summary, remote = dask_sweep(spec, client, program_dir.dir / "dask.db")
     finally:
         killer.join()
-    assert len(killed) == 1
+        for reaper in stopped:  # it reads its end of file, finds nothing left, and exits
+            os.kill(reaper, signal.SIGCONT)
+    assert len(killed) == 1 and orphan_killed == [True]  # killed while the reaper was stopped
     pid, x = killed[0]
     starts = [line.split() for line in started.read_text().splitlines()]
     assert [s[2] for s in starts].count(x) == 2  # the killed run started again ...
@@ -370,6 +397,10 @@ class FakeClient:
 
     def __init__(self):
         self.submitted = []
+        self.plugins = []
+
+    def register_plugin(self, plugin):
+        self.plugins.append(plugin)
 
     def scheduler_info(self, n_workers=-1):
         return {"workers": {"tcp://gpu": {"resources": {"GPU": 1}, "nthreads": 1},
@@ -396,6 +427,9 @@ def test_a_config_that_keeps_killing_workers_becomes_a_result(tmp_path):
     assert (b, m, r) == ("build_task", "build_metadata", "run_task")
     assert build_kw["workers"] == ["tcp://cpu"] and build_kw["allow_other_workers"]  # builds prefer CPU workers
     assert run_kw["resources"] == {"GPU": 1} and run_kw["retries"] == 2
+    # every worker kills its programs when it closes
+    assert [(p.name, p.fn, p.idempotent) for p in client.plugins] == [
+        ("ksweep-worker-leaving", dask_executor.worker_leaving, True)]
 
 
 def test_missing_distributed_gives_the_install_hint(monkeypatch, tmp_path):
@@ -562,4 +596,86 @@ def test_stopping_a_sweep_stops_its_run_on_a_workers_persistent_host(tmp_path):
         for host in dask_executor._hosts.values():
             host.close(kill=True)
         dask_executor._hosts.clear()
+        runner.join(timeout=60)
+
+
+def program_pids(folder) -> dict[int, int]:
+    """pid -> parent pid of the test programs under ``folder`` that run."""
+    out = subprocess.run(["ps", "-ww", "-eo", "pid=,ppid=,args="], capture_output=True, text=True).stdout
+    return {int(pid): int(ppid) for pid, ppid, args in (line.split(None, 2) for line in out.splitlines())
+            if str(folder) in args and "/prog" in args and "gcc" not in args}
+
+
+def test_a_worker_that_closes_kills_its_run_which_runs_again_on_another(program_dir, cluster):
+    """A worker that closes (its nanny restarts it here; retired, its scheduler lost or
+    SIGTERM alike) kills its programs itself, its reaper being stopped (as a loaded machine
+    may leave it). Before, the hanging program ran on after its worker had gone. The run
+    gives no answer from the closed worker: it is run again, on another."""
+    _, client = cluster
+    spec = load_spec(program_dir(HANGS.replace("X = [1, 2]", "X = [1]")))
+    job = one_job(spec, MODE=1, X=1)
+    mine = DaskExecutor(client, build_rules(spec), gpu_wait=60, shared_cache=program_dir.dir / "cache")
+    stopped = []
+    try:
+        build = mine.submit_build(job).result(timeout=120)
+        assert build.status is Status.OK
+        run = mine.submit_run(job, build)
+        deadline = time.monotonic() + 120
+        while len(program_pids(program_dir.dir)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)  # the program and the child it forked
+        first = program_pids(program_dir.dir)
+        worker_pid = next(ppid for pid, ppid in first.items() if ppid not in first)
+        address = next(a for a, pid in client.run(os.getpid).items() if pid == worker_pid)
+        stopped.append(reaper_of(next(iter(first))))
+        os.kill(stopped[0], signal.SIGSTOP)
+        client.restart_workers([address], timeout=60)
+        assert not [pid for pid in first if alive(pid)]  # killed by the closing worker
+        deadline = time.monotonic() + 120
+        while not set(program_pids(program_dir.dir)) - set(first) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert set(program_pids(program_dir.dir)) - set(first) and not run.done()  # started again
+    finally:
+        mine.shutdown(cancel=True)
+        for reaper in stopped:
+            os.kill(reaper, signal.SIGCONT)
+
+
+def test_a_task_of_a_closing_worker_reschedules_instead_of_answering(program_dir, monkeypatch):
+    """On a worker that closes, a run in flight has its program killed and raises Reschedule
+    (the scheduler gives it to another worker), as does every task that starts later: what a
+    killed program did is not the config's result (here a CRASH, or a stop taken for Ctrl-C)."""
+    monkeypatch.setattr(dask_executor, "_worker_dir", lambda: program_dir.dir / "worker")
+    monkeypatch.setenv(GPU_NAME_ENV, "pretend")
+    dask_executor._this_worker_gpu.cache_clear()
+    spec = load_spec(program_dir(HANGS.replace("X = [1, 2]", "X = [1]")))
+    job = one_job(spec, MODE=1, X=1)
+    built = build_task(job, build_rules(spec), None, "closing-worker")
+    out = {}
+
+    def run():
+        try:
+            out["value"] = run_task(job, built, 0.0, None, "closing-worker")
+        except BaseException as exc:  # noqa: BLE001 - what it raised is the test's
+            out["raised"] = exc
+
+    runner = threading.Thread(target=run)
+    try:
+        runner.start()
+        deadline = time.monotonic() + 60
+        while len(programs_of(program_dir.dir)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(programs_of(program_dir.dir)) == 2
+        dask_executor.worker_leaving()
+        runner.join(timeout=60)
+        assert isinstance(out.get("raised"), distributed.Reschedule), out
+        assert programs_of(program_dir.dir) == []
+        with pytest.raises(distributed.Reschedule):
+            run_task(job, built, 0.0, None, "closing-worker")
+        with pytest.raises(distributed.Reschedule):
+            build_task(job, build_rules(spec), None, "closing-worker")
+    finally:
+        dask_executor._LEAVING.clear()  # this process goes on: its registries may start processes again
+        for registry in [*dask_executor._registries.values(), dask_executor.DEFAULT_REGISTRY]:
+            registry.reset_stop()
+        dask_executor._this_worker_gpu.cache_clear()
         runner.join(timeout=60)

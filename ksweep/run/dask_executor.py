@@ -28,6 +28,12 @@ the client process. Which GPU models the workers have is not known before their 
   config that keeps killing its workers becomes a CRASH result instead of stopping the
   sweep. ``retries`` re-runs a task that raised (the programs' own failures never raise:
   they are results).
+* **A lost worker's runs are no results**, and nothing of them outlives it: a worker that
+  closes (retired, restarted, its scheduler lost, SIGTERM) kills every program and compiler
+  it started, and a task of its that ends or starts after that raises ``Reschedule``
+  instead of answering (a killed program is not the config's failure); a worker that dies
+  outright leaves its programs to its reaper (process.py), and the next worker on its GPU
+  kills what the reaper has not yet before it runs anything there (gpu_claim.py).
 """
 
 from __future__ import annotations
@@ -52,11 +58,12 @@ from ..build.builder import Builder, BuildResult, BuildRules, lost_build
 from ..build.cache import BuildCache
 from ..errors import KsweepError, require
 from ..job import Job
-from ..process import DEFAULT_REGISTRY, ProcessRegistry
+from ..process import DEFAULT_REGISTRY, ProcessRegistry, reap_session
 from ..status import Status, Stopped
 from .base import Executor
 from .classify import lost
 from .gate import StartGate, auto_gap
+from .gpu_claim import claim
 from .gpu_state import NO_MONITOR, GpuMonitor, NvmlMonitor
 from .gpus import Gpu, detect_gpus
 from .local_run import run_built
@@ -153,10 +160,38 @@ def _registry(owner: str | None) -> ProcessRegistry:
         return _registries.setdefault(owner, ProcessRegistry())
 
 
+_LEAVING = threading.Event()  # this worker is closing: its tasks give no answer
+
+
+def worker_leaving() -> None:
+    """On a worker that closes (its plugin's teardown, dask_plugin.py): every program and
+    compiler it started, for every sweep, and its persistent hosts are killed; a task that
+    ends or starts after this raises ``Reschedule`` (``_answer``), so that what its killed
+    program did is never taken for the config's result."""
+    _LEAVING.set()
+    with _registries_lock:
+        registries = [*_registries.values(), DEFAULT_REGISTRY]
+    for registry in registries:
+        registry.kill_all(reap=False)
+    with _hosts_lock:
+        hosts = list(_hosts.values())
+    for host in hosts:
+        host.close(kill=True)
+    reap_session()
+
+
+def _answer() -> None:
+    """Raise ``Reschedule`` on a worker that is leaving: the scheduler gives the task to another."""
+    if _LEAVING.is_set():
+        raise _distributed().Reschedule()
+
+
 def build_task(job: Job, rules: BuildRules, shared_cache: str | None, owner: str | None = None) -> Built:
     """Build one job on this worker; ship the binary's bytes unless the cache is shared."""
+    _answer()
     cache_dir = shared_cache or str(_worker_dir() / "ksweep-cache")
     result = _builder(cache_dir, rules).build(job, _registry(owner))
+    _answer()
     if shared_cache is None and isinstance(result, BuildResult) and result.status is Status.OK \
             and result.binary is not None:
         return Built(result, result.binary.read_bytes())
@@ -220,6 +255,7 @@ def run_task(job: Job, built: Built, start_gap: float = 0.0, harness: Built | No
     """Run one built job on this worker's GPU; the binary is written out first if it came in the task.
     ``start_gap``: seconds between process starts on this host (0: no gate). ``harness``: the
     built harness of the job's shape × variant, if it has one."""
+    _answer()
     gpu = _this_worker_gpu()
     root = _worker_dir()
     workdir = None
@@ -239,9 +275,13 @@ def run_task(job: Job, built: Built, start_gap: float = 0.0, harness: Built | No
             job = replace(job, run_env={**job.run_env, "CUDA_VISIBLE_DEVICES": pin})
         gate = StartGate(start_gap) if start_gap > 0 and not job.persistent else None
         host = _worker_host(pin) if job.persistent else None
+        device = pin or gpu.uuid or (str(gpu.index) if gpu.index is not None else None)
+        if device is not None:  # a dead worker's program may still run there: it goes first
+            claim(device)
         outcome = run_built(job, build, replace(gpu, index=None), root / "ksweep-runs", gate=gate,
                             harness=harness_built, host=host, monitor=_worker_monitor(gpu),
                             monitor_index=gpu.index, registry=_registry(owner))
+        _answer()
         return outcome if isinstance(outcome, Stopped) else replace(outcome, gpu=gpu)
     finally:
         if workdir is not None:
@@ -301,6 +341,10 @@ class DaskExecutor(Executor):
         self._workers_at = float("-inf")
         self._closed = False
         self._owner = secrets.token_hex(8)  # its tasks' processes, apart from other sweeps' on the workers
+        from .dask_plugin import OnClose  # imports distributed
+
+        # every worker, and each that joins later, kills its programs when it closes (once per cluster)
+        client.register_plugin(OnClose("ksweep-worker-leaving", worker_leaving))
         self._wait_for_gpus(gpu_wait)
 
     # -- cluster view ----------------------------------------------------------------------
