@@ -100,11 +100,11 @@ def test_a_finding_makes_the_fastest_config_unsafe_and_never_best(tmp_path, fake
 def test_without_compute_sanitizer_the_sweep_says_so_and_ksweep_harden_does_it_later(tmp_path, monkeypatch):
     from ksweep.run import sanitize
 
-    from ksweep.sweep import hardening
+    from ksweep.spec.model import Spec
 
     real = sanitize.find
     monkeypatch.setattr(sanitize, "find", lambda given=None: None)
-    monkeypatch.setattr(hardening, "builds_cuda", lambda spec: True)  # the C program stands for a CUDA one
+    monkeypatch.setattr(Spec, "builds_cuda", lambda spec: True)  # the C program stands for a CUDA one
     path = spec(tmp_path, FAULTY_FASTEST, "[harden]\ntools = [\"memcheck\", \"racecheck\"]")
     done = ksweep_cli("run", path, "-q", "--confirm", "3,1,all", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -134,7 +134,6 @@ def test_without_compute_sanitizer_the_sweep_says_so_and_ksweep_harden_does_it_l
 def test_a_program_built_without_cuda_is_not_hardened_and_no_warning_says_so(tmp_path, monkeypatch):
     """The CPU example: no compute-sanitizer on the host is no news for a program gcc built."""
     from ksweep.run import sanitize
-    from ksweep.sweep.hardening import builds_cuda
     from ksweep.spec.load import load_spec
 
     monkeypatch.setattr(sanitize, "find", lambda given=None: None)
@@ -142,10 +141,10 @@ def test_a_program_built_without_cuda_is_not_hardened_and_no_warning_says_so(tmp
     done = ksweep_cli("run", path, "-q", "--confirm", "3,1,all", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "compute-sanitizer" not in done.stderr + done.stdout and "harden:" not in done.stdout
-    assert not builds_cuda(load_spec(path))
+    assert not load_spec(path).builds_cuda()
     cuda = path.read_text().replace('"gcc", "-O0"', '"nvcc", "-O3"')
     (tmp_path / "cu.toml").write_text(cuda)
-    assert builds_cuda(load_spec(tmp_path / "cu.toml"))
+    assert load_spec(tmp_path / "cu.toml").builds_cuda()
 
 
 def test_export_refuses_a_config_whose_hardening_did_not_finish(tmp_path, fake_sanitizer):

@@ -167,20 +167,6 @@ def leaders(results: Mapping[str, Result], measurements, objective, defaults: Ma
     return [cid for _, cid in ranked[:UNCONFIRMED_LEADERS]]
 
 
-def builds_cuda(spec) -> bool:
-    """Whether the spec's programs hold CUDA code: kernel mode, a ``.cu`` source, or nvcc in a
-    build command (the configs', the harness's or a variant's)."""
-    if spec.kernel is not None:
-        return True
-    sources = [*spec.build.sources, *(s for v in spec.variants for s in (v.sources or ()))]
-    commands = [spec.build.command, *(v.build_command for v in spec.variants if v.build_command)]
-    if spec.build.harness is not None:
-        commands.append(spec.build.harness.command)
-        sources += spec.build.harness.sources or ()
-    return (any(str(s).lower().endswith((".cu", ".cuh")) for s in sources)
-            or any(c and "nvcc" in Path(str(c[0])).name for c in commands))
-
-
 class HardeningPhase:
     """The hardening of the leaders of one shape × variant of the sweep ``sweep``."""
 
@@ -212,7 +198,7 @@ class HardeningPhase:
                                     f"workers): run ksweep harden on the database where the GPU is")
             return
         exe = sanitize.find()
-        if exe is None and not builds_cuda(spec):
+        if exe is None and not spec.builds_cuda():
             return  # a program built without nvcc (the CPU example): nothing compute-sanitizer would check
         if exe is None and sanitize.HINT not in summary.notes:
             summary.notes.append(sanitize.HINT)
