@@ -11,7 +11,7 @@ a sweep of 20,000 configs is a few hundred kB once the page compresses it.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from ..job import config_id
 from ..result import Result
@@ -44,10 +44,12 @@ def table_data(group: TableGroup, confirmation=None) -> dict:
     rows = group.rows
     width = len(group.headers) - 1  # the cells, STATUS apart
     cols = [[row.cells[j] for row in rows] for j in range(width)]
-    nums: dict[str, list] = {}
     verdicts = confirmation.verdicts if confirmation is not None else {}
+    marked = [verdicts.get(config_id(row.result.params)) for row in rows] if verdicts else [None] * len(rows)
+    nums: dict[str, list] = {}
     for j, header in enumerate(group.headers[:width]):
-        values = [_sort_value(header, group, row.result, verdicts) for row in rows]
+        get = _sort_value(header, group)
+        values = [get(row.result, v) for row, v in zip(rows, marked)]
         if any(v is not None for v in values):
             nums[str(j)] = values
     notes: dict[str, int] = {}
@@ -59,29 +61,22 @@ def table_data(group: TableGroup, confirmation=None) -> dict:
             "note": note, "notes": list(notes), "confirmation": group.confirmation}
 
 
-def _sort_value(header: str, group: TableGroup, r: Result, verdicts: Mapping) -> float | None:
+def _sort_value(header: str, group: TableGroup):
+    """What a column sorts by, as a function of a row's result and its confirmation's verdict."""
     if header in group.names:
-        return _num(r.params.get(header))
-    if header == "REGS":
-        return _num(r.regs)
-    if header == "SPILL":
-        return _num(r.spills)
-    if header == "SMEM_KB":
-        return _num(r.smem)
-    if header == "CHECKSUM":
-        return _num(r.metrics.get("checksum"))
-    if header in ("MEDIAN", "CI95", "N"):
-        v = verdicts.get(config_id(r.params))
-        if v is None or not v.interval.n:
-            return None
-        iv = v.interval
-        if header == "MEDIAN":
-            return _num(iv.median)
-        if header == "N":
-            return iv.n
-        return _num(iv.half_width / abs(iv.median)) if iv.n >= 2 and iv.median else None
+        return lambda r, v: _num(r.params.get(header))
+    fixed = {"REGS": lambda r, v: _num(r.regs), "SPILL": lambda r, v: _num(r.spills),
+             "SMEM_KB": lambda r, v: _num(r.smem), "CHECKSUM": lambda r, v: _num(r.metrics.get("checksum")),
+             "MEDIAN": lambda r, v: _num(v.interval.median) if v is not None and v.interval.n else None,
+             "N": lambda r, v: v.interval.n if v is not None and v.interval.n else None,
+             "CI95": lambda r, v: _num(v.interval.half_width / abs(v.interval.median))
+             if v is not None and v.interval.n >= 2 and v.interval.median else None}
+    if header in fixed:
+        return fixed[header]
     metric = next((m for m in group.metrics if m.upper() == header), None)
-    return _num(r.metrics.get(metric)) if metric is not None else None
+    if metric is None:
+        return lambda r, v: None
+    return lambda r, v: _num(r.metrics.get(metric))
 
 
 def heat_data(results: Sequence[Result], names: Sequence[str], metric: str) -> dict:
