@@ -257,3 +257,15 @@ def test_without_plotly_html_is_one_line_with_the_install_command(swept, monkeyp
         library.cache_clear()
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     assert "pip install 'ksweep[html]'" in r.stderr and not (folder / "none.html").exists()
+
+
+def test_the_convergence_line_is_its_steps():
+    """The best so far as the evaluations where it changed and the last one: the same line
+    (drawn as steps) in a few points where a sweep has thousands."""
+    from ksweep.report.html_model import convergence_data
+    from ksweep.result import Result
+
+    rows = [Result("v", "s", {"A": i}, Status.OK if m else Status.RUN_ERROR, metrics={"ms": m} if m else {})
+            for i, m in enumerate([None, 5.0, 6.0, 4.0, 4.0, 7.0, 3.0, 9.0])]
+    assert convergence_data(rows, "ms", "min", "v", "s") == {"x": [1, 2, 4, 7, 8], "y": [None, 5.0, 4.0, 3.0, 3.0],
+                                                             "n": 8}

@@ -107,10 +107,18 @@ def best_data(best: Result | None, value, names: Sequence[str]) -> dict | None:
             "config": " ".join(f"{k}={fmt_cell(v)}" for k, v in best.params.items())}
 
 
-def convergence_data(results: Iterable[Result], metric: str, direction: str, variant: str, shape: str) -> list:
+def convergence_data(results: Iterable[Result], metric: str, direction: str, variant: str, shape: str) -> dict:
     """The best value so far after each evaluation of one shape × variant, in the order the
-    sweep stored them (None before the first success)."""
-    return [_num(v) for v in convergence(results, metric, direction).get((variant, shape), [])]
+    sweep stored them (``plot.convergence``), as the steps of its line: the evaluations at
+    which it changed (from 1) and the last one, with the value from there on (None before
+    the first success). ``n``: the evaluations."""
+    series = [_num(v) for v in convergence(results, metric, direction).get((variant, shape), [])]
+    xs, ys = [], []
+    for i, v in enumerate(series):
+        if i == 0 or v != series[i - 1] or i == len(series) - 1:
+            xs.append(i + 1)
+            ys.append(v)
+    return {"x": xs, "y": ys, "n": len(series)}
 
 
 def pareto_data(results: Sequence[Result], objectives: Sequence[Objective],

@@ -67,7 +67,7 @@ class Section:
     tables: list[dict]  # html_model.table_data
     heat: dict | None = None
     best: dict | None = None
-    convergence: list = field(default_factory=list)
+    convergence: dict | None = None
     pareto: list[dict] = field(default_factory=list)
     history: dict | None = None
     insights: list[str] | None = None  # ksweep insights' lines, None when not computed

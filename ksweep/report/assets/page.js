@@ -217,12 +217,11 @@
   }
 
   function convergenceView(div, s, objective) {
-    const ys = s.convergence || [];
-    if (!ys.some((v) => v !== null)) return empty(div, 'no config succeeded: no convergence line');
-    const xs = ys.map((_, i) => i + 1);
-    return plotted(div, Plotly.newPlot(div, [{type: 'scatter', mode: 'lines', x: xs, y: ys, line: {shape: 'hv'},
+    const c = s.convergence;
+    if (!c || !c.y.some((v) => v !== null)) return empty(div, 'no config succeeded: no convergence line');
+    return plotted(div, Plotly.newPlot(div, [{type: 'scatter', mode: 'lines', x: c.x, y: c.y, line: {shape: 'hv'},
       connectgaps: false, name: 'best so far'}], layout({
-      xaxis: {title: {text: 'evaluations (in the order the sweep ran them)'}},
+      xaxis: {title: {text: 'evaluations (in the order the sweep ran them: ' + c.n + ')'}},
       yaxis: {title: {text: 'best ' + objective.metric + ' so far (' + better(objective.direction) + ')'}}}), CONFIG));
   }
 
@@ -266,22 +265,31 @@
 
   // -- the page ----------------------------------------------------------------------------
   async function main() {
-    const [library, text] = await Promise.all([inflate('ksweep-library'), inflate('ksweep-data')]);
-    const data = JSON.parse(text);
-    await loadScript(library);
+    const stages = {}; // when each stage ended, ms from the navigation's start
+    const mark = (name) => { stages[name] = Math.round(performance.now()); };
+    mark('script');
+    // the library compiles while the tables are filled: they do not need it
+    const library = inflate('ksweep-library').then(loadScript).then(() => mark('library'));
+    const data = JSON.parse(await inflate('ksweep-data'));
+    mark('data');
     let rows = 0;
-    const drawing = [];
     for (const s of data.sections) {
       s.tables.forEach((t, j) => { rows += tableView(document.getElementById(s.id + '-t' + j), t, s.id + '-t' + j); });
+    }
+    mark('tables');
+    await library;
+    const drawing = [];
+    for (const s of data.sections) {
       drawing.push(heatView(document.getElementById(s.id + '-heat'), s, data.objective));
       drawing.push(convergenceView(document.getElementById(s.id + '-conv'), s, data.objective));
       s.pareto.forEach((p, k) => drawing.push(paretoView(document.getElementById(s.id + '-pareto' + k), p)));
       if (s.history) drawing.push(historyView(document.getElementById(s.id + '-history'), s.history, data.objective));
     }
     await Promise.all(drawing);
+    mark('charts');
     const charts = [...document.querySelectorAll('[data-chart]')].map((d) => ({id: d.id, kind: d.dataset.chart, drawn: d.dataset.drawn || '0'}));
     if (typeof saved.scroll === 'number' && data.live) window.scrollTo(0, saved.scroll);
-    return {ms: performance.now(), rows: rows, charts: charts};
+    return {ms: performance.now(), rows: rows, charts: charts, stages: stages};
   }
   window.addEventListener('scroll', () => { saved.scroll = window.scrollY; keep('scroll', window.scrollY); }, {passive: true});
   window.ksweepReady = main().then((done) => {
