@@ -9,11 +9,12 @@ objectives (ms and watts: a Pareto front), 10% failed with a message each (compi
 run errors, hangs), 10% pruned with the constraint's reason, the five leaders and the default
 confirmed in three rounds. Then, each ``--repeats`` times:
 - *write*: the wall time of `python3 -m ksweep report DB --html PAGE --force` in a fresh
-  process (start-up, reading, the insights, compressing, writing);
+  process (start-up, reading, the insights, compressing, writing), and its CPU time;
 - *open*: the page opened in a new tab of one headless Chromium (ksweep/testing/browser.py)
   and the time from the navigation's start until the page says everything is drawn
   (``performance.now()`` when ``window.ksweepReady`` resolves: the library and the data
-  inflated, the library's script run, every table filled and every chart drawn).
+  inflated, the library's script run, every table filled and every chart drawn), and when
+  each of those stages ended.
 Prints the page's size, each run's seconds, and their median and range.
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -114,26 +116,34 @@ def main() -> None:
     made = time.perf_counter()
     make_db(db, args.configs)
     print(f"database: {args.configs:,} configs in {time.perf_counter() - made:.1f} s ({db})")
-    writes = []
+    writes, cpu = [], []
     for _ in range(args.repeats):
         t0 = time.perf_counter()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         done = subprocess.run([sys.executable, "-m", "ksweep", "report", str(db), "--html", str(page), "--force"],
                               cwd=ROOT, capture_output=True, text=True)
         writes.append(time.perf_counter() - t0)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
         if done.returncode != 0:
             sys.exit(done.stderr)
     size = page.stat().st_size
     print(f"page: {size / 1e6:.2f} MB ({size:,} bytes)")
     print(f"write (report --html, fresh process): {', '.join(f'{w:.2f}' for w in writes)} s; {spread(writes)}")
-    opens = []
+    print(f"  its CPU time (user + system): {', '.join(f'{c:.2f}' for c in cpu)} s; {spread(cpu)}")
+    opens, stages = [], []
     with Browser() as browser:
         for _ in range(args.repeats):
             opened = browser.open(page.as_uri(), ready="window.ksweepReady")
             if "error" in opened.value or opened.network:
                 sys.exit(f"the page failed: {opened.value} {opened.network}")
             opens.append(opened.value["ms"] / 1000)
+            stages.append(opened.value["stages"])
         drawn = {c["kind"]: c["drawn"] for c in opened.value["charts"]}
     print(f"open (until every table and chart is drawn): {', '.join(f'{o:.2f}' for o in opens)} s; {spread(opens)}")
+    for name in stages[0]:
+        print(f"  {name} done at: median {statistics.median(s[name] for s in stages) / 1000:.2f} s "
+              f"(range {min(s[name] for s in stages) / 1000:.2f}-{max(s[name] for s in stages) / 1000:.2f} s)")
     print(f"rows in its tables: {opened.value['rows']:,}; charts drawn: {drawn}; network requests: none")
 
 
