@@ -178,6 +178,21 @@ def test_the_table_filters_by_status_and_sorts(swept, browser):
     assert again == sorted(numbers, reverse=True)
 
 
+def test_the_reader_picks_the_heat_map_s_knobs(swept, browser):
+    folder, db, page = swept
+    browser.open(page.as_uri(), ready="window.ksweepReady")
+    titles = ("[...document.querySelectorAll('#s0-heat .xtitle, #s0-heat .ytitle')].map(t => t.textContent)")
+    assert browser.evaluate(titles) == ["A", "B"]
+    cells = "document.querySelector('#s0-heat .hm image').getAttribute('href')"
+    before = browser.evaluate(cells)
+    browser.evaluate("(() => { const x = document.querySelectorAll('#s0-heat select')[0]; x.value = 'B'; "
+                     "x.dispatchEvent(new Event('change')); })()")
+    redrawn = (f"new Promise(done => {{ const t0 = Date.now(); const poll = () => {{ const v = {titles}; "
+               f"if (v.join() === 'B,A' || Date.now() - t0 > 30000) done(v); else setTimeout(poll, 20); }}; poll(); }})")
+    assert browser.evaluate(redrawn) == ["B", "A"]  # x took B, and y the other knob (Plotly.react redraws in a frame)
+    assert browser.evaluate(cells) != before  # the grid drawn again, transposed
+
+
 def test_a_failed_only_database_and_an_empty_one_say_so(tmp_path, browser):
     from ksweep.result import Result
 
@@ -220,7 +235,7 @@ def test_a_live_page_shows_progress_and_ends_as_the_report(swept, tmp_path):
     assert len(seen) == 11  # every config but the pruned one
     for k, text in enumerate(seen):
         assert '<meta http-equiv="refresh"' in text and f"{k} of 11 evaluated" in text
-    assert "best so far: ms=" in seen[-1]
+    assert "best so far: ms=" in seen[-1] and "ETA " in seen[-1]
     live.final()
     r = ksweep_cli("report", live_db, "--html", tmp_path / "report.html")
     assert r.returncode == 0, r.stderr
@@ -269,3 +284,32 @@ def test_the_convergence_line_is_its_steps():
             for i, m in enumerate([None, 5.0, 6.0, 4.0, 4.0, 7.0, 3.0, 9.0])]
     assert convergence_data(rows, "ms", "min", "v", "s") == {"x": [1, 2, 4, 7, 8], "y": [None, 5.0, 4.0, 3.0, 3.0],
                                                              "n": 8}
+
+
+def test_the_leaders_facts_are_explain_s(tmp_path):
+    """A build's ptxas resources and the spec's launch: the occupancy and its binding limit
+    (256 threads of 128 registers on sm_90: 2 blocks, 25%, limited by registers), as
+    ``ksweep explain`` computes them, under the three best; the whole explain text too."""
+    from test_driver import toy
+
+    from ksweep.result import Result
+    from ksweep.spec.model import Objective
+
+    spec = toy(tmp_path, a=(1, 2, 3), b=(1,), sweep='arch = "sm_90"', extra='[profile]\nthreads = "256"\n')
+    kernels = ({"name": "_Z4tunePf", "registers": 128, "spill_stores": 0, "spill_loads": 0, "smem": 0,
+                "judged": True},)
+    db = tmp_path / "toy.db"
+    with Store(db) as store:
+        store.set_objectives([Objective("ms", "min")])
+        store.set_meta("spec", str(spec.path))
+        store.set_meta("spec_name", "toy")
+        store.put_many([Result("base", "default", {"A": a, "B": 1}, Status.OK, metrics={"ms": 10.0 + a},
+                               regs=128, spills=0, smem=0, kernels=kernels) for a in (1, 2, 3)])
+    r = ksweep_cli("report", db, "--html", tmp_path / "p.html")
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "p.html").read_text()
+    leaders = text[text.index("<h3>the leaders</h3>"):text.index("<h3>insights</h3>")]
+    assert leaders.count('class="leader"') == 3 and '<span class="mark">BEST</span> A=1 B=1' in leaders
+    assert leaders.count("<td>tune</td><td>128</td><td>0</td><td>0</td><td>25% (2 blocks/SM)</td>"
+                         "<td>registers</td>") == 3
+    assert "theoretical occupancy (256 threads/block" in leaders  # explain's own text, under "ksweep explain"
