@@ -268,10 +268,13 @@
     const stages = {}; // when each stage ended, ms from the navigation's start
     const mark = (name) => { stages[name] = Math.round(performance.now()); };
     mark('script');
-    // the library compiles while the tables are filled: they do not need it
-    const library = inflate('ksweep-library').then(loadScript).then(() => mark('library'));
+    const inflated = inflate('ksweep-library');
     const data = JSON.parse(await inflate('ksweep-data'));
     mark('data');
+    // the library compiles while the tables are filled (they do not need it); not at all when
+    // there is nothing to draw (no config succeeded)
+    const drawable = data.sections.some((s) => (s.heat && s.heat.values.length) || s.pareto.length || s.history);
+    const library = drawable ? inflated.then(loadScript).then(() => mark('library')) : Promise.resolve();
     let rows = 0;
     for (const s of data.sections) {
       s.tables.forEach((t, j) => { rows += tableView(document.getElementById(s.id + '-t' + j), t, s.id + '-t' + j); });
