@@ -114,6 +114,7 @@ def test_the_page_holds_every_row_with_best_and_tie_as_the_store_says(swept):
     text = page.read_text()
     assert 'http-equiv="Content-Security-Policy" content="default-src \'none\'' in text
     assert "refresh" not in text  # a finished sweep's page stays still
+    assert "read when this page was written" not in text  # the spec's text as the sweep kept it
     for shown in ("the spec, as written", "objectives = [&quot;ms&quot;, &quot;watts&quot;]", "source revision",
                   "the history holds 2 revisions", "knob importance", "ksweep explain"):
         assert shown in text, shown
@@ -305,6 +306,8 @@ def test_the_leaders_facts_are_explain_s(tmp_path):
         store.set_meta("spec_name", "toy")
         store.put_many([Result("base", "default", {"A": a, "B": 1}, Status.OK, metrics={"ms": 10.0 + a},
                                regs=128, spills=0, smem=0, kernels=kernels) for a in (1, 2, 3)])
+        store.put_profile("base", "default", {"A": 1, "B": 1}, None, "default", [{"kernel": "tune", "metrics": {
+            "sm__throughput.avg.pct_of_peak_sustained_elapsed": {"value": 87.5, "unit": "%"}}}], tool="ncu")
     r = ksweep_cli("report", db, "--html", tmp_path / "p.html")
     assert r.returncode == 0, r.stderr
     text = (tmp_path / "p.html").read_text()
@@ -313,3 +316,5 @@ def test_the_leaders_facts_are_explain_s(tmp_path):
     assert leaders.count("<td>tune</td><td>128</td><td>0</td><td>0</td><td>25% (2 blocks/SM)</td>"
                          "<td>registers</td>") == 3
     assert "theoretical occupancy (256 threads/block" in leaders  # explain's own text, under "ksweep explain"
+    best = leaders[:leaders.index('class="leader"', leaders.index('class="leader"') + 1)]
+    assert "profile (Nsight Compute):" in best and "SM throughput  87.5%" in best  # its stored profile
