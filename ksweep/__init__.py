@@ -53,3 +53,13 @@ __all__ = [
     "tune", "tune_kernel", "best_result", "Confirmation", "Interrupted", "StoreInUse", "EnvironmentProblem",
 ]
 __version__ = "0.1.0"
+
+
+def version() -> str:
+    """The installed distribution's version; the package's own when it is not installed."""
+    from importlib.metadata import PackageNotFoundError, version as dist_version
+
+    try:
+        return dist_version("ksweep")
+    except PackageNotFoundError:
+        return __version__

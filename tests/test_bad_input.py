@@ -127,6 +127,22 @@ CASES = [
     Case("history-plot-folder", ("history", "{db}", "--plot", "{folder}/adir"), "--plot {folder}/adir: is a folder"),
     Case("history-plot-unwritable", ("history", "{db}", "--plot", "{folder}/locked/h.png"),
          "cannot write in the folder {folder}/locked", nobody=True),
+    # the HTML report's page (report --html, run --html), checked before the database is read or a sweep starts
+    Case("report-html-existing", ("report", "{db}", "--html", "{folder}/old.h"),
+         "--html {folder}/old.h: the file exists; give --force to replace it, or another file name"),
+    Case("report-html-its-db-force", ("report", "{db}", "--html", "{db}", "--force"), "this command reads that file"),
+    Case("report-html-its-spec-force", ("report", "{db}", "--html", "{spec}", "--force"),
+         "this command reads that file"),
+    Case("report-html-folder", ("report", "{db}", "--html", "{folder}/adir"), "--html {folder}/adir: is a folder"),
+    Case("report-html-no-folder", ("report", "{db}", "--html", "{folder}/nodir/p.html"),
+         "the folder {folder}/nodir does not exist"),
+    Case("report-html-unwritable", ("report", "{db}", "--html", "{folder}/locked/p.html"),
+         "--html {folder}/locked/p.html: cannot write in the folder {folder}/locked (permission denied)", nobody=True),
+    Case("run-html-existing", ("run", "{spec}", "--html", "{folder}/old.h"), "--html {folder}/old.h: the file exists"),
+    Case("run-html-its-source-force", ("run", "{spec}", "--html", "{folder}/toy.c", "--force"),
+         "this command reads that file"),
+    Case("run-html-unwritable", ("run", "{spec}", "--html", "{folder}/locked/p.html"),
+         "cannot write in the folder {folder}/locked (permission denied)", nobody=True),
     # a sweep that cannot write beside its spec says so before any work
     Case("run-spec-folder-read-only", ("run", "{locked_spec}", "--strategy", "grid"),
          "cannot write in {folder}/locked (permission denied): the results database toy.db is kept there; "

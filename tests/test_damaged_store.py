@@ -58,6 +58,7 @@ def damaged(tmp_path_factory):
 
 COMMANDS = [
     ["report", "{db}"], ["report", "{db}", "--format", "csv"], ["report", "{db}", "--format", "json"],
+    ["report", "{db}", "--html", "{folder}/page.html"],
     ["export", "{db}", "--format", "header"], ["export", "{db}", "--format", "json"],
     ["export", "{db}", "--format", "t4"], ["export", "{db}", "--format", "kt-cache"],
     ["history", "{db}"], ["explain", "{db}", "best"], ["compare", "{db}", "best", "A=1,B=1"], ["insights", "{db}"],

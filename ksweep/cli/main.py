@@ -20,14 +20,9 @@ COMMANDS = ("plan", "run", "report", "explain", "profile", "compare", "insights"
 
 def version() -> str:
     """The installed distribution's version; the package's own when it is not installed."""
-    try:
-        from importlib.metadata import PackageNotFoundError, version as dist_version
+    from .. import version as installed
 
-        return dist_version("ksweep")
-    except PackageNotFoundError:
-        from .. import __version__
-
-        return __version__
+    return installed()
 
 
 class _Parser(argparse.ArgumentParser):

@@ -31,6 +31,11 @@ def add_parser(sub) -> None:
                    help="also the superseded results: measured on another source or spec, which a later sweep "
                         "or check --update found out of date, or not measured again yet by a --rerun all "
                         "(never ranked with the others)")
+    p.add_argument("--html", metavar="PAGE.html",
+                   help="write one self-contained HTML page instead: per shape × variant the sortable table, "
+                        "heat-maps, convergence, Pareto front, history, the leaders' facts and the insights "
+                        "(needs ksweep[html]; opens without a network)")
+    p.add_argument("--force", action="store_true", help="replace an existing --html page")
     p.set_defaults(handler=run)
 
 
@@ -42,6 +47,8 @@ def count(text: str) -> int:
 
 
 def run(args) -> int:
+    if args.html is not None:
+        return html(args)
     profiles: list = []
     old: list = []
     standings, order, objectives = load_all(args.db, args.shape, args.variant, profiles, old)
@@ -77,4 +84,13 @@ def run(args) -> int:
             render_fronts(results, objectives, console, order)
         if profiles:
             print("\n".join(profiles_block(profiles)))
+    return 0
+
+
+def html(args) -> int:
+    from ..app.html import html_output, library, write_page
+
+    out = html_output(args.html, args.db, force=args.force)  # before any work
+    library()  # the charting library installed (else one line with the pip command)
+    print(write_page(args.db, out, shape=args.shape, variant=args.variant))
     return 0

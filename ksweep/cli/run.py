@@ -10,6 +10,7 @@ from ..app.estimate import EFFORTS, preset
 from ..app.insights import headlines
 from ..app.report import load_all, objectives_option
 from ..app.sweep import Confirmation, SweepOptions, check_options, tune, with_overrides
+from ..app.outputs import spec_inputs
 from ..app.wiring import database, load_spec
 from ..errors import KsweepError
 from ..report.pareto import render_fronts
@@ -89,6 +90,11 @@ def add_parser(sub) -> None:
                    help="the N best valid configs and at most N failed or pruned ones per shape/variant in the "
                         "final table (default 20; 0: all)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    p.add_argument("--html", metavar="PAGE.html",
+                   help="keep a self-contained HTML report of the database, rewritten as results arrive (it "
+                        "reloads itself: progress, ETA, best so far); at the end the page report --html writes "
+                        "(needs ksweep[html])")
+    p.add_argument("--force", action="store_true", help="replace an existing --html page")
     p.set_defaults(handler=run)
 
 
@@ -119,6 +125,8 @@ def run(args) -> int:
     spec = with_overrides(spec, persistent=args.persistent)
     if args.objectives is not None:
         spec = with_overrides(spec, objectives=objectives_option(args.objectives))
+    db = database(spec, args.db)
+    page = _page(args, spec, db)
     warm_start = tuple(args.warm_start or ())
     default = SweepOptions()  # the library's defaults, where the user typed nothing
     strategy, max_evals = args.strategy or default.strategy, args.max_evals
@@ -147,19 +155,28 @@ def run(args) -> int:
     )
     gpus = parse_gpus(args.gpus)
     observer = make_observer(spec.objective.metric, args.quiet)
-    db = database(spec, args.db)
+    if page is not None:
+        from ..app.html import LivePage
+
+        observer = LivePage(observer, db, page, metric=spec.objective.metric)
     try:
         done = tune(spec, db=db, options=options, gpus=gpus, jobs=args.jobs, cluster=args.cluster,
                     fake_gpus=args.fake_gpus, shared_cache=args.shared_cache, start_gap=args.start_gap,
                     observer=observer, cache=args.cache)
     except KeyboardInterrupt as exc:
         stopped = getattr(exc, "summary", None)
-        _show(spec, args, options, db, None)
+        _show(spec, args, options, db, None, _final(observer, db))
         sys.stdout.flush()  # the hint comes last, below the table: on a terminal it is what stays in view
         print(f"ksweep: interrupted: {stopped.evaluated if stopped else 0} evaluated — run the same command "
               f"to resume", file=sys.stderr)
         return 130
-    _show(spec, args, options, done.db, done.summary)
+    except KsweepError:
+        try:
+            _final(observer, db)  # a page that no longer says the sweep runs
+        except KsweepError:
+            pass  # the error that stopped the sweep is the one to say
+        raise
+    _show(spec, args, options, done.db, done.summary, _final(observer, done.db))
     failed = no_success(done.summary)
     if failed:
         print(f"ksweep: {failed}", file=sys.stderr)
@@ -191,7 +208,25 @@ def no_success(summary) -> str | None:
     return f"no config succeeded: {parts} (the table above gives each one's message)"
 
 
-def _show(spec, args, options: SweepOptions, db: Path, summary) -> None:
+def _page(args, spec, db: Path):
+    """--html's page, checked (and the charting library found) before any work; None without it."""
+    if args.html is None:
+        return None
+    from ..app.html import html_output, library
+
+    page = html_output(args.html, db, force=args.force, reads=spec_inputs(spec))
+    library()
+    return page
+
+
+def _final(observer, db: Path) -> Path | None:
+    """The finished page of a run with --html (the one report --html writes), when its
+    database was made."""
+    final = getattr(observer, "final", None)  # app.html.LivePage's
+    return final() if final is not None and Path(db).is_file() else None
+
+
+def _show(spec, args, options: SweepOptions, db: Path, summary, page: Path | None = None) -> None:
     """The final table, the run's summary line, and where the results are."""
     if not db.exists():
         return
@@ -214,7 +249,8 @@ def _show(spec, args, options: SweepOptions, db: Path, summary) -> None:
             console.print(line, soft_wrap=True, markup=False)
     for note in unverified_notes(selected):
         console.print(f"note: {note}", soft_wrap=True, markup=False)
-    console.print(f"results: {db}  csv: {db.with_suffix('.csv')}", soft_wrap=True)
+    console.print(f"results: {db}  csv: {db.with_suffix('.csv')}" + (f"  page: {page}" if page else ""),
+                  soft_wrap=True, markup=False)
 
 
 def _selected(r, options: SweepOptions) -> bool:

@@ -14,14 +14,15 @@ def render(done) -> str:
     lines = [f"{done.source}: {len(done.found)} shape × variant{'s' * (len(done.found) != 1)} "
              f"({'a ksweep database' if done.kind == 'database' else 'a recorded dataset'})"]
     for i in done.found:
-        lines += [""] + _one(i, done.source)
+        lines += [""] + target_lines(i, done.source)
     heads = done.headlines()
     if heads:
         lines += [""] + heads
     return "\n".join(lines)
 
 
-def _one(i, source: str) -> list[str]:
+def target_lines(i, source: str) -> list[str]:
+    """One shape × variant's findings (``ksweep insights`` prints them, the HTML page shows them)."""
     t = i.table
     failures = t.failures()
     counts = ", ".join([f"{int(t.ok.sum()):,} OK"] + [f"{n:,} {s}" for s, n in failures.items()])

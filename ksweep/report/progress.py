@@ -13,7 +13,7 @@ from ..result import Result
 from ..status import Status
 
 
-def _eta(started: float, fresh: int, done: int, total: int) -> str:
+def eta_text(started: float, fresh: int, done: int, total: int) -> str:
     """Time left at the pace of this run's own evaluations (resumed ones cost nothing)."""
     left = total - done
     if left <= 0:
@@ -24,7 +24,7 @@ def _eta(started: float, fresh: int, done: int, total: int) -> str:
     return f"ETA {seconds / 60:.0f} min" if seconds >= 120 else f"ETA {seconds:.0f} s"
 
 
-def _best_text(best: Result | None, metric: str) -> str:
+def best_text(best: Result | None, metric: str) -> str:
     if best is None:
         return "best: -"
     params = " ".join(f"{k}={v}" for k, v in best.params.items())
@@ -74,7 +74,7 @@ class PlainLog:
                 else result.message)
         params = " ".join(f"{k}={v}" for k, v in result.params.items())
         how = "resumed " if resumed else ""
-        eta = _eta(self.started, self.fresh, self.done, self.total)
+        eta = eta_text(self.started, self.fresh, self.done, self.total)
         self._print(f"[ksweep] {self.done}/{self.total} {eta} {how}{result.status.value:<17} {params}  {what}"[:300])
 
     def finished(self, summary):
@@ -111,8 +111,8 @@ class RichProgress:
         text = Text()
         text.append(self.target, style="bold")
         text.append(f"\n{bar} {self.done}/{self.total}  {elapsed:.0f} s  "
-                    f"{_eta(self.started, self.fresh, self.done, self.total)}  builds in flight {self.building}"
-                    f"\n{counts}\n{_best_text(self.best, self.metric)}")
+                    f"{eta_text(self.started, self.fresh, self.done, self.total)}  builds in flight {self.building}"
+                    f"\n{counts}\n{best_text(self.best, self.metric)}")
         return text
 
     def target_started(self, variant, shape, valid, total, planned=None):

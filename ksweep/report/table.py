@@ -6,6 +6,7 @@ import math
 import re
 import sys
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 from rich.console import Console
@@ -79,6 +80,117 @@ def metric_columns(results: Sequence[Result], objective: str) -> list[str]:
     return keys
 
 
+@dataclass
+class Row:
+    """One row of a results table: its result, the plain text of its cells (STATUS and NOTE
+    apart), its status as shown (BEST, TIE, ok, OK, PRUNED, a failure's name) and its note."""
+
+    result: Result
+    cells: list[str]
+    status: str
+    note: str
+    ranked: bool  # among the valid configs with a value (ranked), not the unranked or failed ones
+
+
+@dataclass
+class TableGroup:
+    """One table: a variant × shape (× GPU model × phase), every row in the order shown,
+    the valid ones first (BEST and TIE where the store's confirmation names them)."""
+
+    variant: str
+    shape: str
+    gpu: str | None
+    phase: str | None
+    title: str
+    headers: list[str]  # the cells' columns, STATUS last (NOTE apart)
+    rows: list[Row]
+    names: list[str]  # the parameter columns
+    metrics: list[str]  # the metric columns
+    confirmed: bool  # with MEDIAN, CI95 and N columns
+    confirmation: str | None = None  # the confirmation's line, under the table that holds BEST
+
+    @property
+    def ok(self) -> list[Row]:
+        return [r for r in self.rows if r.ranked]
+
+    @property
+    def others(self) -> list[Row]:
+        return [r for r in self.rows if not r.ranked]
+
+
+def table_groups(results: Iterable[Result], objective: str, direction: str,
+                 param_order: dict[tuple[str, str], list[str]] | None = None, title_suffix: str = "",
+                 confirmations: Mapping[tuple[str, str], Confirmed] | None = None,
+                 best: bool = True) -> list[TableGroup]:
+    """The tables ``render`` prints (and ``ksweep report --html`` shows), every row of each:
+    see ``render``. BEST and TIE are the confirmation's where it ran (store/standings.py's
+    rule), else BEST is the first valid row."""
+    groups = group_results(results)
+    said: set[tuple[str, str]] = set()  # the shape × variants whose confirmation line is given
+    out = []
+    for (variant, shape, gpu, phase), rows in groups.items():
+        ranked = rank(rows, objective, direction)
+        names = param_names(param_order, variant, shape, ranked)
+        ok = [r for r in ranked if finite_value(r, objective) is not None]
+        # OK rows whose objective is missing or not finite (older databases): never ranked
+        unranked = [r for r in ranked if r.status is Status.OK and finite_value(r, objective) is None]
+        failed = [r for r in ranked if r.status is not Status.OK]
+        conf = (confirmations or {}).get((variant, shape))
+        marks = conf.verdicts if conf else {}
+        if marks:  # confirmed first, by their median; then the rest as ranked
+            measured = [r for r in ok if config_id(r.params) in marks]
+            sign = 1.0 if direction == "min" else -1.0
+            measured.sort(key=lambda r: (marks[config_id(r.params)].mark not in ("BEST", "TIE"),
+                                         sign * _median(marks[config_id(r.params)])))
+            ok = measured + [r for r in ok if config_id(r.params) not in marks]
+        metrics = metric_columns(ok or ranked, objective)
+        has_checksum = any("checksum" in r.metrics for r in ranked)
+        has_kernel = any(len(_judged(r)) > 1 for r in ranked)
+        title = f"variant {variant} · shape {shape}" + (f" · {gpu}" if gpu else "") + (
+            f" · phase {phase}" if phase else "") + title_suffix
+        title += f" — {len(ok)} ok, {len(failed)} failed or pruned"
+        if unranked:
+            title += f", {len(unranked)} unranked"
+        headers = [*names, "REGS", "SPILL", "SMEM_KB", *(["KERNEL"] if has_kernel else []),
+                   *(m.upper() for m in metrics), *(["CHECKSUM"] if has_checksum else []),
+                   *(["MEDIAN", "CI95", "N"] if marks else []), "STATUS"]
+        body: list[Row] = []
+        for i, r in enumerate(ok):
+            cells = _row(r, names, metrics, has_checksum, has_kernel)
+            note = "; ".join(n for n in (r.message, _throttled(r), _hardening_note(conf, r)) if n)  # e.g. unverified
+            if marks:
+                v = marks.get(config_id(r.params))
+                cells += _confirm_cells(v)
+                status = v.mark if v is not None and v.mark in ("BEST", "TIE") else "ok"
+                if v is not None and v.failed:
+                    note = f"{v.failed} confirmation run(s) failed" + (f"; {note}" if note else "")
+                if conf.default == config_id(r.params):
+                    note = "the default config" + (f"; {note}" if note else "")
+            else:
+                status = "BEST" if i == 0 and best else "ok"
+            body.append(Row(r, cells, status, note, True))
+        for r in unranked + failed:
+            if r.status is Status.OK:
+                status, note = "OK", f"{unranked_reason(r, objective)}: not ranked"
+            else:
+                status, note = r.status.value, r.message
+            cells = _row(r, names, metrics, has_checksum, has_kernel) + (["-", "-", "-"] if marks else [])
+            body.append(Row(r, cells, status, one_line(note), False))
+        line = None
+        ids = {config_id(r.params) for r in rows}
+        if conf is not None and conf.verdicts and (variant, shape) not in said and (
+                conf.best in ids or conf.best is None and ids & set(conf.verdicts)):
+            # once, under the table that holds BEST (a phased search has one per phase)
+            said.add((variant, shape))
+            line = confirmation_line(conf)
+        out.append(TableGroup(variant, shape, gpu, phase, title, headers, body, names, metrics, bool(marks), line))
+    return out
+
+
+_MARKUP = {"BEST": "[bold green]BEST[/]", "TIE": "[green]TIE[/]", "ok": "ok", "OK": "[yellow]OK[/]",
+           "PRUNED": "[dim]PRUNED[/]"}
+
+
 def render(results: Iterable[Result], objective: str, direction: str, console: Console,
            param_order: dict[tuple[str, str], list[str]] | None = None, top: int | None = None,
            title_suffix: str = "", confirmations: Mapping[tuple[str, str], Confirmed] | None = None,
@@ -98,62 +210,11 @@ def render(results: Iterable[Result], objective: str, direction: str, console: C
     line under the table gives the best's speed-up over the default. ``best=False``: rows in
     the same order, none marked BEST (results not ranked against the current ones)."""
     limit = top if top and top > 0 else None
-    groups = group_results(results)
-    said: set[tuple[str, str]] = set()  # the shape × variants whose confirmation line is printed
-    for (variant, shape, gpu, phase), rows in groups.items():
-        ranked = rank(rows, objective, direction)
-        names = param_names(param_order, variant, shape, ranked)
-        ok = [r for r in ranked if finite_value(r, objective) is not None]
-        # OK rows whose objective is missing or not finite (older databases): never ranked
-        unranked = [r for r in ranked if r.status is Status.OK and finite_value(r, objective) is None]
-        failed = [r for r in ranked if r.status is not Status.OK]
-        others = unranked + failed
-        conf = (confirmations or {}).get((variant, shape))
-        marks = conf.verdicts if conf else {}
-        if marks:  # confirmed first, by their median; then the rest as ranked
-            measured = [r for r in ok if config_id(r.params) in marks]
-            sign = 1.0 if direction == "min" else -1.0
-            measured.sort(key=lambda r: (marks[config_id(r.params)].mark not in ("BEST", "TIE"),
-                                         sign * _median(marks[config_id(r.params)])))
-            ok = measured + [r for r in ok if config_id(r.params) not in marks]
-        shown_ok = ok[:limit]
-        shown_others = others[:limit]
-        metrics = metric_columns(ok or ranked, objective)
-        has_checksum = any("checksum" in r.metrics for r in ranked)
-        has_kernel = any(len(_judged(r)) > 1 for r in ranked)
-        title = f"variant {variant} · shape {shape}" + (f" · {gpu}" if gpu else "") + (
-            f" · phase {phase}" if phase else "") + title_suffix
-        title += f" — {len(ok)} ok, {len(failed)} failed or pruned"
-        if unranked:
-            title += f", {len(unranked)} unranked"
-
-        headers = [*names, "REGS", "SPILL", "SMEM_KB", *(["KERNEL"] if has_kernel else []),
-                   *(m.upper() for m in metrics), *(["CHECKSUM"] if has_checksum else []),
-                   *(["MEDIAN", "CI95", "N"] if marks else []), "STATUS"]
-        body: list[tuple[list[str], str, str]] = []  # (plain cells, status markup, note)
-        for i, r in enumerate(shown_ok):
-            cells = _row(r, names, metrics, has_checksum, has_kernel)
-            note = "; ".join(n for n in (r.message, _throttled(r), _hardening_note(conf, r)) if n)  # e.g. unverified
-            if marks:
-                v = marks.get(config_id(r.params))
-                cells += _confirm_cells(v)
-                status = {"BEST": "[bold green]BEST[/]", "TIE": "[green]TIE[/]"}.get(v.mark if v else "", "ok")
-                if v is not None and v.failed:
-                    note = f"{v.failed} confirmation run(s) failed" + (f"; {note}" if note else "")
-                if conf.default == config_id(r.params):
-                    note = "the default config" + (f"; {note}" if note else "")
-            else:
-                status = "[bold green]BEST[/]" if i == 0 and best else "ok"
-            body.append((cells, status, note))
-        for r in shown_others:
-            if r.status is Status.OK:
-                status, note = "[yellow]OK[/]", f"{unranked_reason(r, objective)}: not ranked"
-            elif r.status is Status.PRUNED:
-                status, note = "[dim]PRUNED[/]", r.message
-            else:
-                status, note = f"[red]{r.status.value}[/]", r.message
-            cells = _row(r, names, metrics, has_checksum, has_kernel) + (["-", "-", "-"] if marks else [])
-            body.append((cells, status, one_line(note)))
+    for group in table_groups(results, objective, direction, param_order, title_suffix, confirmations, best):
+        ok, others = group.ok, group.others
+        shown = ok[:limit] + others[:limit]
+        headers = group.headers
+        body = [(row.cells, _MARKUP.get(row.status, f"[red]{row.status}[/]"), row.note) for row in shown]
 
         widths = [len(h) for h in headers]
         for cells, status, _ in body:
@@ -168,7 +229,7 @@ def render(results: Iterable[Result], objective: str, direction: str, console: C
             widths[-1] += len(f" [{len(set(notes))}]")
             needed += len(f" [{len(set(notes))}]")
         # the title on a line of its own: a table's title wraps at the table's width, mid-phrase
-        console.print(f"[italic]{escape(title)}[/italic]", soft_wrap=True)
+        console.print(f"[italic]{escape(group.title)}[/italic]", soft_wrap=True)
         table = Table(show_edge=False, box=None, padding=(0, 1), header_style="bold")
         for j, h in enumerate(headers):
             justify = "left" if h in ("STATUS", "KERNEL") else "right"
@@ -189,15 +250,11 @@ def render(results: Iterable[Result], objective: str, direction: str, console: C
             console.print(table)
         for note, mark in footnotes.items():
             console.print(escape(_cut(f"  [{mark}] {note}", _MAX_NOTE)), soft_wrap=True)
-        note = _more_note(len(ok) - len(shown_ok), others[len(shown_others):])
+        note = _more_note(len(ok) - len(ok[:limit]), [r.result for r in others[len(others[:limit]):]])
         if note:
             console.print(note, soft_wrap=True)
-        ids = {config_id(r.params) for r in rows}
-        if conf is not None and conf.verdicts and (variant, shape) not in said and (
-                conf.best in ids or conf.best is None and ids & set(conf.verdicts)):
-            # once, under the table that holds BEST (a phased search has one per phase)
-            said.add((variant, shape))
-            console.print(escape(confirmation_line(conf)), soft_wrap=True)
+        if group.confirmation is not None:
+            console.print(escape(group.confirmation), soft_wrap=True)
         console.print()
 
 

@@ -30,6 +30,7 @@ import contextlib
 import time
 from typing import Callable
 
+from .. import version
 from ..errors import EnvironmentProblem, Interrupted, KsweepError, StoreError
 from ..observer import METHODS, NullObserver, Observer, lacking, warm_started
 from ..result import Result
@@ -132,6 +133,8 @@ class Sweep:
             self._preflight()
             self.store.set_meta("spec", str(self.spec.path) if self.spec.path else None)
             self.store.set_meta("spec_name", self.spec.name)
+            self.store.set_meta("spec_text", _spec_text(self.spec))  # the spec as written, which reports show
+            self.store.set_meta("ksweep_version", version())
             self.store.set_objectives(self.spec.objective_list())
             # a config whose outputs differ from run to run may not be BEST: every reader asks the store
             self.store.set_meta("deterministic", self.options.deterministic or self.spec.harden.deterministic)
@@ -344,3 +347,11 @@ def _key_of(factory: JobFactory):
         except KsweepError:
             return None
     return key
+
+
+def _spec_text(spec: Spec) -> str | None:
+    """The spec file's text as the sweep read it; None for a spec given as a call (no file)."""
+    try:
+        return spec.path.read_text(encoding="utf-8", errors="replace") if spec.path else None
+    except OSError:
+        return None
