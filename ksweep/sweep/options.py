@@ -39,6 +39,8 @@ class Summary:
     confirm_seconds: float = 0.0  # wall time of the confirmation phases
     # several objectives: the searches (not grid, not random) that only the first one guided
     searched_by: dict[str, str] = field(default_factory=dict)  # strategy -> the objective's metric
+    shared: int = 0  # configs whose build made a program another config's run measured: not run again
+    dead_knobs: list = field(default_factory=list)  # (variant, shape, programs.DeadKnob): knobs that change no program
 
     def note_gpu_state(self, state: Mapping) -> None:
         if state.get("sm_clock_mhz"):
