@@ -226,6 +226,7 @@ def test_the_same_compile_error_in_the_first_configs_stops_the_sweep(tmp_path, c
     lines = [ln for ln in err.splitlines() if ln.startswith("ksweep: error")]
     assert len(lines) == 1 and "all failed to compile with the same error" in lines[0]
     assert "error" in lines[0].split("the same error", 1)[1]  # the compiler's own words
+    assert "KS_" not in lines[0] and "a macro the source reads" in lines[0]  # no name no source reads
     with Store(tmp_path / "s.db") as store:
         assert [r for r in store.results() if r.status is not Status.PRUNED] == []
 

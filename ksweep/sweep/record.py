@@ -76,8 +76,9 @@ class Recorder:
                 raise SystematicFailure(
                     f"{self.spec.label}: the first {len(self._same_error.held)} configs all failed to compile with "
                     f"the same error, so every config would: {message[:600]} — fix the source or the build "
-                    "command (a parameter whose -D macro rewrites an identifier of the program? give it "
-                    "define = \"KS_NAME\" or [sweep] define_prefix; `ksweep plan` warns of such names)")
+                    "command (a parameter whose -D macro rewrites an identifier of the program? give it the "
+                    "name of a macro the source reads, define = \"NAME\" or [sweep] define_prefix; `ksweep plan` "
+                    "warns of such names and says which macro)")
             if verdict == "hold":
                 return result
             for held in self._same_error.release():
