@@ -122,12 +122,14 @@ def _sweep(tmp_path, spec, fake, **options):
         return summary, store.results()
 
 
-def test_a_build_that_varies_the_knobs_the_first_configs_do_not_decides_early(tmp_path):
+@pytest.mark.parametrize("build_jobs", [1, 16])
+def test_a_build_that_varies_the_knobs_the_first_configs_do_not_decides_early(tmp_path, build_jobs):
     """In grid order the first configs differ in the last knob only: a build of a config
     that varies OUTER is made ahead of the queued ones, and the sweep stops within its first
-    8 builds, nothing stored."""
+    8 builds, nothing stored; with 16 build jobs too (33 configs asked ahead: the builds
+    beyond the first ones wait for the verdict)."""
     spec = _spec({"OUTER": [1, 2, 3], "INNER": list(range(1, 11))})
-    fake = FakeExecutor(lambda job: Planned(run=Status.OK, metrics={"ms": 1.0}, code="one"))
+    fake = FakeExecutor(lambda job: Planned(run=Status.OK, metrics={"ms": 1.0}, code="one"), build_jobs=build_jobs)
     with pytest.raises(SystematicFailure, match="no parameter changes the program") as stopped:
         _sweep(tmp_path, spec, fake)
     assert "OUTER, INNER each built" in str(stopped.value)
@@ -138,12 +140,14 @@ def test_a_build_that_varies_the_knobs_the_first_configs_do_not_decides_early(tm
 
 
 def test_a_knob_that_changes_the_program_keeps_the_sweep_going(tmp_path):
-    """INNER is dead, OUTER is not: one run per OUTER value, every config stored."""
+    """INNER is dead, OUTER is not: one run per OUTER value, every config stored (and built:
+    the builds kept back while the first ones are judged start once they are)."""
     spec = _spec({"OUTER": [1, 2, 3], "INNER": list(range(1, 11))})
     fake = FakeExecutor(lambda job: Planned(run=Status.OK, metrics={"ms": float(job.params["OUTER"])},
-                                            code=f"p{job.params['OUTER']}"), completion="shuffled")
+                                            code=f"p{job.params['OUTER']}"), completion="shuffled", build_jobs=8)
     summary, results = _sweep(tmp_path, spec, fake)
     assert len(results) == 30 and len(fake.runs) == 3 and summary.shared == 27
+    assert len({j.config_id for j in fake.builds if j.phase != "probe"}) == 30
     assert {r.params["OUTER"]: r.metrics["ms"] for r in results} == {1: 1.0, 2: 2.0, 3: 3.0}
     assert [k.name for _, _, k in summary.dead_knobs] == ["INNER"]
 

@@ -81,6 +81,10 @@ class Target:
             sweep.record.hold_runs()
         self.probes: dict[Future, Job] = {}  # a build that varies the knobs the first configs do not
         self._probed = 0
+        # while the guard decides, at most guard.most builds (a probe among them) are started; the
+        # configs asked beyond them wait here (asked and told as ever: only their builds wait)
+        self.deferred: list[Entry] = []
+        self.submitted: list[Mapping] = []  # the configs whose builds were started while it decides
 
     # -- asking and telling, in one fixed order --------------------------------------
     def _may_ask(self) -> bool:
@@ -108,11 +112,22 @@ class Target:
             entry.result, entry.resumed = old, True
             return entry
         self.fresh += 1
+        if self._deciding() and len(self.submitted) >= self.guard.most - 1:  # one place kept for a probe
+            self.deferred.append(entry)
+            return entry
+        self._build(entry)
+        return entry
+
+    def _build(self, entry: Entry) -> None:
         if self.harness is not None:
             self.harness.start()
-        self.sweep.observer.build_started(job)
-        self.builds[self.executor.submit_build(job)] = entry
-        return entry
+        self.sweep.observer.build_started(entry.job)
+        self.builds[self.executor.submit_build(entry.job)] = entry
+        if self._deciding():
+            self.submitted.append(entry.job.params)
+
+    def _deciding(self) -> bool:
+        return self.guard is not None and self.guard.open
 
     def _advance(self) -> None:
         """Tell every result whose turn has come, asking for more after each one (asked configs
@@ -140,6 +155,8 @@ class Target:
     def loop(self) -> None:
         while True:
             self._advance()
+            if not self.builds and not self.runs and not self.ready and self.deferred:
+                self._end_guard()  # nothing more to tell it: what it held is stored, the builds it kept back start
             if not self.builds and not self.runs and not self.ready:
                 if self.told < len(self.order):  # an asked config neither in flight nor finished
                     raise RuntimeError(f"ksweep bug: {self.order[self.told].job.label} was lost")
@@ -268,25 +285,29 @@ class Target:
             self._probe()
 
     def _end_guard(self) -> None:
+        """The first builds' guard decided that a knob changes the program, or cannot tell: what
+        it held is stored, the builds it kept back start."""
         if self.guard is not None and self.guard.open:
             self.guard.close()
         for fut in [f for f in self.probes if f.cancel()]:
             self.probes.pop(fut)
         self.sweep.record.release_runs()
+        deferred, self.deferred = self.deferred, []
+        for entry in deferred:
+            self._build(entry)
 
     def _probe(self) -> None:
-        """While the first builds are one program and the configs asked so far leave a knob
-        with one value, build a config that varies it, ahead of the builds queued (it is
-        cached: when the strategy asks for it, it is not built again)."""
+        """While the first builds are one program (one at least) and the configs whose builds
+        started leave a knob with one value, build a config that varies it, ahead of the builds
+        queued (it is cached: when the strategy asks for it, it is not built again)."""
         guard = self.guard
-        if self.probes or self._probed >= guard.most:
+        if self.probes or len(self.submitted) >= guard.most or not self.submitted:
             return
-        asked = [dict(e.job.params) for e in self.order]
-        unvaried = guard.unvaried(asked)
+        unvaried = guard.unvaried(self.submitted)
         if not unvaried:
             return
         size = space_size(self.space)
-        seen = {n: set(guard.seen[n]) | {e[n] for e in asked} for n in unvaried}
+        seen = {n: set(guard.seen[n]) | {c[n] for c in self.submitted} for n in unvaried}
         config = probe(self.space, size, unvaried, seen, seed=self.sweep.options.seed + self._probed)
         if config is None:
             return
@@ -296,6 +317,7 @@ class Target:
             self.builds.pop(f)
         job = self.factory.make(config, phase="probe")
         self.probes[self.executor.submit_build(job)] = job
+        self.submitted.append(config)
         for _, e in queued:
             self.builds[self.executor.submit_build(e.job)] = e
 
@@ -336,9 +358,11 @@ class Target:
     def _cancel_queued(self) -> None:
         for fut in [f for f in self.runs if f.cancel()]:  # queued, not started: past the budget
             self.runs.pop(fut)
-        for fut in [f for f in self.builds if f.cancel()]:
-            self.builds.pop(fut)
+        for fut in [f for f in (*self.builds, *self.probes) if f.cancel()]:
+            self.builds.pop(fut, None)
+            self.probes.pop(fut, None)
         self.ready.clear()
+        self.deferred.clear()
         # what was asked but will not be evaluated is never told: it leaves the order
         in_flight = {id(e) for e in self.builds.values()} | {id(e) for e, _ in self.runs.values()}
         self.order = self.order[: self.told] + [e for e in self.order[self.told:]
