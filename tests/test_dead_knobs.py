@@ -69,6 +69,9 @@ def test_configs_that_build_one_program_are_run_once(tmp_path):
         assert r.message == f"same program as #{ids[r.same_as]}: measured once"
         assert r.metrics == original.metrics and r.run_seconds is None
     assert measured[0].code != measured[1].code
+    report = json.loads(ksweep_cli("report", db, "--format", "json").stdout)
+    assert sum(r["same_as"] is not None for r in report) == 6
+    assert all(r["code"] and (r["same_as"] is None or r["same_as"]["TILE"] == r["params"]["TILE"]) for r in report)
     assert re.search(r"UNROLL_HINT: 0 of [4-8] builds differ \(values 1, 2(, 4)?(, 8)?\)", out.stderr), out.stderr
     assert "6 configs not run" in out.stdout and "changes no program: UNROLL_HINT" in out.stdout, out.stdout
     # a second run resumes them all; a config new to it that builds a stored program is not run either
