@@ -84,6 +84,22 @@ def test_configs_that_build_one_program_are_run_once(tmp_path):
     assert len(new) == 2 and all(r.same_as is not None and "measured once" in r.message for r in new)
 
 
+def test_the_reference_config_is_run_on_its_own(tmp_path):
+    """The configs checked against the reference are judged against its run, never given its
+    verdict as the reference: it shares its run with none of them."""
+    log = tmp_path / "runs.log"
+    spec = _knobs_spec(tmp_path, "TILE = [1, 2]\nUNROLL_HINT = [1, 2, 4, 8]", log)
+    spec.write_text(spec.read_text() + '[check]\nkeys = ["checksum"]\nreference = "defaults"\n')
+    out = ksweep_cli("run", spec, "--db", tmp_path / "k.db", "--strategy", "grid", "-j", "2", "--no-confirm")
+    assert out.returncode == 0, out.stderr
+    assert _runs(log) == 3  # the reference (TILE=1 UNROLL_HINT=1), then one run per program
+    with Store(tmp_path / "k.db") as store:
+        results = store.results()
+    reference = config_id({"TILE": 1, "UNROLL_HINT": 1})
+    assert all(r.verified for r in results if config_id(r.params) != reference)
+    assert [r for r in results if r.same_as == reference] == [] and sum(r.same_as is not None for r in results) == 5
+
+
 def test_one_program_is_one_leader_of_the_confirmation(tmp_path):
     log = tmp_path / "runs.log"
     spec = _knobs_spec(tmp_path, "TILE = [1, 2]\nUNROLL_HINT = [1, 2, 4, 8]", log)

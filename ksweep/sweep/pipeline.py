@@ -221,7 +221,7 @@ class Target:
             self.ready.append((entry, build))
         elif isinstance(first, Result) or first.result is not None:  # measured: its result is this one's
             result = first if isinstance(first, Result) else first.result
-            entry.result = self.sweep.record.same_program(entry.job, build, result)
+            entry.result = self.sweep.record.same_program(entry.job, build, result, self._harness_deps())
         else:  # its run is to come
             self.waiting.setdefault(entry.program, []).append((entry, build))
 
@@ -242,8 +242,8 @@ class Target:
             return None
         if self._stored_programs is None:
             self._stored_programs = {}
-            for r in self.stored.values():
-                if r.code is None or r.status.build_failure or r.status is Status.PRUNED:
+            for r in self.stored.values():  # the reference's own verdict is not another config's
+                if r.code is None or r.status.build_failure or r.status is Status.PRUNED or r.phase == "reference":
                     continue
                 try:
                     job = self.factory.make(dict(r.params))
@@ -256,7 +256,10 @@ class Target:
     def _share(self, entry: Entry) -> None:
         """``entry`` was measured: the configs that built its program get its result."""
         for other, build in self.waiting.pop(entry.program, []) if entry.program else ():
-            other.result = self.sweep.record.same_program(other.job, build, entry.result)
+            other.result = self.sweep.record.same_program(other.job, build, entry.result, self._harness_deps())
+
+    def _harness_deps(self) -> tuple:
+        return self.harness.deps if self.harness is not None else ()
 
     def _program_seen(self, job: Job, build: BuildResult) -> None:
         """What a finished build of the search says of the knobs (its program and its run: a
@@ -335,9 +338,8 @@ class Target:
             self.sweep.summary.note_gpu_state(outcome.gpu_state)
             self.runs[self.executor.submit_run(entry.job, build)] = (entry, build)
             return
-        harness_deps = self.harness.deps if self.harness is not None else ()
         entry.result = self.sweep.record.finish(entry.job, build, outcome,
-                                         None if entry.job.is_reference else self.reference, harness_deps)
+                                         None if entry.job.is_reference else self.reference, self._harness_deps())
         self._share(entry)
 
     def _salvage(self) -> None:

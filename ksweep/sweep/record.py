@@ -89,7 +89,7 @@ class Recorder:
             self.store.put(result)
         return result
 
-    def same_program(self, job: Job, build: BuildResult, measured: Result) -> Result:
+    def same_program(self, job: Job, build: BuildResult, measured: Result, harness_deps: tuple = ()) -> Result:
         """A config whose build made the program that ``measured``'s run measured, with the same
         run: that run's result, stored for it too (``same_as``: the config measured), with
         its own build's figures and no run of its own."""
@@ -97,7 +97,7 @@ class Recorder:
             measured, params=dict(job.params), derived=dict(job.derived), **build.report.result_fields(),
             build_argv=job.build_argv, cache_key=job.cache_key, cached=build.cached, phase=job.phase,
             build_seconds=build.seconds, run_seconds=None, started=None, finished=time.time(),
-            deps=tuple(dict.fromkeys((*build.deps, *job.inputs))), revision=None, code=build.code,
+            deps=tuple(dict.fromkeys((*build.deps, *harness_deps, *job.inputs))), revision=None, code=build.code,
             same_as=measured.same_as or config_id(measured.params))
         self.summary.shared += 1
         self._keep(result)

