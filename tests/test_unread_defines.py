@@ -73,3 +73,14 @@ def test_the_rename_plan_suggests_is_a_name_the_sources_read():
         'give the macro the name the sources read for it, define = "K10_BM" (or [sweep] define_prefix = "K10_")'
     hint = rename_hint("BM", ["TILE"], "")
     assert "define =" not in hint and "none reads a macro for BM yet" in hint
+
+
+def test_a_file_the_command_compiles_is_read_though_not_listed_and_a_computed_include_is_not_judged(tmp_path):
+    (tmp_path / "runner.c").write_text("int tile(void) { return TILE; }\n")
+    spec = _program(tmp_path, "TILE = [1, 2]", "int tile(void);\nint main(void) { return tile(); }\n",
+                    build='["gcc", "{defines}", "-o", "{binary}", "p.c", "runner.c"]')
+    assert unread_defines(load_spec(spec)) is None
+    spec = _program(tmp_path, "TILE = [1, 2]", "#include CONFIG_HEADER\nint main(void) { return 0; }\n")
+    assert unread_defines(load_spec(spec)) is None  # the header a macro names may read it
+    spec = _program(tmp_path, "TILE = [1, 2]", "int main(void) { return 0; }\n")
+    assert "params.TILE: -DTILE is read by no source of the build" in unread_defines(load_spec(spec))

@@ -9,7 +9,8 @@ literals left out. A name that is no token of that code, nor in an ``#if``, ``#i
 ``#ifndef`` or ``defined()``, is said in one line with the names the sources do read.
 
 Only where that is known: a command that runs a compiler (gcc, g++, cc, c++, clang,
-clang++, nvcc; kernel mode's nvcc or NVRTC) on the listed sources, every one of them found.
+clang++, nvcc; kernel mode's nvcc or NVRTC) on the listed sources (and the files the command
+names itself), every one of them found, and no ``#include`` of a header a macro names.
 A parameter that reaches the program another way is never said: named in a command, a
 shape's arguments or the run's environment (``{NAME}``), in a kernel's launch or template,
 or through a derived value that is passed as ``-D`` itself. A name a header outside the
@@ -42,6 +43,8 @@ _CONDITION = ("if", "elif", "ifdef", "ifndef", "elifdef", "elifndef")
 _MAX_FILES = 400
 _MAX_BYTES = 4 * 1024 * 1024
 _SHOWN = 12
+_SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++", ".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inl")
+_COMPUTED = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[A-Za-z_]', re.M)  # #include NAME: a macro's header
 
 
 def unread_defines(spec) -> str | None:
@@ -101,7 +104,10 @@ def _build_of(spec, variant) -> tuple[list[str], list[str]] | None:
     sources = list(variant.sources if variant.sources is not None else spec.build.sources)
     if not argv or not sources or not _COMPILER.match(Path(argv[0]).name):
         return None
-    return sources, argv
+    # the files the command compiles or includes itself (-include), listed in sources or not
+    named = [a for i, a in enumerate(argv[1:], 1) if "{" not in a and not a.startswith("-")
+             and (Path(a).suffix.lower() in _SOURCE_SUFFIXES or argv[i - 1] in ("-include", "--pre-include"))]
+    return list(dict.fromkeys([*sources, *named])), argv
 
 
 def _passed_otherwise(spec, variant) -> set[str]:
@@ -143,6 +149,7 @@ def _read(root: Path, sources: Sequence[str], argv: Sequence[str]) -> tuple[dict
         if not path.is_file():
             return None, set()
         todo.append(path)
+    computed = False
     out: dict[Path, str] = {}
     libraries: set[str] = set()
     while todo and len(out) < _MAX_FILES:
@@ -155,6 +162,7 @@ def _read(root: Path, sources: Sequence[str], argv: Sequence[str]) -> tuple[dict
         except OSError:
             continue
         out[path] = text
+        computed = computed or bool(_COMPUTED.search(text))
         for quoted, angled in _INCLUDE.findall(text):
             name = quoted or angled
             bases = [path.parent, *dirs] if quoted else dirs
@@ -163,17 +171,19 @@ def _read(root: Path, sources: Sequence[str], argv: Sequence[str]) -> tuple[dict
                 todo.append(found)
             elif angled:
                 libraries.add(re.split(r"[/._]", angled, maxsplit=1)[0].upper())
+    if computed:  # a header named by a macro (#include TILE_HEADER) may read anything
+        return None, set()
     return out, libraries
 
 
 def _folders(argv: Sequence[str]) -> list[str]:
-    """The -I, -isystem and --include-path folders of a command, placeholders left out."""
+    """The -I, -iquote, -isystem and --include-path folders of a command, placeholders left out."""
     out = []
     for i, a in enumerate(argv):
-        for flag in ("-I", "-isystem", "--include-path"):
+        for flag in ("-I", "-iquote", "-isystem", "--include-path"):
             if a == flag and i + 1 < len(argv):
                 out.append(argv[i + 1])
-            elif a.startswith(flag) and len(a) > len(flag) and not (flag == "-I" and a.startswith("-isystem")):
+            elif a.startswith(flag) and len(a) > len(flag) and not (flag == "-I" and a.startswith("-i")):
                 out.append(a[len(flag):].lstrip("="))
     return [d for d in out if "{" not in d]
 
