@@ -53,6 +53,8 @@ def test_the_settings_that_are_not_macros_and_where_they_are():
     assert found["K10_BM"].alone and found["K10_BM"].number and found["K10_BM"].text == "const uint K10_BM = 128;"
     assert not found["A"].alone and not found["HALF"].number and found["LOCAL"].member is False
     assert (found["sgemm<…>#2"].value, found["kStages"].said) == ("32", "a constexpr int at line 6")
+    (v, w) = settings("constexpr int V = min(A, B), W = 4;\n")
+    assert (v.name, v.value, v.number, w.name, w.value, w.number) == ("V", "min(A, B)", False, "W", "4", True)
 
 
 def test_guard_says_what_a_name_that_is_not_a_define_is(tmp_path, capsys):

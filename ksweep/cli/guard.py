@@ -54,7 +54,7 @@ def run(args) -> int:
     done += [f"converted {', '.join(f'{c.name} ({c.what})' for c in result.converted)}"] if result.converted else []
     print(f"ksweep: {path}: " + ("; ".join(done) or "nothing to guard") + left, file=sys.stderr)
     if not args.names and not args.convert:
-        others = [s for s in not_macros(path) if s.kind not in ("enumerator", "template argument") or s.number]
+        others = [s for s in not_macros(path) if s.number]  # an integer literal: a knob, maybe
         if others:
             shown = ", ".join(s.described() for s in others[:8]) + (" …" if len(others) > 8 else "")
             print(f"ksweep: {path}: not macros, so -D cannot set them: {shown} (--convert NAME … makes a "

@@ -27,7 +27,7 @@ _QUALIFIER = r"(?:const|constexpr|static|inline|extern|__device__|__host__|__con
 _CONST = re.compile(
     rf"(?<![\w:.>])(?P<before>(?:{_QUALIFIER}\s+)*)(?P<type>{_INT_TYPES})\s*(?P<after>(?:\bconst\b\s*)?)"
     rf"(?P<decls>[A-Za-z_]\w*\s*(?:=\s*[^;{{}}]+?|\{{[^;{{}}]*\}})\s*(?:,\s*[A-Za-z_]\w*\s*(?:=\s*[^;,{{}}]+?|\{{[^;{{}}]*\}})\s*)*);")
-_DECLARATOR = re.compile(r"(?P<name>[A-Za-z_]\w*)\s*(?:=\s*(?P<value>[^,]+?)|\{(?P<braced>[^{}]*)\})\s*(?:,|$)")
+_DECLARATOR = re.compile(r"\s*(?P<name>[A-Za-z_]\w*)\s*(?:=\s*(?P<value>.+?)|\{(?P<braced>[^{}]*)\})\s*$", re.S)
 _ENUM = re.compile(r"\benum\b(?:\s+(?:class|struct)\b)?(?:\s+[A-Za-z_]\w*)?(?:\s*:\s*[\w:\s]+?)?\s*\{(?P<body>[^{}]*)\}")
 _ENUMERATOR = re.compile(r"(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<value>[^,]+)")
 _LAUNCH = re.compile(r"(?P<kernel>[A-Za-z_][\w:]*)\s*<(?P<args>[^<>;(){}]*)>\s*<<<")
@@ -113,12 +113,13 @@ def settings(text: str) -> list[Setting]:
             continue
         kind = " ".join(w for w in words if w in ("static", "inline", "constexpr", "const"))
         first, last = line_of(m.start()), line_of(m.end() - 1)
-        decls = list(_DECLARATOR.finditer(m.group("decls")))
+        decls = [d for d in (_DECLARATOR.match(part) for part in _top_level(m.group("decls"))) if d]
         rest = (code[starts[first]:m.start()] + code[m.end():starts[last] + len(code.split("\n")[last])]).strip()
         for d in decls:
             value = (d.group("value") if d.group("value") is not None else d.group("braced") or "").strip()
-            at = line_of(m.start("decls") + d.start())
-            out.append((m.start("decls") + d.start(), Setting(
+            where = m.start("decls") + m.group("decls").find(d.group(0))
+            at = line_of(where)
+            out.append((where, Setting(
                 d.group("name"), kind, " ".join(m.group("type").split()), " ".join(value.split()), at + 1,
                 source_line(at), member=_inside_record(records, m.start()), alone=len(decls) == 1 and not rest,
                 first=first, last=last)))
@@ -135,6 +136,20 @@ def settings(text: str) -> list[Setting]:
                 out.append((m.start(), Setting(f"{m.group('kernel')}<…>#{i + 1}", "template argument", "", arg, at + 1,
                                                source_line(at), first=at, last=at)))
     return [s for _, s in sorted(out, key=lambda x: x[0])]
+
+
+def _top_level(text: str) -> list[str]:
+    """``text`` split at the commas outside parentheses, brackets and braces."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return [*parts, text[start:]]
 
 
 def _records(code: str) -> list[tuple[int, int, bool]]:
