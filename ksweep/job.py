@@ -47,6 +47,11 @@ class Job:
     # (path, digest) of its listed sources (and its harness's) when it was made: stored with its
     # result, so a report can tell a source edited since (build/deps.changed)
     inputs: tuple[tuple[str, str], ...] = ()
+    # what a run depends on beside the program its build made: the run command as written, the
+    # launch, the harness, the experiment's settings, the work; two configs whose builds are one
+    # program (BuildResult.code) and whose run keys are equal are measured once. None: a run that
+    # may read more of its build than the program ({workdir} in its command)
+    run_key: str | None = None
 
     @property
     def build_cache_key(self) -> str:

@@ -5,7 +5,8 @@ variant ``target_started`` (and, when its search is warm-started, the optional
 ``warm_started`` with the sources' labels), then ``result`` once per stored result that counts (resumed
 ones first, flagged ``resumed``) with ``build_started`` as builds are submitted; at the
 end ``finished`` with the run's summary (``summary.failed`` when an error stopped it,
-``summary.interrupted`` on Ctrl-C). A neutral module: the sweep loop (sweep/) calls it and
+``summary.interrupted`` on Ctrl-C). The optional ``dead_knob`` is told, with one line,
+of each knob the builds show changes no program (``sweep/programs.py``). A neutral module: the sweep loop (sweep/) calls it and
 the reporting layer (report/) implements it, neither importing the other.
 """
 

@@ -55,6 +55,10 @@ class Result:
     # the GPU around the run (NVML: clocks, temperature, power, throttle reasons; run/gpu_state.py)
     gpu_state: Mapping[str, Any] = field(default_factory=dict)
     revision: str | None = None  # the source revision it was measured on (build/revision.py)
+    code: str | None = None  # the digest of the program its build made (elf/code.py; None: not known)
+    # the config id of the config whose run it shares (its build made the same program, and its run
+    # command is the same): measured once, for both; None: measured on its own
+    same_as: str | None = None
 
     @property
     def compiler(self) -> str | None:

@@ -44,7 +44,8 @@ int main(void) { double speed = 1; FILE *f = fopen(getenv("SPEED_FILE"), "r");
 # every other run takes twice as long: whatever the order, a round's two runs differ by 2x
 FLIP = """#include <stdio.h>
 #include <stdlib.h>
-int main(void) { const char *path = getenv("NOISE_COUNTER"); long n = 0; FILE *f = fopen(path, "r");
+int main(void) { volatile int x = X; (void)x;  /* each X its own program, measured alike */
+  const char *path = getenv("NOISE_COUNTER"); long n = 0; FILE *f = fopen(path, "r");
   if (f) { if (fscanf(f, "%ld", &n) != 1) n = 0; fclose(f); }
   f = fopen(path, "w"); fprintf(f, "%ld\\n", n + 1); fclose(f);
   printf("@@RESULT ms=%d\\n", 10 * (1 + (int)(n % 2))); return 0; }

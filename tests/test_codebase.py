@@ -68,7 +68,8 @@ def test_plan_warns_when_a_macro_would_rewrite_a_template_parameter(tmp_path, ca
     warnings = [ln for ln in err.splitlines() if "warning" in ln]
     assert len(warnings) == 2
     assert "params.BM: -DBM would also rewrite the identifier BM in tiles.hpp:4" in warnings[0]
-    assert 'define = "KS_BM"' in warnings[0] and "define_prefix" in warnings[0]
+    # the name it suggests is one the runner reads (#ifndef K10_BM), never one no source reads
+    assert 'define = "K10_BM" (or [sweep] define_prefix = "K10_")' in warnings[0] and "KS_" not in err
 
 
 def test_no_warning_for_guarded_macros_and_renamed_defines(tmp_path, capsys):
@@ -137,7 +138,7 @@ def test_plan_warns_when_a_macro_would_rewrite_cuda_s_own_headers(tmp_path, caps
     (include / "cuda_runtime.h").write_text('#include "runtime_api.h"\ntemplate <class T> T *to(T *p);\n')
     (include / "runtime_api.h").write_text("void alloc(void **p, unsigned long size);\n")
     monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
-    (tmp_path / "k.cu").write_text("__global__ void k(float *x) { x[0] = 1; }\n")
+    (tmp_path / "k.cu").write_text("__global__ void k(float *x) { x[0] = TILE + sizeof(T) + size; }\n")
     spec = tmp_path / "k.toml"
     spec.write_text(textwrap.dedent("""
         [params]
@@ -225,6 +226,7 @@ def test_the_same_compile_error_in_the_first_configs_stops_the_sweep(tmp_path, c
     lines = [ln for ln in err.splitlines() if ln.startswith("ksweep: error")]
     assert len(lines) == 1 and "all failed to compile with the same error" in lines[0]
     assert "error" in lines[0].split("the same error", 1)[1]  # the compiler's own words
+    assert "KS_" not in lines[0] and "a macro the source reads" in lines[0]  # no name no source reads
     with Store(tmp_path / "s.db") as store:
         assert [r for r in store.results() if r.status is not Status.PRUNED] == []
 
@@ -442,6 +444,8 @@ def test_description_is_kept_and_shown_by_plan(tmp_path, capsys):
 
 def test_plan_shows_a_switch_as_on_and_off_as_the_tables_do(tmp_path, capsys):
     spec = _codebase(tmp_path, "K10_BM = [64]\n[switches]\nFAST = \"flag\"")
+    runner = tmp_path / "runner.cpp"
+    runner.write_text(runner.read_text() + "#ifdef FAST\n#endif\n")  # a switch the runner reads
     code, out, _ = _cli(capsys, "plan", spec)
     row = next(line.split() for line in out.splitlines() if line.split()[:1] == ["FAST"])
     assert code == 0 and row == ["FAST", "off", "on"]  # it printed False and True

@@ -168,9 +168,9 @@ def test_history_is_append_only_and_an_older_database_is_migrated_with_a_message
     db.commit()
     db.close()
     with Store(path, create=False) as store:
-        assert store.get_meta("schema") == SCHEMA_VERSION == "6"
+        assert store.get_meta("schema") == SCHEMA_VERSION == "7"
         assert [(h.revision, h.metrics["ms"]) for h in store.history()] == [(None, 1.5)]
-        assert "migrated from schema 5 to 6" in store.migrated
+        assert "migrated from schema 5 to 7" in store.migrated
     assert "ksweep: " in capsys.readouterr().err
 
 
@@ -196,7 +196,7 @@ def test_the_superseded_table_is_made_by_the_first_mark_and_a_reader_never_write
         store.supersede("v", "s", [], ['{"A":1}'])
         store.put(Result("v", "s", {"A": 2}, Status.OK, metrics={"ms": 1.0}))  # measured again: current
         assert [r.params["A"] for r in store.results()] == [1, 2] and store.superseded() == set()
-        assert store.get_meta("schema") == SCHEMA_VERSION == "6"
+        assert store.get_meta("schema") == SCHEMA_VERSION == "7"
 
 
 def test_after_check_update_a_result_of_the_older_source_is_not_ranked(repo):
@@ -766,7 +766,7 @@ def test_check_takes_the_best_of_a_narrowed_space_not_the_only_confirmed_config_
 
 def test_check_of_a_shape_whose_sweep_had_no_ok_config_does_not_ask_for_a_sweep(repo):
     """Swept, every config failed: the line says so, not 'sweep it first'."""
-    (repo / "prog.c").write_text('int main(void) { return 3; }\n')
+    (repo / "prog.c").write_text('#include <stdio.h>\nint main(void) { printf("%d\\n", X); return 3; }\n')
     assert cli("run", "sweep.toml", "-q", cwd=repo).returncode == 1
     r = cli("check", "sweep.toml", "--repeats", "1", cwd=repo)
     assert r.returncode == 1, r.stdout + r.stderr  # no shape checked: the gate does not pass

@@ -53,7 +53,7 @@ def configs():
 @pytest.fixture
 def toy(tmp_path):
     """A spec and the database of its whole space, filled directly."""
-    (tmp_path / "toy.c").write_text("int main(void) { return 0; }\n")
+    (tmp_path / "toy.c").write_text("int main(void) { return A + B + C; }\n")
     spec = tmp_path / "toy.toml"
     spec.write_text(SPEC)
     db = tmp_path / "toy.db"

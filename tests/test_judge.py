@@ -169,6 +169,8 @@ def test_an_older_database_gains_the_verified_column(tmp_path, old):
     db = sqlite3.connect(str(path))  # as an older ksweep wrote it: no gpu_state, measurements (nor verified)
     db.execute("DROP TABLE history")
     db.execute("ALTER TABLE results DROP COLUMN revision")
+    db.execute("ALTER TABLE results DROP COLUMN code")
+    db.execute("ALTER TABLE results DROP COLUMN same_as")
     if old != "5":
         db.execute("DROP TABLE profiles")
     if old not in ("4", "5"):
@@ -184,7 +186,7 @@ def test_an_older_database_gains_the_verified_column(tmp_path, old):
     with Store(path, create=False) as store:
         (row,) = store.results()
         assert (row.status, row.verified, row.metrics) == (Status.OK, False, {"ms": 1.0})
-        assert store.get_meta("schema") == SCHEMA_VERSION == "6"
+        assert store.get_meta("schema") == SCHEMA_VERSION == "7"
         store.put(Result("v", "s", {"A": 2}, Status.OK, verified=True, metrics={"ms": 2.0},
                          gpu_state={"sm_clock_mhz": 1980}))
         assert [r.verified for r in store.results()] == [False, True]

@@ -23,6 +23,8 @@ RULES = [
      "what ksweep knows of GPUs is the bottom layer: the spec and every layer above read it"),
     ("preprocessor", _EVERYTHING - {"preprocessor", "errors"},
      "the preprocessor's reader is the bottom layer: the spec's warnings and source/ read it"),
+    ("elf", _EVERYTHING - {"elf", "errors"},
+     "what a built file's code is, read by build/ (a build's digest) and source/ (guard --check), is the bottom layer"),
     ("spec", {"space", "strategies", "build", "run", "kernel", "sweep", "store", "report", "export", "cli", "app",
               "kt", "replay", "source", "insights"}, "the spec sits on gpu/ and preprocessor/ alone"),
     ("space", {"strategies", "build", "run", "kernel", "sweep", "store", "report", "export", "cli", "app", "kt",

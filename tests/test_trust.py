@@ -272,7 +272,7 @@ def test_a_missing_shared_library_stops(tmp_path):
 
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this host has a GPU")
 def test_a_cuda_program_sweep_on_a_host_without_gpu_says_so_before_building(tmp_path):
-    (tmp_path / "k.cu").write_text("__global__ void k() {}\nint main() { k<<<1, 1>>>(); return 0; }\n")
+    (tmp_path / "k.cu").write_text("__global__ void k() {}\nint main() { k<<<A, 1>>>(); return 0; }\n")
     spec = toy(tmp_path, a=[1, 2], b=[1], build='["nvcc", "{defines}", "-o", "{binary}", "k.cu"]')
     spec.write_text(spec.read_text().replace('sources = ["toy.c"]', 'sources = ["k.cu"]'))
     r = command("run", str(spec), "-q")

@@ -1,6 +1,8 @@
 """``ksweep guard``: a source's ``#define NAME value`` lines wrapped in ``#ifndef NAME``
-guards (``source/guard.py``), so that ``-D`` can set them; ``--check``: the source built as
-it is and as guarded, and the generated code compared (``source/codecheck.py``)."""
+guards (``source/guard.py``), so that ``-D`` can set them, and its constants made guarded
+macros (``--convert``); the settings that are not macros said (``source/settings.py``);
+``--check``: the source built as it is and as guarded, and the generated code compared
+(``source/codecheck.py``)."""
 
 from __future__ import annotations
 
@@ -11,9 +13,10 @@ from typing import Sequence
 from ..source.codecheck import DEFAULT_TIMEOUT, check
 from ..source.files import read_source
 from ..source.guard import Guarded, guard, unified_diff
+from ..source.settings import Setting, settings
 from .outputs import Output, checked_output
 
-__all__ = ["DEFAULT_TIMEOUT", "Guarding", "check_code", "guard_file", "guarded_output"]
+__all__ = ["DEFAULT_TIMEOUT", "Guarding", "check_code", "guard_file", "guarded_output", "not_macros"]
 
 
 @dataclass(frozen=True)
@@ -27,12 +30,17 @@ class Guarding:
         return unified_diff(self.text, self.result.text, str(self.path))
 
 
-def guard_file(path: str | Path, names: Sequence[str] | None = None) -> Guarding:
+def guard_file(path: str | Path, names: Sequence[str] | None = None, convert: Sequence[str] = ()) -> Guarding:
     """Guard the defines ``names`` of the source at ``path`` (None: every object-like define
-    with a value); nothing is written."""
+    with a value, unless ``convert`` names constants to make guarded macros); nothing is written."""
     path = Path(path)
     text = read_source(path)
-    return Guarding(path, text, guard(text, names, label=str(path)))
+    return Guarding(path, text, guard(text, names, label=str(path), convert=convert))
+
+
+def not_macros(path: str | Path) -> list[Setting]:
+    """The settings of the source at ``path`` that are not macros (source/settings.py)."""
+    return settings(read_source(path))
 
 
 def check_code(g: Guarding, command: Sequence[str], *, against: str | Path | None = None,

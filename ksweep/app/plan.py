@@ -10,7 +10,9 @@ from typing import Sequence
 
 from ..report.plan_view import spilled
 from ..space.plan import Plan, make_plan
+from ..errors import SpecError
 from ..spec.model import Spec
+from ..spec.unread import unread_defines
 from ..store.sqlite import Store
 from .estimate import Estimate, estimate, sample_builds
 from .wiring import cache_folder, database
@@ -29,8 +31,17 @@ def plan(spec: Spec, *, show: int = 5, db: str | Path | None = None, samples: in
     from the times measured in ``db`` (else the spec's database) or ``warm_start``, or from
     ``samples`` random configs built now (through the build cache ``ksweep run`` with the same
     ``db`` and ``cache`` will use, so that it reuses them), for ``jobs`` build jobs."""
+    check_defines_read(spec)
     counted = make_plan(spec, show=show)
     return Planned(counted, _estimate(spec, db, samples, warm_start, jobs, cache), _spilled(spec, db))
+
+
+def check_defines_read(spec: Spec) -> None:
+    """A parameter whose -D name no source the build reads reads is refused in one line, before
+    anything is built (spec/unread.py): every value would build the same program."""
+    problem = unread_defines(spec)
+    if problem:
+        raise SpecError(problem)
 
 
 def _estimate(spec: Spec, db, samples, warm_start, jobs, cache) -> Estimate:

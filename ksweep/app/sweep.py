@@ -25,6 +25,7 @@ from ..store.sqlite import Store
 from ..sweep.options import Summary, SweepOptions
 from ..sweep.local import check_options, finished_sweep, run_with
 from ..verify.confirm import Confirmation
+from .plan import check_defines_read
 from .wiring import cache_folder, check_sweep_folders, database, make_dask_executor, make_executor, mode_for
 
 __all__ = ["Confirmation", "SweepOptions", "SweepRun", "best_result", "check_options", "run_sweep", "tune",
@@ -63,9 +64,11 @@ def tune(spec: Spec, *, db: str | Path | None = None, options: SweepOptions = Sw
     """``ksweep run``'s workflow as a call: choose the executor (this host, or a Dask cluster
     with ``cluster``), run the sweep, and write every stored result to a CSV beside the
     database. Ctrl-C raises ``ksweep.errors.Interrupted`` (its ``summary`` says what was
-    evaluated) after the executor is shut down; the CSV is written either way."""
+    evaluated) after the executor is shut down; the CSV is written either way. A parameter whose
+    -D name no source reads is refused first, in one line (spec/unread.py)."""
     if cluster is None and (fake_gpus or shared_cache):
         raise KsweepError("--fake-gpus and --shared-cache apply to a Dask cluster: add --cluster local")
+    check_defines_read(spec)  # a knob no source reads: said before anything is built
     db_path = database(spec, db)
     cache = cache_folder(db, cache)
     executor = None

@@ -7,6 +7,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..elf.code import code_digest
 from ..job import Job
 from ..process import ProcessRegistry, run_process
 from ..status import STOPPED, Status, Stopped
@@ -32,6 +33,9 @@ class BuildResult:
     failed_harness: BuildResult | None = None  # the build of the harness it links, which failed: not its fault
     deps: tuple[tuple[str, str], ...] = ()  # (path, digest) of the files the compiler read (build/deps.py)
     built_seconds: float = 0.0  # the wall time of the build that made it, also when served from the cache
+    # the digest of its output's code (elf/code.py: device and host code as guard --check compares
+    # them, not the bytes that name folders or times): two builds with one digest are one program
+    code: str | None = None
 
 
 @dataclass(frozen=True)
@@ -179,6 +183,8 @@ class Builder:
             log += "\n(the build command exited 0 but did not write {binary})"
         meta = {"ok": ok, "log": log[-200_000:], "seconds": out.seconds, "cpu_seconds": out.cpu_seconds,
                 "argv": argv, "deps": self._deps(job, argv, depfile, scratch)}
+        if ok and not job.is_harness:
+            meta["code"] = _code_of(binary)
         if job.is_harness and not ok:  # not cached: it stops the sweep, and the next try must build again
             self.cache.discard(scratch)
             return self._result(meta, scratch, job, cached=False)
@@ -208,9 +214,20 @@ class Builder:
                                log=meta["log"], seconds=seconds, cached=cached, cpu_seconds=cpu,
                                deps=_deps_of(meta), built_seconds=meta["seconds"])
         status, message = (Status.OK, "") if job.is_harness else self.rules.judge(report)
-        return BuildResult(status, message, binary=entry / job.output, report=report, log=meta["log"],
+        binary = entry / job.output
+        # an entry cached before builds had a digest: its binary is there to digest now
+        code = None if job.is_harness else meta.get("code") or _code_of(binary)
+        return BuildResult(status, message, binary=binary, report=report, log=meta["log"],
                            seconds=seconds, cached=cached, cpu_seconds=cpu, deps=_deps_of(meta),
-                           built_seconds=meta["seconds"])
+                           built_seconds=meta["seconds"], code=code)
+
+
+def _code_of(binary: Path) -> str | None:
+    """The code digest of a build's output (elf/code.py), None when it cannot be read."""
+    try:
+        return code_digest(binary.read_bytes())
+    except OSError:
+        return None
 
 
 def _deps_of(meta: dict) -> tuple[tuple[str, str], ...]:

@@ -1,4 +1,5 @@
-"""ksweep guard FILE [NAME ...]: wrap plain #define lines in #ifndef guards, so -D can set them."""
+"""ksweep guard FILE [NAME ...] [--convert NAME ...]: wrap plain #define lines in #ifndef guards, and
+turn constants into guarded macros, so -D can set them."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..app.guard import DEFAULT_TIMEOUT, check_code, guard_file, guarded_output
+from ..app.guard import DEFAULT_TIMEOUT, check_code, guard_file, guarded_output, not_macros
 from ..errors import KsweepError
 
 
@@ -19,6 +20,9 @@ def add_parser(sub) -> None:
     out.add_argument("--in-place", action="store_true", help="rewrite FILE (its line endings kept)")
     out.add_argument("-o", "--output", metavar="OUT", help="write the guarded source to OUT (a new file, or "
                                                             "with --force an existing one; never FILE)")
+    p.add_argument("--convert", nargs="+", metavar="NAME", default=[],
+                   help="turn these integer const/constexpr declarations (const uint K10_BM = 128;) into guarded "
+                        "macros of the same name and value (its type kept: 128u)")
     p.add_argument("--force", action="store_true", help="replace an existing -o file")
     p.add_argument("--check", nargs=argparse.REMAINDER, metavar="BUILD COMMAND",
                    help="after '--': a command that compiles FILE (with -o); FILE is built as it is and as "
@@ -42,12 +46,19 @@ def run(args) -> int:
         raise KsweepError("--against compares generated code: give --check -- BUILD COMMAND too")
     target = (guarded_output(path, output=args.output, force=args.force, against=args.against)
               if args.in_place or args.output else None)
-    guarded = guard_file(path, args.names or None)
+    guarded = guard_file(path, args.names or None, args.convert)
     result = guarded.result
     names = list(dict.fromkeys(d.name for d in result.guarded))
     left = f"; left: {', '.join(f'{x.name} ({x.why}, line {x.line})' for x in result.left)}" if result.left else ""
-    print(f"ksweep: {path}: " + (f"guarded {', '.join(names)}" if names else "nothing to guard") + left,
-          file=sys.stderr)
+    done = [f"guarded {', '.join(names)}"] if names else []
+    done += [f"converted {', '.join(f'{c.name} ({c.what})' for c in result.converted)}"] if result.converted else []
+    print(f"ksweep: {path}: " + ("; ".join(done) or "nothing to guard") + left, file=sys.stderr)
+    if not args.names and not args.convert:
+        others = [s for s in not_macros(path) if s.number]  # an integer literal: a knob, maybe
+        if others:
+            shown = ", ".join(s.described() for s in others[:8]) + (" …" if len(others) > 8 else "")
+            print(f"ksweep: {path}: not macros, so -D cannot set them: {shown} (--convert NAME … makes a "
+                  f"constant a guarded macro)", file=sys.stderr)
     code = 0
     if args.check is not None and (result.changed or args.against):
         report = check_code(guarded, args.check, against=args.against, timeout=args.timeout)

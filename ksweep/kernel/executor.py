@@ -108,6 +108,11 @@ class KernelExecutor(SlotExecutor):
                 self._workers[key] = WorkerHandle(self.backend, env, setup)
             return self._workers[key]
 
+    @property
+    def runs_read_params(self) -> bool:
+        """A stand-in backend plays each kernel from the config's parameters; a cubin on a GPU is the config."""
+        return self.backend != "cuda"
+
     def run_on(self, gpu: Gpu, job: Job, build: BuildResult) -> RunOutcome:
         entry = entry_name([k.name for k in build.report.kernels], self.kspec)
         if entry is None:

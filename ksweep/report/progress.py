@@ -65,6 +65,9 @@ class PlainLog:
     def build_started(self, job):
         pass
 
+    def dead_knob(self, variant, shape, line):
+        self._print(f"[ksweep] variant {variant} · shape {shape}: {line}")
+
     def result(self, result: Result, best, resumed: bool = False):
         self.done += 1
         self.fresh += not resumed
@@ -128,6 +131,9 @@ class RichProgress:
         self.building += 1
         self.live.update(self._render())
 
+    def dead_knob(self, variant, shape, line):
+        self.live.console.print(f"variant {variant} · shape {shape}: {line}", markup=False, soft_wrap=True)
+
     def result(self, result: Result, best, resumed: bool = False):
         self.done += 1
         self.fresh += not resumed
@@ -168,6 +174,13 @@ def summary_line(summary) -> str:
     for strategy, metric in getattr(summary, "searched_by", {}).items():
         confirm += (f"; {strategy} searched by {metric} alone (the first objective): the Pareto front is over "
                     f"the configs it evaluated")
+    shared = getattr(summary, "shared", 0)
+    if shared:
+        confirm += (f"; {shared} config{'s' if shared != 1 else ''} not run: {'their builds' if shared != 1 else 'its build'} "
+                    f"made a program another config's run measured")
+    dead = list(dict.fromkeys(k.name for _, _, k in getattr(summary, "dead_knobs", ())))
+    if dead:
+        confirm += f"; change{'s' if len(dead) == 1 else ''} no program: {', '.join(dead)}"
     return (f"{summary.evaluated} evaluated, {summary.resumed} resumed from the store; "
             f"wall {summary.wall_seconds:.1f} s, build CPU {summary.build_cpu_seconds:.1f} s, "
             f"{runs}{summary.configs_per_minute:.1f} configs/min{confirm}")

@@ -60,6 +60,8 @@ def to_records(results: Iterable[Result], conf=None, front: set | None = None,
             "confirmation": _confirmation(r, conf), "hardening": hardening_record(r, conf),
             "nondeterministic": _nondeterministic(r, conf), "gpu_state": dict(r.gpu_state) or None,
             "throttled": bool((r.gpu_state or {}).get("throttled")),
+            # the digest of its program, and the config whose run it shares (one program, measured once)
+            "code": r.code, "same_as": json.loads(r.same_as) if r.same_as else None,
             **({"pareto": (r.variant, r.shape, config_id(r.params)) in front} if front is not None else {}),
             **({"superseded": (r.variant, r.shape, config_id(r.params)) in superseded}
                if superseded is not None else {}),
@@ -110,7 +112,8 @@ def to_csv(results: Sequence[Result], conf=None, front: set | None = None, super
               "status", "message", "regs", "spills", "smem", *[f"metric.{k}" for k in metrics],
               "cached", "gpu_index", "gpu_name", "gpu_uuid", "driver", "build_seconds", "run_seconds",
               "started", "finished", "cache_key", "build_argv", "confirm_median", "confirm_ci95_lo", "confirm_ci95_hi",
-              "confirm_n", "confirm_mark", "throttled", "sm_clock_mhz", *(["pareto"] if front is not None else []),
+              "confirm_n", "confirm_mark", "throttled", "sm_clock_mhz", "code", "same_as",
+              *(["pareto"] if front is not None else []),
               *(["superseded"] if superseded is not None else [])]
     buf = io.StringIO()
     w = csv.writer(buf)
@@ -125,10 +128,16 @@ def to_csv(results: Sequence[Result], conf=None, front: set | None = None, super
             r.cache_key or "",
             paste_able(r.build_argv), *_confirm_csv(_confirmation(r, conf)),
             int(bool((r.gpu_state or {}).get("throttled"))), _blank((r.gpu_state or {}).get("sm_clock_mhz")),
+            r.code or "", _same_as(r.same_as),
             *([int((r.variant, r.shape, config_id(r.params)) in front)] if front is not None else []),
             *([int((r.variant, r.shape, config_id(r.params)) in superseded)] if superseded is not None else []),
         ])
     return buf.getvalue()
+
+
+def _same_as(cid: str | None) -> str:
+    """The config a result shares its run with, as the table names configs: 'BM=64 BN=128'."""
+    return " ".join(f"{k}={v}" for k, v in json.loads(cid).items()) if cid else ""
 
 
 def _confirm_csv(c: dict | None) -> list:

@@ -102,6 +102,12 @@ class Executor(abc.ABC):
         table of answers)."""
         return None
 
+    def runs_read_params(self) -> bool:
+        """Whether a run's outcome depends on the config's parameters themselves, beyond the
+        program its build made and its run command (a stand-in backend that plays a kernel from
+        them). False: configs whose builds are one program, run alike, are measured once."""
+        return False
+
     @abc.abstractmethod
     def shutdown(self, cancel: bool = False) -> None:
         """Free the executor: wait for what is in flight, or with ``cancel`` kill it (see the

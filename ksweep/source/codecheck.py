@@ -8,7 +8,7 @@ with ``#line 1 "<the source as the command names it>"`` (so that ``__FILE__``, a
 and debug information name the original, in both builds alike); ``-o`` is pointed at a
 temporary folder. ``SOURCE_DATE_EPOCH`` is fixed, so ``__DATE__``/``__TIME__`` agree.
 
-The outputs are compared by what their code depends on (``elfcode``: each function's
+The outputs are compared by what their code depends on (``elf/code.py``: each function's
 bytes and relocations, the loaded sections, a cubin's kernel attributes, the symbols),
 not byte for byte: debug information, notes and the compiler's signature are left out.
 A file that is not ELF is compared byte for byte. Where they differ, the differing
@@ -30,7 +30,7 @@ from typing import Sequence
 
 from ..errors import SourceError
 from ..process import ProcessRegistry, pid_alive, run_process
-from .elfcode import Difference, compare, is_cubin, is_elf, units
+from ..elf.code import Difference, compare, is_cubin, is_elf, units
 from .files import encode_source
 
 DEFAULT_TIMEOUT = 300.0

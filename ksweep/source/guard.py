@@ -12,8 +12,17 @@ macros, defines already guarded (``Define.guarded``: inside ``#ifndef NAME`` or 
 defines (flags, include guards) and defines whose value is code rather than a value (a
 ``;``, braces, ``#``/``##``, a statement or declaration keyword, a CUDA qualifier such as
 ``__device__``). Names given choose those defines alone, whatever their value; a
-name the file does not define is an error with "did you mean", and so is a function-like
+name the file does not define is an error with "did you mean" (or, when it is a setting that
+is not a macro, ``source/settings.py``, what it is and where), and so is a function-like
 macro.
+
+``convert``: constants made guarded macros (``guard --convert``). The declaration of each
+(``const uint K10_BM = 128;``, alone on its line; an integer literal; not a class member)
+is replaced by ``#ifndef K10_BM`` / ``#define K10_BM 128u`` / ``#endif`` at its place, its
+indentation and its comment kept. The value keeps the constant's type where a suffix can
+say it (``u`` for unsigned, ``l``, ``ul``, ``ll``, ``ull``), else it is cast (``((T)v)``), so
+that a build without ``-D`` makes the same code (``--check`` proves it); a ``-D`` value is
+what it is written as.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from typing import Iterable, Sequence
 from ..errors import SourceError
 from ..preprocessor.directives import Define, Line, join_lines, scan, split_lines
 from ..spec.names import did_you_mean
+from .settings import Setting, settings
 
 # Tokens that make a replacement text code (a statement, a declaration, an attribute)
 # rather than a value; type names (float, unsigned) and sizeof are values here.
@@ -61,10 +71,11 @@ class Guarded:
     # the same with a #line after each inserted line, so that every original line keeps its
     # number (__LINE__, assertions): what --check compiles
     line_mapped: str = ""
+    converted: tuple[Setting, ...] = ()  # constants made guarded macros
 
     @property
     def changed(self) -> bool:
-        return bool(self.guarded)
+        return bool(self.guarded or self.converted)
 
 
 def is_value(text: str) -> bool:
@@ -77,18 +88,26 @@ def is_value(text: str) -> bool:
     return True
 
 
-def guard(text: str, names: Sequence[str] | None = None, *, label: str = "the file") -> Guarded:
-    """Wrap the chosen defines of ``text`` in ``#ifndef NAME … #endif``."""
+def guard(text: str, names: Sequence[str] | None = None, *, label: str = "the file",
+          convert: Sequence[str] = ()) -> Guarded:
+    """Wrap the chosen defines of ``text`` in ``#ifndef NAME … #endif`` (with ``convert`` and no
+    ``names``: none), and make the constants ``convert`` names guarded macros."""
     found = scan(text)
-    chosen, left = _choose(found.defines, names, label)
-    if not chosen:
+    chosen, left = _choose(found.defines, names, label, text) if names or not convert else ([], [])
+    converted = _convertible(text, found, convert, label)
+    if not chosen and not converted:
         return Guarded(text, (), tuple(left), text)
     ends = Counter(line.end for line in found.lines if line.end).most_common(1)
     eol = ends[0][0] if ends else "\n"
     opens = {d.directive.first: d for d in chosen}
     closes = {d.directive.last: d for d in chosen}
+    replaced = {c.first: c for c in converted}
+    codes = found.code.split("\n")
     out: list[tuple[Line, int | None]] = []  # each line, and its index in the original (None: inserted)
     for i, line in enumerate(found.lines):
+        if i in replaced:
+            out += [(new, None) for new in _macro_lines(replaced[i], line, eol, codes[i])]
+            continue
         if i in opens:
             d = opens[i]
             bom = "\ufeff" if i == 0 and line.text.startswith("\ufeff") else ""
@@ -107,7 +126,7 @@ def guard(text: str, names: Sequence[str] | None = None, *, label: str = "the fi
             mapped += [line.text, line.end or eol, f"#line {following + 1}", eol]
         else:
             mapped += [line.text, line.end]
-    return Guarded(join_lines(line for line, _ in out), tuple(chosen), tuple(left), "".join(mapped))
+    return Guarded(join_lines(line for line, _ in out), tuple(chosen), tuple(left), "".join(mapped), tuple(converted))
 
 
 def _head(d: Define) -> str:
@@ -115,13 +134,18 @@ def _head(d: Define) -> str:
     return f"{d.directive.indent}#{d.directive.gap}"
 
 
-def _choose(defines: Iterable[Define], names: Sequence[str] | None, label: str) -> tuple[list[Define], list[Left]]:
+def _choose(defines: Iterable[Define], names: Sequence[str] | None, label: str,
+            text: str = "") -> tuple[list[Define], list[Left]]:
     defines = list(defines)
     chosen, left = [], []
     if names:
         known = {d.name for d in defines}
         for name in dict.fromkeys(names):
             if name not in known:
+                setting = next((s for s in settings(text) if s.name == name), None)
+                if setting is not None:
+                    raise SourceError(f"{label}: {name} is not #defined there: it is {setting.said} "
+                                      f"({setting.text}); {_convert_hint(setting)}")
                 close = did_you_mean(name, known)
                 hint = f" — did you mean {close}?" if close else ""
                 raise SourceError(f"{label}: {name} is not #defined there{hint}")
@@ -145,6 +169,69 @@ def _choose(defines: Iterable[Define], names: Sequence[str] | None, label: str) 
         else:
             chosen.append(d)
     return chosen, left
+
+
+def _convert_hint(setting: Setting) -> str:
+    if setting.kind in ("enumerator", "template argument"):
+        return (f"-D cannot set an {setting.kind} until the source reads a macro for it (a guarded #define "
+                f"of another name, its value there)")
+    return f"--convert {setting.name} makes it a guarded macro"
+
+
+def _convertible(text: str, found, names: Sequence[str], label: str) -> list[Setting]:
+    """The constants ``names`` declares, each checked to be one ``convert`` can replace."""
+    if not names:
+        return []
+    every = settings(text)
+    defined = {d.name for d in found.defines}
+    out = []
+    for name in dict.fromkeys(names):
+        mine = [s for s in every if s.name == name]
+        if not mine:
+            close = did_you_mean(name, [s.name for s in every if s.kind not in ("enumerator", "template argument")])
+            raise SourceError(f"{label}: {name} is no integer const or constexpr there"
+                              + (f" — did you mean {close}?" if close else ""))
+        s = mine[0]
+        why = ("it is #defined there too" if name in defined
+               else f"it is declared {len(mine)} times (lines {', '.join(str(m.line) for m in mine)}): rename all "
+                    f"but one first" if len(mine) > 1
+               else f"it is an {s.kind}: {_convert_hint(s)}" if s.kind in ("enumerator", "template argument")
+               else "it is a member of a class, struct or union (used as Type::NAME)" if s.member
+               else f"its value {s.value} is not an integer literal" if not s.number
+               else "its declaration spans lines: put it on one line" if s.first != s.last
+               else "its line holds other code too: give the declaration a line of its own" if not s.alone
+               else None)
+        if why:
+            raise SourceError(f"{label}:{s.line}: cannot convert {name} ({s.text}): {why}")
+        out.append(s)
+    return out
+
+
+_SUFFIX = {"unsigned": "u", "unsigned int": "u", "uint": "u", "uint32_t": "u", "std::uint32_t": "u",
+           "long": "l", "long int": "l", "signed long": "l", "int64_t": "l", "std::int64_t": "l", "ssize_t": "l",
+           "ptrdiff_t": "l", "std::ptrdiff_t": "l", "unsigned long": "ul", "unsigned long int": "ul", "ulong": "ul",
+           "size_t": "ul", "std::size_t": "ul", "uint64_t": "ul", "std::uint64_t": "ul", "long long": "ll",
+           "long long int": "ll", "unsigned long long": "ull", "unsigned long long int": "ull",
+           "int": "", "signed": "", "signed int": "", "int32_t": "", "std::int32_t": "", "auto": ""}
+
+
+def macro_value(type_: str, value: str) -> str:
+    """A constant's value as a macro's, of the constant's type: 128u for a uint."""
+    if re.search(r"[uUlL]$", value):
+        return value
+    return value + _SUFFIX[type_] if type_ in _SUFFIX else f"(({type_}){value})"
+
+
+def _macro_lines(s: Setting, line: Line, eol: str, code: str) -> list[Line]:
+    """The lines that replace a constant's declaration: #ifndef, #define (its comment kept), #endif."""
+    bom = "\ufeff" if line.text.startswith("\ufeff") else ""
+    body = line.text[len(bom):]
+    indent = body[: len(body) - len(body.lstrip())]
+    comment = line.text[len(code.rstrip()):].strip()
+    end = line.end or eol
+    return [Line(f"{bom}{indent}#ifndef {s.name}", end),
+            Line(f"{indent}#define {s.name} {macro_value(s.type, s.value)}" + (f" {comment}" if comment else ""), end),
+            Line(f"{indent}#endif", line.end)]
 
 
 def unified_diff(before: str, after: str, path: str) -> str:

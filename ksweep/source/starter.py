@@ -7,7 +7,11 @@ is that number and whose values lie around it: powers of two around a power of t
 itself, written with its suffix. A guarded define whose value is not a number (a type, an
 expression) is listed in a comment. Each name the source tests with ``#ifdef``,
 ``#ifndef`` or ``defined(...)`` and never defines is a switch (``NAME = "flag"``: ``-DNAME``
-or nothing), but for reserved names (``_X``, ``__X``) and ksweep's own ``KSWEEP_*``.
+or nothing), but for reserved names (``_X``, ``__X``) and ksweep's own ``KSWEEP_*``. The
+settings that are not macros (integer constants, enumerators, literal template arguments of a
+launch: ``source/settings.py``) are said with where they are, and how ``ksweep guard
+--convert`` makes the constants macros: in a comment, or as the reason when nothing else
+can be tuned.
 
 The build command is nvcc for CUDA (the arch given, from the local GPU, else sm_90a with a
 comment saying so), gcc for C and g++ for C++, with ``{defines}``, ``-Xptxas=-v`` for nvcc
@@ -30,6 +34,7 @@ from ..gpu.limits import KNOWN_ARCHS
 from ..preprocessor.directives import Scan, scan
 from ..spec.objectives import MAX_IS_BETTER
 from .guard import is_value
+from .settings import Setting, settings
 
 NO_GPU_ARCH = "sm_90a"  # the arch a starting spec names when no GPU was found here
 _INT = re.compile(r"^\(?\s*([+-]?)(0[xX][0-9a-fA-F']+|0[bB][01']+|0[0-7']*|[1-9][0-9']*)([uUlLzZ]*)\s*\)?$")
@@ -109,6 +114,19 @@ def switches(found, params: set[str]) -> list[tuple[str, int]]:
             if name not in defined and name not in params and not _RESERVED.match(name)]
 
 
+def _not_macros(found: list[Setting], name: str) -> str:
+    """What init says of the settings that are not macros, and how to make the constants macros."""
+    shown = ", ".join(s.described() for s in found[:8]) + (" …" if len(found) > 8 else "")
+    once = [n for n in (s.name for s in found) if sum(s.name == n for s in found) == 1]
+    constants = [s.name for s in found if s.convertible and s.name in once]
+    how = (f"`ksweep guard {name} --convert {' '.join(constants[:8])} --in-place --check -- BUILD COMMAND` makes "
+           f"the constants guarded macros" if constants else
+           "a macro the source reads (a guarded #define) must give each its value before -D can set it")
+    if constants and len(constants) < len(found):
+        how += "; the others need a macro the source reads, written by hand"
+    return f"settings that are not macros, so -D cannot set them: {shown}: {how}"
+
+
 def result_keys(text: str) -> list[str]:
     """The keys of the @@RESULT line the source prints (or documents), in order."""
     keys: dict[str, None] = {}
@@ -171,10 +189,13 @@ def starter_spec(text: str, source: str, *, arch: str | None = None, arch_note: 
     keys = result_keys(text)
     includes = [i.header.split("/")[-1] for i in found.includes if i.default_build]
     has_main = _MAIN.search(found.code) is not None
+    others = [s for s in settings(text) if s.number]  # constants, enumerators, launch template arguments
     if not numeric and not flags:
         plain = [d.name for d in found.defines if not d.function_like and is_value(d.value)]
         hint = (f": `ksweep guard {path.name} --in-place` wraps its #define lines ({', '.join(plain[:5])}"
                 f"{' …' if len(plain) > 5 else ''}) in #ifndef guards first" if plain else "")
+        if others:
+            hint += ("; " if hint else ": ") + _not_macros(others, path.name)
         raise SourceError(f"{source}: nothing to tune: no #ifndef-guarded #define with a number and no #ifdef "
                           f"switch{hint}")
     name = path.stem
@@ -229,6 +250,8 @@ def starter_spec(text: str, source: str, *, arch: str | None = None, arch_note: 
         names = list(dict.fromkeys(d.name for d in plain))
         out.append(f"# not guarded, so -D cannot set them: {', '.join(names[:10])}"
                    + (" …" if len(names) > 10 else "") + f" (ksweep guard {path.name} NAME …)")
+    if others:
+        out.append(f"# {_not_macros(others, path.name)}")
     out.append("")
 
     if flags:

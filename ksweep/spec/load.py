@@ -21,6 +21,7 @@ from .names import did_you_mean, resolve_names
 from .harden import harden_from_dict
 from .pyref import load_python
 from .templates import check_placeholders, define_warnings, reason_names, unknown
+from .unread import macros_read, rename_hint
 
 _FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
 _MACRO = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -208,12 +209,12 @@ def collision_warnings(spec: Spec) -> tuple[str, ...]:
     cuda = {}
     for c in commands:
         cuda.update(cuda_headers(c))
+    read = macros_read(texts.values())
     for name, (path, line, text) in collisions(where, {**texts, **cuda}).items():
         named = f"CUDA's {path.name}:{line} ({text[:60]}; nvcc includes it in every .cu)" if path in cuda and \
             path not in texts else f"{shown(path)}:{line} ({text[:60]})"
         out.append(f"{spec.label}: {where[name]}: -D{name} would also rewrite the identifier {name} in "
-                   f"{named}: give the macro another name, e.g. define = \"KS_{name}\" "
-                   "or [sweep] define_prefix = \"KS_\"")
+                   f"{named}: {rename_hint(name, read, spec.define_prefix)}")
     return tuple(out)
 
 

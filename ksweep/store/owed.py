@@ -104,5 +104,7 @@ def end(store, variant: str, shape: str) -> None:
 def candidates(results: Iterable[Result]) -> list[Result]:
     """The results a confirmation chooses its leaders from: those the search measured. The
     default config evaluated for a confirmation (phase ``default``) is its baseline, added
-    apart; as a candidate it would change the leaders of a confirmation that is resumed."""
-    return [r for r in results if r.phase != "default" and r.status is not Status.PRUNED]
+    apart; as a candidate it would change the leaders of a confirmation that is resumed. A
+    config that shares another's run (``same_as``: one program) is not one: the config
+    measured stands for it, so that one program is never several leaders."""
+    return [r for r in results if r.phase != "default" and r.status is not Status.PRUNED and r.same_as is None]

@@ -35,7 +35,8 @@ from ..result import Hardening, Measurement, Result
 from ..status import Status
 from ..workspace import workspace
 
-from .schema import _ADDED_COLUMNS, _COLUMNS, _HARDENING, _MARKED, _SCHEMA, _SUPERSEDED, SCHEMA_VERSION
+from .schema import _ADDED_COLUMNS, _ADDED_HISTORY_COLUMNS, _COLUMNS, _HARDENING, _MARKED, _SCHEMA, _SUPERSEDED, \
+    SCHEMA_VERSION
 
 __all__ = ["SCHEMA_VERSION", "Store"]
 
@@ -71,6 +72,7 @@ class Store:
         self.migrated: str | None = None  # what opening it changed (an older schema), for a message
         self._lock_fd: int | None = None
         self._depsets: set[str] = set()
+        self._select = ", ".join(_COLUMNS)  # what a SELECT of a result names (an older file read as it is: less)
         if self.path.is_dir():  # a reader: the databases it holds; a writer (run --db FOLDER): a new name in it
             found = [] if create else \
                 sorted(str(p) for p in (*self.path.glob("*.db"), *self.path.glob(".ksweep/*.db")))[:3]
@@ -153,22 +155,27 @@ class Store:
             return
         if str(version) == SCHEMA_VERSION:
             return
+        if str(version) == "6" and self.read_only:  # read as it is: its rows have no code, as if NULL
+            self._select = ", ".join(c if c not in ("code", "same_as") else f"NULL AS {c}" for c in _COLUMNS)
+            return
         if str(version) in ("1", "2", "3", "4", "5") and self.read_only:
             raise StoreError(f"{self.path}: written by an older ksweep (schema {version}); this one upgrades it "
                              f"when it opens it, which it cannot do here (read-only): open a copy of it in a "
                              f"folder you can write")
-        if str(version) in ("1", "2", "3", "4", "5"):
-            columns = {row[1] for row in self.db.execute("PRAGMA table_info(results)")}
-            for column in _ADDED_COLUMNS:
-                if column.split()[0] not in columns:
-                    self.db.execute(f"ALTER TABLE results ADD COLUMN {column}")
-            # the history starts with the results it had (their revision unknown)
-            cols = ", ".join(_COLUMNS)
-            self.db.execute(f"INSERT INTO history ({cols}) SELECT {cols} FROM results WHERE status != ? "
-                            f"ORDER BY id", (Status.PRUNED.value,))
+        if str(version) in ("1", "2", "3", "4", "5", "6"):
+            for table, added in (("results", _ADDED_COLUMNS), ("history", _ADDED_HISTORY_COLUMNS)):
+                columns = {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
+                for column in added:
+                    if column.split()[0] not in columns:
+                        self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+            if str(version) != "6":  # the history starts with the results it had (their revision unknown)
+                cols = ", ".join(_COLUMNS)
+                self.db.execute(f"INSERT INTO history ({cols}) SELECT {cols} FROM results WHERE status != ? "
+                                f"ORDER BY id", (Status.PRUNED.value,))
             self.set_meta("schema", SCHEMA_VERSION)
-            self.migrated = (f"{self.path}: migrated from schema {version} to {SCHEMA_VERSION}: every result is "
-                             f"now kept with its source revision (ksweep history)")
+            self.migrated = (f"{self.path}: migrated from schema {version} to {SCHEMA_VERSION}: " +
+                             ("every result is now kept with its source revision (ksweep history)" if str(version) != "6"
+                              else "results now keep the digest of their program"))
             print(f"ksweep: {self.migrated}", file=sys.stderr)
             return
         raise StoreError(f"{self.path}: written by a newer ksweep (schema {version}, this one reads "
@@ -276,7 +283,7 @@ class Store:
             r.gpu_index, r.gpu_name, r.gpu_uuid, r.driver, r.build_seconds, r.run_seconds,
             r.started, r.finished if r.finished is not None else time.time(), self._depset(r.deps),
             int(r.verified), _dumps(dict(r.gpu_state)) if r.gpu_state else None,
-            r.revision if r.revision is not None else self.revision,
+            r.revision if r.revision is not None else self.revision, r.code, r.same_as,
         )
         marks = ", ".join("?" * len(_COLUMNS))
         # the current row of the config and, for an evaluated one, a row of the history, at once
@@ -334,7 +341,7 @@ class Store:
 
     def get(self, variant: str, shape: str, config: str) -> Result | None:
         cur = self.db.execute(
-            f"SELECT {', '.join(_COLUMNS)} FROM results WHERE variant = ? AND shape = ? AND config = ?",
+            f"SELECT {self._select} FROM results WHERE variant = ? AND shape = ? AND config = ?",
             (variant, shape, config),
         )
         row = cur.fetchone()
@@ -342,7 +349,7 @@ class Store:
 
     def evaluated(self, variant: str, shape: str) -> list[Result]:
         """Every stored result of one shape × variant that is not a pruned config."""
-        cur = self.db.execute(f"SELECT {', '.join(_COLUMNS)} FROM results WHERE variant = ? AND shape = ? "
+        cur = self.db.execute(f"SELECT {self._select} FROM results WHERE variant = ? AND shape = ? "
                               f"AND status != ? ORDER BY id", (variant, shape, Status.PRUNED.value))
         return [self._to_result(row) for row in cur]
 
@@ -372,7 +379,7 @@ class Store:
         clause, args = _where(variant, shape)
         if condition:
             clause += (" AND " if clause else " WHERE ") + condition
-        sql = f"SELECT {', '.join(_COLUMNS)} FROM results" + clause + " ORDER BY id"
+        sql = f"SELECT {self._select} FROM results" + clause + " ORDER BY id"
         return [self._to_result(row) for row in self.db.execute(sql, args)]
 
     # -- results of another source or spec --------------------------------------------------
@@ -421,7 +428,7 @@ class Store:
         """Every evaluated result ever stored (append-only), oldest first; ``revision`` says
         which source revision it was measured on (None: stored before schema 6)."""
         clause, args = _where(variant, shape)
-        sql = f"SELECT {', '.join(_COLUMNS)} FROM history" + clause
+        sql = f"SELECT {self._select} FROM history" + clause
         return [self._to_result(row) for row in self.db.execute(sql + " ORDER BY id", args)]
 
     def count(self) -> int:
@@ -525,7 +532,7 @@ class Store:
         """The result of that id; None for an id no result has (one beyond SQLite's integers too)."""
         if not 0 < rowid < 2 ** 63:
             return None
-        row = self.db.execute(f"SELECT {', '.join(_COLUMNS)} FROM results WHERE id = ?", (rowid,)).fetchone()
+        row = self.db.execute(f"SELECT {self._select} FROM results WHERE id = ?", (rowid,)).fetchone()
         return self._to_result(row) if row else None
 
     def _to_result(self, row) -> Result:
@@ -552,4 +559,5 @@ def _to_result(row, deps=lambda key: ()) -> Result:
         build_seconds=d["build_seconds"], run_seconds=d["run_seconds"],
         started=d["started"], finished=d["finished"], deps=deps(d["deps"]), verified=bool(d["verified"]),
         gpu_state=json.loads(d["gpu_state"]) if d.get("gpu_state") else {}, revision=d.get("revision"),
+        code=d.get("code"), same_as=d.get("same_as"),
     )

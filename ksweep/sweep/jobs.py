@@ -144,17 +144,19 @@ class JobFactory:
         # a result's key: its build, its harness (whether linked or loaded), the run command as
         # written (placeholders unfilled: they are paths of this run), the mode's launch
         # geometry and the experiment's settings. The build's key covers only what changes the binary.
-        key = hashlib.sha256(json.dumps([
-            build_key, self.harness.cache_key if self.harness is not None else None, run_argv,
-            dict(launch) if launch is not None else None, self._experiment,
-        ], sort_keys=True, default=str).encode()).hexdigest()[:32]
+        run_part = [self.harness.cache_key if self.harness is not None else None, run_argv,
+                    dict(launch) if launch is not None else None, self._experiment]
+        key = hashlib.sha256(json.dumps([build_key, *run_part], sort_keys=True, default=str).encode()).hexdigest()[:32]
+        work = self._work({**self.fixed, **config, **derived})
+        run_key = None if any("{workdir}" in a for a in (*run_argv, *self.spec.run.env.values())) else \
+            hashlib.sha256(json.dumps([*run_part, work], sort_keys=True, default=str).encode()).hexdigest()[:32]
         return Job(
             variant=self.variant.name, shape=self.shape.name, params=config, derived=derived,
             build_argv=tuple(build_argv), run_argv=tuple(run_argv), sources=self.sources, cache_key=key,
             build_timeout=self.spec.build.timeout, run_timeout=self.spec.run.timeout, build_env=env,
             run_env=dict(self.spec.run.env), output_limit=self.spec.run.output_limit, phase=phase,
             is_reference=is_reference, launch=launch, persistent=self.persistent, harness=self.harness,
-            build_key=build_key, work=self._work({**self.fixed, **config, **derived}),
+            build_key=build_key, work=work, run_key=run_key,
             inputs=depfiles.digests(dict.fromkeys((*self.sources, *(self.harness.sources if self.harness else ()),
                                                    *self._input_files))),
         )

@@ -43,6 +43,8 @@ class Summary:
     notes: list = field(default_factory=list)  # what the user should know of the run (a blind check), each once
     # what the hardening of the leaders did, a line per shape × variant, or why it did not run
     hardened: list = field(default_factory=list)
+    shared: int = 0  # configs whose build made a program another config's run measured: not run again
+    dead_knobs: list = field(default_factory=list)  # (variant, shape, programs.DeadKnob): knobs that change no program
 
     def note_gpu_state(self, state: Mapping) -> None:
         if state.get("sm_clock_mhz"):

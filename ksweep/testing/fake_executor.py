@@ -58,6 +58,9 @@ class Planned:
     metrics: Mapping[str, float] = field(default_factory=dict)
     message: str = ""
     gpu_state: Mapping[str, Any] = field(default_factory=dict)  # what NVML saw during the run
+    # the digest of the program its build makes (BuildResult.code): configs with one code and one run
+    # command are measured once; None: unknown, each config measured on its own
+    code: str | None = None
 
     def __post_init__(self):
         build_ok = isinstance(self.build, Stopped) or isinstance(self.build, Status) and (
@@ -261,7 +264,7 @@ class FakeExecutor(Executor):
             return STOPPED
         if plan.build is not Status.OK:
             return failed_build(plan.build, plan.failure_message(plan.build))
-        return built(_binary(job))
+        return built(_binary(job), code=plan.code)
 
     def _run(self, job: Job) -> tuple[RunOutcome | Stopped, Path | None]:
         with self._cond:

@@ -9,10 +9,14 @@ constant banks count as loaded. Left out: what describes the build rather than t
 debug sections, ``.comment`` (the compiler's version), notes (build ID, the tool that made
 a cubin), the symbol and string tables themselves (file symbols name the source), and
 relocations that only the debug sections use.
+
+``code_digest``: one digest of every unit of a file (of its bytes, when it is not ELF), so
+that two builds with the same digest are one program, as ``compare`` would find them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 from dataclasses import dataclass
 from typing import Any
@@ -164,3 +168,37 @@ def _detail(name: str, a, b) -> str:
     at = next((x[0] for x, y in zip(ra, rb) if x != y), None)
     return (f"relocations differ (from offset 0x{at:x})" if at is not None
             else f"relocations differ ({len(ra)} and {len(rb)})")
+
+
+def code_digest(data: bytes) -> str:
+    """The digest of what a built file's code depends on: its units (``units``), or its bytes
+    when it is not an ELF file or cannot be read as one. Two files with the same digest are
+    the same program as ``compare`` sees it: a build that embeds its folder or the time in
+    debug information or a note digests as one that does not."""
+    h = hashlib.sha256()
+    try:
+        found = units(data) if is_elf(data) else None
+    except ValueError:
+        found = None
+    if found is None:
+        h.update(b"bytes\0" + data)
+        return h.hexdigest()[:32]
+    for name in sorted(found):
+        h.update(b"\0unit\0" + name.encode())
+        _feed(h, found[name])
+    return h.hexdigest()[:32]
+
+
+def _feed(h, value) -> None:
+    """A unit's value into the digest: bytes as they are, everything else by its repr (tuples
+    of numbers and names), each with its kind and length so that no two values run together."""
+    if isinstance(value, (bytes, bytearray)):
+        h.update(b"b%d:" % len(value) + bytes(value))
+    elif isinstance(value, tuple) and any(isinstance(v, (bytes, bytearray, tuple)) for v in value[:2]):
+        h.update(b"t%d(" % len(value))
+        for item in value:
+            _feed(h, item)
+        h.update(b")")
+    else:
+        text = repr(value).encode()
+        h.update(b"r%d:" % len(text) + text)
