@@ -245,3 +245,28 @@ def test_a_confirmed_config_the_hardening_failed_is_never_best_and_the_next_one_
     assert confirmed(results, runs, "min", hardening=noisy)[("base", "s")].best == one
     barred = confirmed(results, runs, "min", hardening=noisy, deterministic=True)[("base", "s")]
     assert barred.best == two and barred.nondeterministic(one).startswith("checksum 1.0")
+
+
+def test_the_hardening_keeps_to_its_time_budget_and_ksweep_harden_does_the_rest(tmp_path, fake_sanitizer):
+    """[harden] budget: no sanitizer run starts past it; what it leaves is stored as nothing, so
+    that ksweep harden (or the next run) does it."""
+    path = spec(tmp_path, FAULTY_FASTEST, "[harden]\nbudget = 0.5")
+    done = ksweep_cli("run", path, "-q", "--confirm", "3,2,all", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not fake_sanitizer.exists()  # no tool ran
+    said = [ln for ln in done.stdout.splitlines() if ln.startswith("harden:")]
+    assert said == [f"harden: default/base: not hardened: 3 left: the hardening's time budget (0.5 s) was spent "
+                    f"(ksweep harden {tmp_path / '.ksweep' / 'h.db'} does them; [harden] budget gives more)"], said
+    db = tmp_path / ".ksweep" / "h.db"
+    assert best_result(db).params["X"] == 2  # nothing found yet
+    hardened = ksweep_cli("harden", db, cwd=tmp_path)
+    assert hardened.returncode == 1 and "hardened 3 config(s): 1 unsafe, 2 clean" in hardened.stdout
+    assert best_result(db).params["X"] == 3
+
+
+def test_the_budget_is_a_share_of_the_shapes_sweep_at_least_a_minute():
+    from ksweep.spec.model import Harden, Spec
+    from ksweep.sweep.hardening import budget_of
+
+    assert budget_of(Spec(), 10.0) == 60.0 and budget_of(Spec(), 1000.0) == 150.0
+    assert budget_of(Spec(harden=Harden(budget=5.0)), 1000.0) == 5.0

@@ -10,7 +10,7 @@ from .names import did_you_mean
 
 
 def harden_from_dict(ctx: Ctx, spec: Any) -> Harden:
-    table = ctx.keys(spec, {"enabled", "tools", "timeout", "deterministic", "special", "edge"}, "harden")
+    table = ctx.keys(spec, {"enabled", "tools", "timeout", "deterministic", "special", "edge", "budget"}, "harden")
     default = Harden()
 
     def names(key: str, known: tuple[str, ...], given) -> tuple[str, ...]:
@@ -29,6 +29,7 @@ def harden_from_dict(ctx: Ctx, spec: Any) -> Harden:
         deterministic=ctx.boolean(table.get("deterministic", default.deterministic), "harden.deterministic"),
         special=names("special", SPECIAL_INPUTS, table["special"]) if "special" in table else default.special,
         edge=_edge(ctx, table.get("edge", {})),
+        budget=ctx.number(table["budget"], "harden.budget") if "budget" in table else None,
     )
 
 

@@ -272,7 +272,10 @@ class Harden:
     one run to the next may not be BEST (``--deterministic``); ``special``: kernel mode's
     further inputs where the kernel's contract allows them (NaN and Inf only when listed);
     ``edge``: kernel mode's edge size, shape defines (or constants) that replace each shape's
-    (e.g. ``{ N = 4099 }``): the default config and the leaders built for it and checked on it."""
+    (e.g. ``{ N = 4099 }``): the default config and the leaders built for it and checked on it;
+    ``budget``: seconds the hardening of a shape × variant may take in a sweep (None: 15% of
+    what its search and confirmation took, at least 60 s); what it leaves is hardened by the
+    next run or ``ksweep harden``."""
 
     enabled: bool = True
     tools: tuple[str, ...] = SANITIZER_TOOLS
@@ -280,6 +283,7 @@ class Harden:
     deterministic: bool = False
     special: tuple[str, ...] = ("zeros", "ones", "large")
     edge: Mapping[str, Any] = field(default_factory=dict)
+    budget: float | None = None  # seconds per shape × variant (None: a share of its sweep's, at least 60 s)
 
     def __post_init__(self):
         object.__setattr__(self, "edge", _frozen_map(self.edge))

@@ -204,6 +204,7 @@ class Sweep:
             raise EnvironmentProblem(f"{self.spec.label}: {problem}")
 
     def _sweep_target(self, shape, variant, budget: Budget) -> None:
+        began = time.monotonic()  # the hardening's budget is a share of this shape × variant's time
         space = Space.from_spec(self.spec, shape.name, variant.name)
         self.store.set_meta(f"params:{variant.name}:{shape.name}", list(space.names))
         factory = JobFactory(self.spec, shape, variant, space, self.mode)
@@ -238,7 +239,7 @@ class Sweep:
         if self.options.confirm is not None and not budget.exhausted_by_time():
             ConfirmationPhase(self.context, target, variant.name, shape.name).run()
         if not budget.exhausted_by_time():
-            HardeningPhase(self.context, target, variant.name, shape.name).run()
+            HardeningPhase(self.context, target, variant.name, shape.name, spent=time.monotonic() - began).run()
         resume.judge_later(self.store, variant.name, shape.name, self._pending.pop((variant.name, shape.name), []),
                            [e.result for e in target.order if e.result is not None])
 

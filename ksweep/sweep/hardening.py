@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 
 UNCONFIRMED_LEADERS = 5  # without a confirmation, the best this many are hardened (best first)
 LEAST_TIMEOUT = 120.0  # seconds a tool's run gets at least (100 times the config's measured run otherwise)
+BUDGET_SHARE = 0.15  # the hardening of a shape × variant takes at most this share of its search and confirmation
+LEAST_BUDGET = 60.0  # seconds, whatever the share (a resumed sweep's search takes none)
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,15 @@ class Hardened:
     tools: Verdict | None = None
     inputs: tuple[str, Status | None, str] | None = None  # verify.sanitizer.inputs_verdict's
     edge: tuple[str, Status | None, str] | None = None  # the same, on the edge size
+
+
+def budget_of(spec, spent: float) -> float:
+    """Seconds the hardening of one shape × variant may take in a sweep: ``[harden] budget``,
+    else BUDGET_SHARE of ``spent`` (the seconds its search and confirmation took), at least
+    LEAST_BUDGET. What the budget leaves is hardened by the next run or ``ksweep harden``."""
+    if spec.harden.budget is not None:
+        return float(spec.harden.budget)
+    return max(LEAST_BUDGET, BUDGET_SHARE * spent)
 
 
 def tool_timeout(spec, result: Result | None) -> float:
@@ -73,9 +84,16 @@ def tool_timeout(spec, result: Result | None) -> float:
 
 
 def harden_config(spec, mode, job: Job, build: "BuildResult", here: Here, *, exe: str | None,
-                  tools: Sequence[str], timeout: float, harness: Path | None = None, reference=None) -> Hardened:
+                  tools: Sequence[str], timeout: float, harness: Path | None = None, reference=None,
+                  deadline: float | None = None) -> Hardened:
     """Run the sanitizers (``exe``: compute-sanitizer, None: none) and the further inputs of one
-    built config on ``here``'s GPU; KeyboardInterrupt when Ctrl-C stopped a run."""
+    built config on ``here``'s GPU; KeyboardInterrupt when Ctrl-C stopped a run. ``deadline``
+    (``time.monotonic()``'s): no run goes past it; a tool that would start after it does not
+    run (the verdict is then incomplete)."""
+
+    def left() -> float:
+        return timeout if deadline is None else min(timeout, deadline - time.monotonic())
+
     here.scratch.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="harden-", dir=here.scratch))
     try:
@@ -88,16 +106,21 @@ def harden_config(spec, mode, job: Job, build: "BuildResult", here: Here, *, exe
             else:
                 runs = []
                 for tool in tools:
-                    run = sanitize.run_tool(exe, tool, program, env=env, timeout=timeout, cwd=workdir,
+                    if left() < 1.0:
+                        break
+                    run = sanitize.run_tool(exe, tool, program, env=env, timeout=left(), cwd=workdir,
                                             registry=here.registry)
                     if run is None:
                         raise KeyboardInterrupt
                     runs.append(run)
                 tools_said = verdict(runs)
+                if len(runs) < len(tools) and tools_said.verdict != "unsafe":
+                    tools_said = Verdict("incomplete", tools_said.tools,
+                                         f"the hardening's time budget was spent before {tools[len(runs)]} ran")
         inputs = None
         program = mode.harden_program(spec, job, build, workdir, harness, reference, "inputs")
-        if program is not None:
-            out = sanitize.run_plain(program, env=env, timeout=timeout, cwd=workdir, registry=here.registry)
+        if program is not None and left() >= 1.0:
+            out = sanitize.run_plain(program, env=env, timeout=left(), cwd=workdir, registry=here.registry)
             if out is None:
                 raise KeyboardInterrupt
             inputs = inputs_verdict(out.returncode, out.stdout, out.timed_out, timeout)
@@ -170,8 +193,12 @@ def leaders(results: Mapping[str, Result], measurements, objective, defaults: Ma
 class HardeningPhase:
     """The hardening of the leaders of one shape × variant of the sweep ``sweep``."""
 
-    def __init__(self, sweep: SweepContext, target: "Target", variant: str, shape: str):
+    def __init__(self, sweep: SweepContext, target: "Target", variant: str, shape: str, spent: float = 0.0):
         self.sweep, self.target, self.variant, self.shape = sweep, target, variant, shape
+        # seconds the hardening of this shape × variant may take: [harden] budget, else a share of
+        # what its search and confirmation took (``spent``), at least LEAST_BUDGET
+        self.budget = budget_of(sweep.spec, spent)
+        self.deadline: float | None = None
 
     def run(self) -> None:
         sweep = self.sweep
@@ -212,15 +239,22 @@ class HardeningPhase:
             chosen.append(default)  # the edge size checks the default config too
         counts: dict[str, int] = {}
         first_finding = ""
+        self.deadline = time.monotonic() + self.budget
         for cid in chosen:
             result = results[cid]
             if not needs or done_before(done, result, needs):
+                continue
+            if time.monotonic() >= self.deadline - 1.0:  # left for a resumed run or ksweep harden
+                counts["not reached (time budget)"] = counts.get("not reached (time budget)", 0) + 1
                 continue
             started = time.monotonic()
             hardened = self._harden(result, here, exe)
             if edge:
                 hardened = replace(hardened, edge=self._edge(result, here))
             summary.harden_seconds += time.monotonic() - started
+            if hardened.tools is not None and hardened.tools.message.startswith("the hardening's time budget"):
+                counts["not finished (time budget)"] = counts.get("not finished (time budget)", 0) + 1
+                continue  # nothing stored: a resumed run or ksweep harden does it
             status = record(store, result, hardened)
             said = str(status) if status is not None else (hardened.tools.verdict if hardened.tools else "checked")
             counts[said] = counts.get(said, 0) + 1
@@ -229,11 +263,16 @@ class HardeningPhase:
                 summary.counts[status.value] = summary.counts.get(status.value, 0) + 1
                 first_finding = first_finding or (hardened.tools.message if status is Status.UNSAFE else next(
                     s[2] for s in (hardened.inputs, hardened.edge) if s is not None and s[1] is not None))
+        left = sum(n for k, n in counts.items() if k.endswith("(time budget)"))
         if counts:
             tools = ", ".join(spec.harden.tools) if exe is not None else "no sanitizer"
-            said = ", ".join(f"{n} {k}" for k, n in counts.items())
-            summary.hardened.append(f"{where}: hardened {sum(counts.values())} leader(s) ({tools}): {said}"
-                                    + (f"; first finding: {first_finding}" if first_finding else ""))
+            said = ", ".join(f"{n} {k}" for k, n in counts.items() if not k.endswith("(time budget)"))
+            line = (f"{where}: hardened {sum(counts.values()) - left} leader(s) ({tools}): {said}"
+                    if said else f"{where}: not hardened")
+            if left:
+                line += (f"{'; ' if said else ': '}{left} left: the hardening's time budget ({self.budget:g} s) "
+                         f"was spent (ksweep harden {store.path} does them; [harden] budget gives more)")
+            summary.hardened.append(line + (f"; first finding: {first_finding}" if first_finding else ""))
         elif exe is None:
             summary.hardened.append(f"{where}: not hardened: no compute-sanitizer")
 
@@ -255,7 +294,8 @@ class HardeningPhase:
             built = self._build(job.harness)
             harness = built.binary if built is not None else None
         return harden_config(sweep.spec, sweep.mode, job, build, here, exe=exe, tools=sweep.spec.harden.tools,
-                             timeout=tool_timeout(sweep.spec, result), harness=harness, reference=reference)
+                             timeout=tool_timeout(sweep.spec, result), harness=harness, reference=reference,
+                             deadline=self.deadline)
 
     def _edge(self, result: Result, here: Here) -> tuple[str, Status | None, str]:
         """The config built for the edge size (``[harden] edge``) and checked on its inputs."""
