@@ -112,7 +112,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "/tmp/dead_knobs")))
     ap.add_argument("--no-gpu-check", action="store_true", help="build and run on a host without a GPU (runs fail)")
     a = ap.parse_args()
-    common = ["--shape", a.shape, *(["-j", str(a.jobs)] if a.jobs else []),
+    common = ["--no-harden", "--shape", a.shape, *(["-j", str(a.jobs)] if a.jobs else []),
               *(["--no-gpu-check"] if a.no_gpu_check else [])]
     a.out.mkdir(parents=True, exist_ok=True)
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
