@@ -102,6 +102,7 @@ class Executor(abc.ABC):
         table of answers)."""
         return None
 
+    @property
     def runs_read_params(self) -> bool:
         """Whether a run's outcome depends on the config's parameters themselves, beyond the
         program its build made and its run command (a stand-in backend that plays a kernel from
