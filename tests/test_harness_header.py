@@ -134,7 +134,8 @@ def test_the_header_knows_when_it_runs_under_a_sanitizer(tmp_path):
     from KSWEEP_SANITIZER, which ksweep sets, or from the injection library compute-sanitizer
     loads when it is run by hand."""
     _host_program(tmp_path, "tool", SANITIZER)
-    env = {k: v for k, v in os.environ.items() if k not in ("KSWEEP_SANITIZER", "CUDA_INJECTION64_PATH")}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("KSWEEP_SANITIZER", "CUDA_INJECTION64_PATH", "NV_SANITIZER_INJECTION_PORT_BASE")}
 
     def said(**more):
         return subprocess.run([str(tmp_path / "tool")], capture_output=True, text=True, env={**env, **more},
@@ -145,3 +146,5 @@ def test_the_header_knows_when_it_runs_under_a_sanitizer(tmp_path):
     assert said(CUDA_INJECTION64_PATH="/usr/local/cuda/compute-sanitizer/libsanitizer-collection.so") == \
         "compute-sanitizer"
     assert said(CUDA_INJECTION64_PATH="/opt/other/libinjection.so") == "none"
+    # what compute-sanitizer 2025.3 sets for the processes it checks (seen on an H200 machine)
+    assert said(NV_SANITIZER_INJECTION_PORT_BASE="49152") == "compute-sanitizer"

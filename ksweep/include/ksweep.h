@@ -47,11 +47,13 @@ struct Stats {
 };
 
 // The compute-sanitizer tool this process runs under ("memcheck", "racecheck", ...), or nullptr:
-// KSWEEP_SANITIZER, which ksweep sets; else "compute-sanitizer" when the CUDA injection library
-// compute-sanitizer loads (libsanitizer-collection.so, through CUDA_INJECTION64_PATH) is named.
+// KSWEEP_SANITIZER, which ksweep sets; else "compute-sanitizer" when compute-sanitizer started
+// the process by hand (it sets NV_SANITIZER_INJECTION_PORT_BASE for the processes it checks, as
+// compute-sanitizer 2025.3 was seen to do; older ones name their library in CUDA_INJECTION64_PATH).
 inline const char *sanitizer() {
   const char *tool = std::getenv("KSWEEP_SANITIZER");
   if (tool && *tool) return tool;
+  if (std::getenv("NV_SANITIZER_INJECTION_PORT_BASE")) return "compute-sanitizer";
   const char *injection = std::getenv("CUDA_INJECTION64_PATH");
   if (injection && std::strstr(injection, "sanitizer")) return "compute-sanitizer";
   return nullptr;
