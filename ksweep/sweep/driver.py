@@ -176,6 +176,7 @@ class Sweep:
     def _sweep_target(self, shape, variant, budget: Budget) -> None:
         space = Space.from_spec(self.spec, shape.name, variant.name)
         self.store.set_meta(f"params:{variant.name}:{shape.name}", list(space.names))
+        self.store.set_shape_sizes(shape.name, shape.defines, shape.args)
         factory = JobFactory(self.spec, shape, variant, space, self.mode)
         if self.options.record_pruned and space.raw_size <= PRUNED_RECORD_LIMIT:
             pruned = resume.record_pruned(self.store, space, variant.name, shape.name)
