@@ -14,7 +14,8 @@ import threading
 from ..errors import KsweepError
 
 # One module per command, each with add_parser(subparsers) and run(args) -> int.
-COMMANDS = ("plan", "run", "report", "explain", "profile", "compare", "insights", "history", "check", "export", "plot",
+COMMANDS = ("plan", "run", "report", "explain", "profile", "compare", "insights", "history", "check", "export", "select",
+            "plot",
             "replay", "bench_strategies", "include", "guard", "init")
 
 
