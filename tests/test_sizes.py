@@ -2,7 +2,7 @@
 for any size (the nearest tuned shape in log-size space, per GPU model, with a fallback by
 architecture), and the exported header's ``<sweep>_select`` picks the same in C, C++ and
 CUDA; ``export --robust`` ships the fewest configs of the least worst loss over the shapes
-and GPU models."""
+and GPU models; ``select --validate`` measures the choice's regret at sizes never tuned."""
 
 from __future__ import annotations
 
@@ -304,3 +304,20 @@ def test_parse_sizes_reads_several_sizes_in_one_word():
     assert parse_sizes(["M=1024,N=2048", "K=1e3"]) == {"M": 1024, "N": 2048, "K": 1000}
     with pytest.raises(KsweepError, match="N is given twice"):
         parse_sizes(["N=1", "N=2"])
+
+
+# -- 4. measured regret at sizes never tuned --------------------------------------------------
+
+def test_validate_measures_the_choice_against_a_local_search_around_it(tiled):
+    """N=2900 lies nearer to 8000 than to 1000 in log space, so TILE=64 is chosen; TILE=32 is
+    better there by 2.5% (the program's own formula), and the local search finds it; at
+    N=20000 the choice is the best (regret 0)."""
+    done = ksweep_cli("select", tiled, "--validate", "N=2900", "--validate", "N=20000", "--budget", "6", "--json")
+    assert done.returncode == 0, done.stderr
+    first, second = json.loads(done.stdout)
+    assert first["config"] == {"TILE": 64} and first["best"] == {"TILE": 32}
+    assert first["regret"] == pytest.approx(tile_ms(2900, 64) / tile_ms(2900, 32) - 1, rel=1e-6)
+    assert first["evaluations"] == 4  # 64; its neighbours 32 and 128; 32's other neighbour, 16
+    assert second["config"] == second["best"] == {"TILE": 64} and second["regret"] == 0
+    text = ksweep_cli("select", tiled, "--validate", "N=2900", "--budget", "2").stdout
+    assert "regret 2.52%" in text and "within 5% of the best found at 1 of 1 size sets" in text
