@@ -300,6 +300,17 @@ def test_robust_configs_have_the_least_worst_loss_and_are_the_fewest(tmp_path, c
     assert "#if defined(KSWEEP_SHAPE_s1)\n" in text and "defined(KSWEEP_GPU_" not in text.split("#if defined")[1]
 
 
+def test_run_arguments_that_repeat_defines_are_written_anew_at_other_sizes():
+    """SGEMM's shapes: M, N, K as defines and as run arguments, N equal to K at every shape:
+    each argument stays its own define's."""
+    kept = {name: {"defines": {"GEMM_M": m, "GEMM_N": n, "GEMM_K": k}, "args": [str(m), str(n), str(k), "x"]}
+            for name, (m, n, k) in {"sq": (4096, 4096, 4096), "skinny": (8192, 1024, 1024)}.items()}
+    sizes = sizes_of(kept, ["sq", "skinny"])
+    assert sizes.names == ("GEMM_M", "GEMM_N", "GEMM_K") and sizes.args == ("GEMM_M", "GEMM_N", "GEMM_K", None)
+    assert shape_of(sizes, "skinny", {"GEMM_M": 2048, "GEMM_N": 1536, "GEMM_K": 512}) == (
+        {"GEMM_M": 2048, "GEMM_N": 1536, "GEMM_K": 512}, ["2048", "1536", "512", "x"])
+
+
 def test_parse_sizes_reads_several_sizes_in_one_word():
     assert parse_sizes(["M=1024,N=2048", "K=1e3"]) == {"M": 1024, "N": 2048, "K": 1000}
     with pytest.raises(KsweepError, match="N is given twice"):

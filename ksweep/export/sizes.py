@@ -5,8 +5,9 @@ A shape's *sizes* are the numbers among them, by name:
 
 - each define whose value is a number (``GEMM_M = 4096``), under its own name;
 - each run argument that is a number and is not, at every tuned shape, the value of one
-  define (``args = ["4096", "8"]`` beside ``GEMM_M = 4096``: the first is GEMM_M again), as
-  ``ARG<i>``, i its position from 0.
+  define (``args = ["4096", "8"]`` beside ``GEMM_M = 4096``: the first is GEMM_M again; of
+  several defines alike, the first that no earlier argument is), as ``ARG<i>``, i its
+  position from 0.
 
 A size is one of the selector's only when every tuned shape has it. Sizes asked for are
 ``NAME=VALUE`` words (``N=3000``, or several in one word: ``M=1024,N=2048``).
@@ -80,8 +81,8 @@ def sizes_of(stored: Mapping[str, Mapping[str, Any]], shapes: Sequence[str]) -> 
         texts = [args[s][i] if i < len(args[s]) else None for s in shapes]
         values = [number(t) if t is not None else None for t in texts]
         same = [n for n in names if all(v is not None and v == of[s][n] for s, v in zip(shapes, values))]
-        if same:
-            made.append(same[0])  # the define's value again: no size of its own
+        if same:  # a define's value again (one no earlier argument was): no size of its own
+            made.append(next((n for n in same if n not in made), same[0]))
         elif all(v is not None for v in values):
             name = f"ARG{i}"
             made.append(name)
