@@ -2,7 +2,8 @@
 
 The driver calls these methods from its main thread, in this order: for each shape ×
 variant ``target_started`` (and, when its search is warm-started, the optional
-``warm_started`` with the sources' labels), then ``result`` once per stored result that counts (resumed
+``warm_started`` with the sources' labels, and ``warm_dropped`` if the search found them
+misleading and went on cold), then ``result`` once per stored result that counts (resumed
 ones first, flagged ``resumed``) with ``build_started`` as builds are submitted; at the
 end ``finished`` with the run's summary (``summary.failed`` when an error stopped it,
 ``summary.interrupted`` on Ctrl-C). The optional ``dead_knob`` is told, with one line,
@@ -36,6 +37,14 @@ def warm_started(observer, variant: str, shape: str, sources: tuple[str, ...]) -
     told = getattr(observer, "warm_started", None)
     if told is not None:
         told(variant, shape, sources)
+
+
+def warm_dropped(observer, variant: str, shape: str, why: str) -> None:
+    """Tell ``observer`` that the warm-started search of (variant, shape) dropped its sources
+    (they misled it) and went on cold, when it has a ``warm_dropped`` method (optional)."""
+    told = getattr(observer, "warm_dropped", None)
+    if told is not None:
+        told(variant, shape, why)
 
 
 class NullObserver:

@@ -61,6 +61,7 @@ COMMANDS = [
     ["report", "{db}", "--html", "{folder}/page.html"],
     ["export", "{db}", "--format", "header"], ["export", "{db}", "--format", "json"],
     ["export", "{db}", "--format", "t4"], ["export", "{db}", "--format", "kt-cache"],
+    ["select", "{db}", "--size", "N=1"], ["export", "{db}", "--format", "header", "--robust"],
     ["history", "{db}"], ["explain", "{db}", "best"], ["compare", "{db}", "best", "A=1,B=1"], ["insights", "{db}"],
     ["plot", "convergence", "{db}", "--out", "{folder}/c.png"],
     ["run", "{spec}", "--db", "{db}", "--strategy", "grid"],

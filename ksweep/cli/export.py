@@ -23,6 +23,10 @@ def add_parser(sub) -> None:
                    help="replace an existing -o file (never a database, a spec or a source it builds)")
     p.add_argument("--cover", type=percent_of("--cover"), metavar="PCT",
                    help="header, json: the fewest configs that keep every shape within PCT%% of its own best")
+    p.add_argument("--robust", action="store_true",
+                   help="header, json: one config per shape for every GPU model, the worst loss over the shapes "
+                        "and GPU models the least it can be, with the fewest configs (with --cover PCT: any loss "
+                        "up to PCT%% too)")
     p.add_argument("--shape", help="only this shape")
     p.add_argument("--variant", help="only this variant")
     p.add_argument("--gpu", metavar="MODEL", help="only this GPU model (its name or a part of it)")
@@ -35,7 +39,7 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     done = export(args.db, args.format, generator=f"ksweep {version()}", cover=args.cover, shape=args.shape,
                   variant=args.variant, gpu=args.gpu, output=args.output, force=args.force,
-                  allow_unhardened=args.allow_unhardened)
+                  allow_unhardened=args.allow_unhardened, robust=args.robust)
     out = done.out
     said = sys.stdout
     if done.written:

@@ -15,7 +15,7 @@ from ..errors import KsweepError
 
 # One module per command, each with add_parser(subparsers) and run(args) -> int.
 COMMANDS = ("plan", "run", "report", "explain", "profile", "compare", "insights", "history", "check", "harden",
-            "export", "plot", "replay", "bench_strategies", "include", "guard", "init")
+            "export", "select", "plot", "replay", "bench_strategies", "include", "guard", "init")
 
 
 def version() -> str:

@@ -17,9 +17,10 @@ choose among them (one is the default when it is the only one). GPU models are c
 name, not by ``__CUDA_ARCH__``: that macro is undefined in nvcc's host pass, and a launch
 configured from macros must see the same values on both sides.
 
-The dispatch table is keyed by the shape's name: the database does not keep a shape's
-defines, only its name. The table and its lookup are ``constexpr`` in C++14 and later,
-``static const`` and ``static inline`` in C.
+The dispatch table is keyed by the shape's name. The table and its lookup are ``constexpr``
+in C++14 and later, ``static const`` and ``static inline`` in C. Where the database keeps the
+shapes' sizes, ``<sweep>_select(gpu, arch, variant, sizes)`` chooses a config for any size:
+export/selector.py's rule, in C (``math.h``'s ``log``: link C programs with ``-lm``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ..job import config_id
 from ..result import Result
 from ..spec.model import define_value
 from .selection import Selection
+from .selector import Selector
 
 _MACRO = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\([A-Za-z0-9_, .]*\))?$")
 
@@ -69,9 +71,10 @@ def defines_of(r: Result) -> list[tuple[str, str]]:
 
 
 def header(selection: Selection, *, name: str, source: str = "", generator: str = "ksweep",
-           hardening: Mapping[tuple[str, str, str], str] | None = None) -> str:
+           hardening: Mapping[tuple[str, str, str], str] | None = None, selector: Selector | None = None) -> str:
     """The header's text; ``name`` (the sweep's) prefixes its C identifiers and include guard;
-    ``hardening``: (variant, shape, config id) -> what the hardening said of that entry's config."""
+    ``hardening``: (variant, shape, config id) -> what the hardening said of that entry's config;
+    with ``selector``, the size selector too."""
     entries = selection.entries
     prefix = identifier(name).lower()
     if prefix[0].isdigit():
@@ -84,6 +87,8 @@ def header(selection: Selection, *, name: str, source: str = "", generator: str 
     out += [f"#ifndef KSWEEP_TUNED_{upper}_H", f"#define KSWEEP_TUNED_{upper}_H", ""]
     out += _selection_macros(selection, shapes, gpus, variants, upper)
     out += _table(selection, prefix, upper)
+    if selector is not None and selector.axes:
+        out += _selector(selector, prefix, upper)
     out += ["", f"#endif /* KSWEEP_TUNED_{upper}_H */", ""]
     return "\n".join(out)
 
@@ -148,7 +153,13 @@ def _selection_macros(selection: Selection, shapes, gpus, variants, upper: str) 
         if len(macros) > 1:
             out += [f"#if {' + '.join(f'defined({m})' for m in macros.values())} > 1",
                     f'#error "ksweep export: define one {title} macro, not several"', "#endif"]
+    if len(gpus) > 1 and portable(selection):  # --robust: a shape's config is the same on every model
+        gpus = {}
+    seen: set = set()
     for i, e in enumerate(selection.entries):
+        if not gpus and (e.variant, e.shape) in seen:
+            continue
+        seen.add((e.variant, e.shape))
         test = [f"defined({shapes[e.shape]})"]
         if len(gpus) > 1:
             test.append(f"defined({gpus[e.gpu]})")
@@ -165,6 +176,14 @@ def _selection_macros(selection: Selection, shapes, gpus, variants, upper: str) 
                 f'#error "ksweep export: no tuned config for this shape on the chosen GPU model and variant '
                 f'(one of {", ".join(need)})"']
     return out + ["#endif", ""]
+
+
+def portable(selection: Selection) -> bool:
+    """Whether every shape × variant ships one config on all its GPU models (``--robust``)."""
+    configs: dict = {}
+    for e in selection.entries:
+        configs.setdefault((e.variant, e.shape), set()).add(selection.config_index(e))
+    return all(len(c) == 1 for c in configs.values())
 
 
 def _ctype(values: list) -> str:
@@ -272,5 +291,80 @@ def _table(selection: Selection, prefix: str, upper: str) -> list[str]:
             "            return c;",
             "    }",
             "    return 0;",
+            "}"]
+    return out
+
+
+def _selector(selector: Selector, prefix: str, upper: str) -> list[str]:
+    """``<prefix>_select``: export/selector.py's rule in C, over its axes and rows."""
+    axes, rows = selector.axes, selector.rows
+    out = ["", "/* ---- any size: the selector (ksweep select): the nearest tuned shape in log-size space ---- */",
+           "#include <math.h>", f"#define {upper}_SIZE_COUNT {len(axes)}"]
+    out += [f"#define {upper}_SIZE_{identifier(a.name)} {k}  /* sizes[{k}]: {_comment_text(a.name)} */"
+            for k, a in enumerate(axes)]
+    out += ["typedef struct {",
+            "    const char *name;",
+            "    int log;             /* 1: the axis is the log of the size; 0: (size - lo) * scale */",
+            "    double lo, hi;       /* the range the size was tuned over */",
+            "    double scale;",
+            f"}} {prefix}_size_axis;",
+            f"static KSWEEP_EXPORT_TABLE {prefix}_size_axis {prefix}_axes[{upper}_SIZE_COUNT] KSWEEP_EXPORT_UNUSED = {{"]
+    out += [f"    {{{_c_string(a.name)}, {int(a.log)}, {_c_double(a.lo)}, {_c_double(a.hi)}, {_c_double(a.scale)}}},"
+            for a in axes]
+    out += ["};", "typedef struct {",
+            "    const char *variant;",
+            "    const char *gpu;     /* NULL: any GPU model (each shape's config that loses least on the others) */",
+            "    int arch;            /* the GPU model's compute capability x 10 (0: not known) */",
+            "    const char *shape;",
+            f"    int entry;           /* its entry of {prefix}_configs */",
+            f"    double at[{upper}_SIZE_COUNT];  /* the shape's place on the axes */",
+            f"}} {prefix}_tuned_shape;",
+            f"#define {upper}_TUNED_COUNT {len(rows)}",
+            f"static KSWEEP_EXPORT_TABLE {prefix}_tuned_shape {prefix}_tuned[{upper}_TUNED_COUNT] "
+            f"KSWEEP_EXPORT_UNUSED = {{"]
+    out += ["    {" + ", ".join([_c_string(r.variant), "0" if r.gpu is None else _c_string(r.gpu), str(r.arch),
+                                 _c_string(r.shape), str(r.entry), "{" + ", ".join(map(_c_double, r.at)) + "}"]) + "},"
+            for r in rows]
+    out += ["};", "",
+            f"/* The config for sizes[{upper}_SIZE_COUNT] (indexed by the {upper}_SIZE_* macros): of the GPU model",
+            " * named gpu (exactly as the driver reports it), else of the first tuned model of compute capability",
+            " * arch (x 10: 90 for sm_90; 0: not known), else each shape's config that loses least on the other",
+            " * GPU models; of the variant (NULL: the first); at the tuned shape nearest in log-size space. As",
+            " * `ksweep select` chooses. NULL only for a variant with no tuned config. */",
+            f"static inline const {prefix}_config *{prefix}_select(const char *gpu, int arch, const char *variant,",
+            " " * len(f"static inline const {prefix}_config *{prefix}_select(") + "const double *sizes) {",
+            f"    double q[{upper}_SIZE_COUNT];",
+            "    const char *model = 0;",
+            "    int which = 2, best = -1, i, k;",
+            "    double best_d = 0.0;",
+            f"    for (k = 0; k < {upper}_SIZE_COUNT; ++k)",
+            f"        q[k] = {prefix}_axes[k].log ? log(sizes[k]) : (sizes[k] - {prefix}_axes[k].lo) * {prefix}_axes[k].scale;",
+            f"    for (i = 0; gpu && i < {upper}_TUNED_COUNT; ++i)",
+            f"        if ({prefix}_tuned[i].gpu && ksweep_export_match(gpu, {prefix}_tuned[i].gpu)) {{",
+            f"            model = {prefix}_tuned[i].gpu; which = 0; break;",
+            "        }",
+            f"    for (i = 0; which == 2 && arch > 0 && i < {upper}_TUNED_COUNT; ++i)",
+            f"        if ({prefix}_tuned[i].gpu && {prefix}_tuned[i].arch == arch) {{",
+            f"            model = {prefix}_tuned[i].gpu; which = 1; break;",
+            "        }",
+            "    if (!variant)",
+            f"        variant = {prefix}_tuned[0].variant;",
+            f"    for (i = 0; i < {upper}_TUNED_COUNT; ++i) {{",
+            f"        const {prefix}_tuned_shape *r = &{prefix}_tuned[i];",
+            "        double d = 0.0;",
+            "        if (which == 2 ? r->gpu != 0 : (r->gpu == 0 || !ksweep_export_match(model, r->gpu)))",
+            "            continue;",
+            "        if (!ksweep_export_match(variant, r->variant))",
+            "            continue;",
+            f"        for (k = 0; k < {upper}_SIZE_COUNT; ++k) {{",
+            "            double t = q[k] - r->at[k];",
+            "            d += t * t;",
+            "        }",
+            "        if (best < 0 || d < best_d - 1e-9 * (1.0 + best_d)) {",
+            "            best = i;",
+            "            best_d = d;",
+            "        }",
+            "    }",
+            f"    return best < 0 ? 0 : &{prefix}_configs[{prefix}_tuned[best].entry];",
             "}"]
     return out

@@ -9,7 +9,7 @@ failed a confirmation run is never shipped.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from ..errors import ExportError
@@ -17,6 +17,7 @@ from ..job import config_id
 from ..result import Result
 from ..store.standings import Standings
 from .cover import cover
+from .robust import loss, portability, portable_models, robust as robust_of
 from ..report.rank import group_results
 
 
@@ -42,6 +43,13 @@ class Selection:
     entries: tuple[Entry, ...]
     cover_pct: float | None = None  # the tolerance of the cover, when one chose the configs
     exact: bool = True  # the cover is a proven minimum
+    # --robust: variant -> the least worst loss over its shapes and GPU models, that the configs keep
+    robust: Mapping[str, float] | None = None
+    # (variant, shape) -> {model A: {model B: loss of A's best on B}}: shapes measured on several models
+    matrix: Mapping[tuple[str, str], Mapping] = field(default_factory=dict)
+    # (variant, shape) -> the GPU model whose entry a GPU model never tuned on falls back to
+    portable: Mapping[tuple[str, str], str | None] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     @property
     def configs(self) -> list[tuple[str, str]]:
@@ -50,16 +58,6 @@ class Selection:
 
     def config_index(self, entry: Entry) -> int:
         return self.configs.index((entry.variant, config_id(entry.result.params)))
-
-
-def loss(value: float, best: float, direction: str) -> float:
-    """How much worse ``value`` is than ``best``, as a fraction of it (negative: better)."""
-    if value == best:
-        return 0.0
-    worse, better = (value, best) if direction == "min" else (best, value)
-    if better <= 0:
-        return float("inf") if worse > better else float("-inf")
-    return worse / better - 1.0
 
 
 # (variant, shape, GPU model) -> {config id: (result, value, confirmed)}
@@ -93,24 +91,39 @@ def best_of(key: tuple[str, str, str | None], values: Mapping[str, tuple[Result,
 
 
 def select(standings: Standings, *, cover_pct: float | None = None, gpu: str | None = None,
-           results: Sequence[Result] | None = None) -> Selection:
+           results: Sequence[Result] | None = None, robust: bool = False,
+           models: Mapping[str | None, Standings] | None = None) -> Selection:
     """The entries of an export: each shape's best, or with ``cover_pct`` the fewest configs
     per variant × GPU model keeping every shape within ``cover_pct`` percent of its best.
-    ``gpu``: only the GPU model whose name holds this text (case-insensitive); ``results``:
-    only these of the standing results (a shape, a variant)."""
+    ``robust``: one config per shape for every GPU model, the worst loss over the shapes and
+    models the least it can be, with the fewest configs (export/robust.py; with
+    ``cover_pct``, any loss up to it is taken too). ``gpu``: only the GPU model whose name
+    holds this text (case-insensitive); ``results``: only these of the standing results (a
+    shape, a variant). ``models``: each GPU model's standings (``standings.by_gpu_model``),
+    which the values and bests are read from: a config measured on several GPU models
+    counts on each of them, though the database's current row is one model's."""
     metric, direction = standings.objective.metric, standings.objective.direction
     values = measured(standings, standings.results if results is None else results)
+    owner = {k: standings for k in values}
+    if models is not None:  # each GPU model's own standing: a config's result on every model it ran on
+        values, owner = _per_model(values, models)
     if gpu is not None:
         model = only_gpu(values, gpu)
         values = {k: v for k, v in values.items() if k[2] == model}
     if not values:
         raise ExportError("no config ran OK with a finite objective: nothing to export")
-    bests = {k: best_of(k, v, standings) for k, v in values.items()}
+    bests = {k: best_of(k, v, owner[k]) for k, v in values.items()}
     chosen = {k: bests[k] for k in values}
     exact = True
-    if cover_pct is not None:
-        if cover_pct < 0:
-            raise ExportError(f"--cover {cover_pct:g}: the tolerance must be a percentage >= 0")
+    if cover_pct is not None and cover_pct < 0:
+        raise ExportError(f"--cover {cover_pct:g}: the tolerance must be a percentage >= 0")
+    matrix = portability(values, bests, direction)
+    worst, notes = None, ()
+    if robust:
+        found = robust_of(values, bests, direction, (cover_pct or 0.0) / 100)
+        chosen = {k: found.chosen[k] for k in values}
+        exact, worst, notes = found.exact, found.worst, tuple(dict.fromkeys(found.notes))
+    elif cover_pct is not None:
         for (variant, model), keys in _by_kernel(values).items():
             losses: dict[str, dict] = {}
             for k in keys:
@@ -127,7 +140,25 @@ def select(standings: Standings, *, cover_pct: float | None = None, gpu: str | N
         r, v, confirmed_ = values[k][cid]
         best, ref = values[k][bests[k]][0], values[k][bests[k]][1]
         entries.append(Entry(k[0], k[1], k[2], r, v, confirmed_, best, ref, loss(v, ref, direction)))
-    return Selection(metric, direction, tuple(entries), cover_pct, exact)
+    return Selection(metric, direction, tuple(entries), cover_pct, exact, worst, matrix, portable_models(matrix),
+                     notes)
+
+
+def _per_model(values: Values, models: Mapping[str | None, Standings]) -> tuple[Values, dict]:
+    """The values of the shapes × variants of ``values`` read from each GPU model's own
+    standing (in the order of ``values``' shapes, then of the models), and the standing
+    each key's best is asked of."""
+    pairs = list(dict.fromkeys(k[:2] for k in values))
+    order = list(models)
+    out: Values = {}
+    owner = {}
+    for model, theirs in models.items():
+        found = measured(theirs, [r for r in theirs.results if (r.variant, r.shape) in pairs])
+        for k, v in found.items():
+            if k[2] == model:
+                out[k], owner[k] = v, theirs
+    keys = sorted(out, key=lambda k: (pairs.index(k[:2]), order.index(k[2])))
+    return {k: out[k] for k in keys}, owner
 
 
 def _by_kernel(values: Values) -> dict[tuple[str, str | None], list]:

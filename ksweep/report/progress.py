@@ -62,6 +62,9 @@ class PlainLog:
     def warm_started(self, variant, shape, sources):
         self._print(f"[ksweep] warm start from {warm_text(sources)}")
 
+    def warm_dropped(self, variant, shape, why):
+        self._print(f"[ksweep] variant {variant} · shape {shape}: warm start dropped: {why}")
+
     def build_started(self, job):
         pass
 
@@ -126,6 +129,9 @@ class RichProgress:
     def warm_started(self, variant, shape, sources):
         self.target = f"variant {variant} · shape {shape} · warm start from {warm_text(sources)}"
         self.live.update(self._render())
+
+    def warm_dropped(self, variant, shape, why):
+        self.live.console.print(f"[ksweep] variant {variant} · shape {shape}: warm start dropped: {why}")
 
     def build_started(self, job):
         self.building += 1

@@ -59,11 +59,12 @@ class Store:
       measuring a config again replaces its current row and appends to the history.
     - **The meta keys, and who writes each**: ``schema`` (the store); ``spec``, ``spec_name``,
       ``objective`` and ``objectives`` (the sweep, ``set_objectives``); ``params:V:S``,
-      ``window:V:S`` and ``reference:V:S`` (the sweep, per variant V and shape S);
+      ``window:V:S`` and ``reference:V:S`` (the sweep, per variant V and shape S); ``sizes:S`` (the
+      sweep, per shape S: its ``[shapes.S]`` defines and run arguments, ``set_shape_sizes``);
       ``default:V:S`` and ``confirming:V:S`` (the confirmation: its baseline config, and the
       plan it owes while it runs: ``store/owed.py``); ``kt_problem_size`` and
       ``kt_kernel_name`` (``ksweep.kt``). Readers use the typed accessors (``objective()``,
-      ``objectives()``, ``default_configs()``, ``param_orders()``).
+      ``objectives()``, ``default_configs()``, ``param_orders()``, ``shape_sizes()``).
     """
 
     def __init__(self, path: str | Path, create: bool = True):
@@ -360,6 +361,21 @@ class Store:
     def param_orders(self) -> dict[tuple[str, ...], list[str]]:
         """The parameter names of each (variant, shape) in the spec's order, as the sweep kept them."""
         return {tuple(k.split(":")[1:]): v for k, v in self.meta_items("params:").items()}
+
+    def set_shape_sizes(self, shape: str, defines, args) -> None:
+        """A shape's sizes as its spec gives them: its defines (name -> value) and its run
+        arguments, in order (a meta key: a database of an older ksweep has none, and opens)."""
+        self.set_meta(f"sizes:{shape}", {"defines": dict(defines), "args": [str(a) for a in args]})
+
+    def shape_sizes(self) -> dict[str, dict]:
+        """shape -> {"defines": {name: value}, "args": [text, ...]} of each shape a sweep kept
+        the sizes of (none for shapes swept before ksweep kept them)."""
+        out = {}
+        for key, value in self.meta_items("sizes:").items():
+            if isinstance(value, dict):
+                out[key.split(":", 1)[1]] = {"defines": dict(value.get("defines") or {}),
+                                             "args": [str(a) for a in value.get("args") or ()]}
+        return out
 
     def meta_items(self, prefix: str = "") -> dict[str, Any]:
         """Every meta entry whose key starts with ``prefix``."""

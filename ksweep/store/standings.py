@@ -13,6 +13,13 @@ every finite single measurement compares.
 
 Readers call ``read`` (one snapshot of the store: results, confirmation runs, the default
 configs and the objective) or ``best``; none of them rebuilds "best" from rows.
+
+A database keeps one current row per config; a config measured on another GPU model since
+keeps its earlier result only in the history. ``by_gpu_model`` gives each GPU model its own
+standings (the same rule, model by model): its current rows, and of each config whose
+current row is another model's, its latest result on this model under the same result key
+(the same experiment), with this model's confirmation runs. What travels between GPU models
+(export --robust, the portability matrix) is judged on those.
 """
 
 from __future__ import annotations
@@ -158,3 +165,32 @@ def standing(store, variant: str, shape: str) -> Standing:
 def best(store, variant: str, shape: str) -> Result | None:
     """The best result of one shape × variant (the module's definition)."""
     return standing(store, variant, shape).best()
+
+
+def by_gpu_model(store, variant: str | None = None, shape: str | None = None) -> dict[str | None, Standings]:
+    """GPU model -> the standings of what was measured on it (the module's doc), in one snapshot."""
+    with store.snapshot():
+        current = store.results(variant=variant, shape=shape)
+        history = store.history(variant, shape)
+        measurements = store.measurements(variant, shape)
+        defaults = store.default_configs()
+        objective = store.objective()
+    return per_gpu_model(current, history, measurements, objective, defaults)
+
+
+def per_gpu_model(current: list[Result], history: list[Result], measurements, objective: Objective,
+                  defaults: Mapping[tuple[str, str], str] | None = None) -> dict[str | None, Standings]:
+    """``by_gpu_model`` of rows already read (pure): ``history`` oldest first."""
+    now = {(r.variant, r.shape, config_id(r.params)): r for r in current}
+    rows: dict[str | None, dict[tuple, Result]] = {}
+    for key, r in now.items():
+        rows.setdefault(r.gpu_name, {})[key] = r
+    for h in history:
+        key = (h.variant, h.shape, config_id(h.params))
+        r = now.get(key)
+        if r is None or h.gpu_name in (None, r.gpu_name) or h.cache_key != r.cache_key:
+            continue
+        rows.setdefault(h.gpu_name, {})[key] = h  # the latest on that model
+    return {model: standings_of(list(found.values()), [m for m in measurements if m.gpu_name == model],
+                                objective, defaults)
+            for model, found in rows.items()}

@@ -31,6 +31,10 @@ class AutoStrategy(Strategy):
     def phase_of(self, config: Mapping[str, Any]) -> str | None:
         return self.inner.phase_of(config)
 
+    @property
+    def warm_dropped(self) -> str | None:
+        return self.inner.warm_dropped
+
     def ask(self, n: int = 1) -> list[dict[str, Any]]:
         out = super().ask(n)
         self.exhausted = self.exhausted or self.inner.exhausted

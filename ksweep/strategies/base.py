@@ -120,6 +120,12 @@ class Strategy(abc.ABC):
         return self.name
 
     @property
+    def warm_dropped(self) -> str | None:
+        """Why a warm-started search dropped its sources and went on cold (they misled it),
+        in words for the user; None when it did not."""
+        return None
+
+    @property
     def best(self) -> tuple[dict[str, Any], float] | None:
         ok = [(c, v) for c, v in self.history if v is not None]
         return min(ok, key=lambda cv: cv[1]) if ok else None

@@ -30,9 +30,21 @@ estimated chance that it does not fail:
   fitted to the target's results, and the components ``k`` are weighed by how well each
   explains them. Without a prior nothing here changes: the same seed makes the same
   proposals as before warm start existed.
+- *A misleading source* is judged twice by the rank correlation of what it says with what
+  the target measured (Spearman, the best of its components: does the source order the
+  target's configs as the target does?): once the seeds are measured, where a correlation
+  of at most ``judge_seeds_below`` (the source's best configs come out in reverse order)
+  condemns it at once, and after ``judge_after`` results, where it must reach
+  ``misleading_below``. A misleading source is dropped and the search goes on cold
+  (``fell_back``): ``fallback_random`` random configs of the cold search's own start, then
+  the model of the results measured since (those the source chose are still results: the
+  best of them stays the best until beaten, but they would hold the search where the
+  source pointed).
 
 The settings were chosen on five recorded datasets (docs/benchmarks.md); each choice was
-the same with any one of the five left out.
+the same with any one of the five left out. The judgement's thresholds were read off the
+correlations on the 14 pairs of recorded GPUs, and measured there (docs/benchmarks.md, "A
+misleading source dropped", which lists the alternatives tried).
 """
 
 from __future__ import annotations
@@ -83,6 +95,10 @@ class SurrogateSettings:
     warm_explore: float = 1.0  # share of a warm search's global steps that ignore the prior ...
     explore_after: int = 20  # ... once it has this many results
     prior_switches: bool = True  # each source also as a component without its switches (transfer.TransferMean)
+    judge_seeds_below: float = -0.5  # the seeds measured: misleading at a rank correlation this low
+    judge_after: int = 10  # results after which the source is judged again (0: never judged) ...
+    misleading_below: float = 0.1  # ... misleading when no component's rank correlation reaches this
+    fallback_random: int = 5  # random configs (the cold search's own start) after a fallback
 
 
 class SurrogateStrategy(Strategy):
@@ -109,7 +125,11 @@ class SurrogateStrategy(Strategy):
         self._locals = 0
         self._carry = self._ix.positions([])
         self._warm = self._ix.sample_positions(self._rng, settings.initial, set())
+        self._cold_start = self._warm  # a cold search's random start, what a fallback starts from
         self._initial = settings.initial
+        self.fell_back = False  # the source was judged misleading: the search went on cold
+        self.judged: tuple[int, float] | None = None  # (results, rank correlation) of the last judgement
+        self._fell_at = 0  # the results told before the fallback
         self.prior = prior if prior else None
         switches = set(switch_names(self._ix.params)) if self.prior is not None else set()
         self._switch_cols = [j for j, p in enumerate(self._ix.params) if p.name in switches]
@@ -126,6 +146,18 @@ class SurrogateStrategy(Strategy):
             rest = self._ix.sample_positions(self._rng, settings.warm_random, set(map(int, seeded)))
             self._warm = np.concatenate([seeded, rest]).astype(self._ix.pos_dtype)
             self._initial = len(self._warm)
+        # when the source is judged (results told, the least rank correlation it may have)
+        self._checks = [] if self.prior is None or not settings.judge_after else \
+            sorted([(len(seeds), settings.judge_seeds_below)] * bool(seeds)
+                   + [(settings.judge_after, settings.misleading_below)])
+
+    @property
+    def warm_dropped(self) -> str | None:
+        if not self.fell_back:
+            return None
+        n, rho = self.judged
+        return (f"the sources misled the search: what they say ranks the first {n} results with a rank "
+                f"correlation of {rho:.2f}; it went on cold")
 
     # -- the ask/tell plumbing ----------------------------------------------------
 
@@ -159,20 +191,25 @@ class SurrogateStrategy(Strategy):
 
     def _next(self) -> int:
         s = self.settings
-        values = np.array(self._values)
+        since = self._fell_at if self.fell_back else 0
+        values = np.array(self._values[since:])
         ok = ~np.isnan(values)
         started = len(self._told) + len(self._pending)
         if started < self._initial or ok.sum() < 2:
             return self._random()
-        told = self._ix.positions(self._told)
+        told = self._ix.positions(self._told[since:])
         if len(told) > s.max_points:
             # A GP costs O(n^3): past a few hundred results keep the best half and a spread
             # of the rest, which is what the next proposals depend on.
             keep = _subset(values, s.max_points)
             told, values, ok = told[keep], values[keep], ok[keep]
+        if self._checks and len(self._told) >= self._checks[0][0] and self._transfer_ready(values[ok]):
+            self._judge(told[ok], values[ok], self._checks.pop(0)[1])
+            if self.fell_back:
+                return self._next()
         x_ok = self._features(told[ok])
         base = None
-        if self.prior is not None and self._transfer_ready(values[ok]):
+        if self.prior is not None and not self.fell_back and self._transfer_ready(values[ok]):
             y_ok, base = self._transfer_fit(told[ok], values[ok])
         else:
             y_ok = self._transform(values[ok])
@@ -244,6 +281,25 @@ class SurrogateStrategy(Strategy):
         return (y - y.mean()) / (y.std() + 1e-12)
 
     # -- warm start: the sources' results as the prior mean of the model -----------------
+
+    def _judge(self, positions: np.ndarray, values: np.ndarray, least: float) -> None:
+        """Judge the source by its components' rank correlation with the target's results
+        (the best component's); below ``least`` it is dropped: the search goes on cold, from
+        the cold start's random configs (``fallback_random`` of them), then the model of the
+        results measured since."""
+        from ..warm.transfer import rank_correlation
+
+        p = self._prior_at(positions)
+        rho = max((rank_correlation(p[:, k], values) for k in range(p.shape[1])), default=0.0)
+        self.judged = (len(self._told), rho)
+        if rho >= least:
+            return
+        self.fell_back, self._checks = True, []
+        self._fell_at = len(self._told)
+        started = len(self._told) + len(self._pending)
+        self._warm = self._free(self._ix.positions(self._cold_start))[: self.settings.fallback_random]
+        self._initial = started + len(self._warm)
+        self._fitted_at = -1  # the model is of another kind now: fitted afresh
 
     def _explore_turn(self) -> bool:
         """Whether this global step of a warm search is one that ignores the prior."""

@@ -32,7 +32,7 @@ from typing import Callable
 
 from .. import version
 from ..errors import EnvironmentProblem, Interrupted, KsweepError, StoreError
-from ..observer import METHODS, NullObserver, Observer, lacking, warm_started
+from ..observer import METHODS, NullObserver, Observer, lacking, warm_dropped, warm_started
 from ..result import Result
 from ..run.base import Executor
 from ..run.environment import missing_programs
@@ -91,6 +91,7 @@ class Sweep:
         self.context = SweepContext(spec, self.mode, store, executor, options, self.observer, self.summary, self.record)
         self._swept: list[tuple[str, str]] = []  # (variant, shape) searched by this run, in order
         self.priors: dict[tuple[str, str], tuple[str, ...]] = {}  # (variant, shape) -> its sources' labels
+        self.warm_dropped: dict[tuple[str, str], str] = {}  # (variant, shape) -> why its search went on cold
 
     def _default_strategy(self, name: str, space, seed: int, max_evals: int | None, prior=None):
         o = self.options
@@ -207,6 +208,7 @@ class Sweep:
         began = time.monotonic()  # the hardening's budget is a share of this shape × variant's time
         space = Space.from_spec(self.spec, shape.name, variant.name)
         self.store.set_meta(f"params:{variant.name}:{shape.name}", list(space.names))
+        self.store.set_shape_sizes(shape.name, shape.defines, shape.args)
         factory = JobFactory(self.spec, shape, variant, space, self.mode)
         if self.options.record_pruned and space.raw_size <= PRUNED_RECORD_LIMIT:
             pruned = resume.record_pruned(self.store, space, variant.name, shape.name)
@@ -282,6 +284,10 @@ class Sweep:
         target.standing = standing
         ReferencePhase(self.context, target, variant.name, shape.name).run()
         target.loop()
+        dropped = getattr(strategy, "warm_dropped", None) if prior is not None else None
+        if dropped:
+            self.warm_dropped[(variant.name, shape.name)] = dropped
+            warm_dropped(self.observer, variant.name, shape.name, dropped)
         return target
 
     def _window(self, variant: str, shape: str) -> int:

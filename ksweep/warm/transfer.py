@@ -115,3 +115,25 @@ class TransferMean:
                     part = missing[k:k + CHUNK]
                     out[part] = gp.predict(featurize(sub[part]))[0] * scale
         return out
+
+
+def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rank correlation of two samples (tied values share their mean rank); 0.0
+    where either is constant or fewer than three pairs are finite."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    ok = np.isfinite(a) & np.isfinite(b)
+    if ok.sum() < 3:
+        return 0.0
+    ra, rb = _ranks(a[ok]), _ranks(b[ok])
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    scale = float(np.sqrt((ra ** 2).sum() * (rb ** 2).sum()))
+    return float((ra * rb).sum() / scale) if scale > 0 else 0.0
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    order = np.argsort(x, kind="stable")
+    ranks = np.empty(len(x))
+    ranks[order] = np.arange(len(x), dtype=float)
+    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    sums = np.bincount(inverse.reshape(-1), weights=ranks)
+    return (sums / counts)[inverse.reshape(-1)]

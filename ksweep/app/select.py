@@ -1,0 +1,99 @@
+"""``ksweep select DB --size N=3000``: the config the shipped size selector picks for sizes
+never tuned (export/selector.py: the nearest tuned shape in log-size space, per GPU model,
+with a fallback by architecture), the rule that chose it, and whether the sizes lie outside
+the tuned range. ``--validate`` measures it (app/validate.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ..errors import KsweepError
+from ..export.formats import selector_of
+from ..export.selection import select as selection_of
+from ..export.selector import Choice, Selector
+from ..export.sizes import completed, parse_sizes, text as sizes_text
+from ..gpu.models import compute_capability, parse_arch
+from ..store.sqlite import Store
+from ..store.standings import by_gpu_model
+from .export import shape_sizes
+from .report import load_all
+
+
+__all__ = ["Selected", "choose", "select", "selector", "sizes_text"]
+
+
+@dataclass(frozen=True)
+class Selected:
+    sizes: dict[str, float]  # every size of the selector, as asked (and those taken as tuned)
+    choice: Choice
+    gpu: str | None  # the GPU model asked for, as the selector was given it
+    arch: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.choice.entry.result.params)
+
+    def as_json(self) -> dict:
+        e = self.choice.entry
+        return {"sizes": self.sizes, "config": self.params, "variant": e.variant, "shape": e.shape,
+                "gpu": e.gpu, "value_at_shape": e.value, "loss_at_shape": e.loss, "distance": self.choice.distance,
+                "rule": self.choice.rule, "extrapolated": list(self.choice.extrapolated), "notes": self.notes}
+
+
+def selector(db: str, *, cover: float | None = None, robust: bool = False) -> tuple[Selector, list[str]]:
+    """The size selector an export of ``db`` ships (the same options: ``cover``, ``robust``)."""
+    standings, _, _ = load_all(db)
+    with Store(db, create=False) as store:
+        stored = shape_sizes(store)
+        models = by_gpu_model(store)
+    sel = selection_of(standings, cover_pct=cover, robust=robust, models=models)
+    found, why = selector_of(sel, stored)
+    if found is None:
+        raise KsweepError(why.replace("no size selector: ", f"{db}: no size selector: ", 1))
+    return found, list(sel.notes)
+
+
+def gpu_of(chosen: Selector, gpu: str | None, arch: str | None) -> tuple[str | None, int, list[str]]:
+    """The GPU model as the selector takes it (a tuned model's whole name where ``gpu`` names
+    one, exactly or as a part of it), its architecture (``arch``: sm_90, 90 or 9.0; else the
+    name's, where ksweep knows it; 0: not known), and notes."""
+    notes = []
+    cc = 0
+    if arch is not None:
+        cc = parse_arch(arch) or 0
+        if not cc:
+            raise KsweepError(f"--arch {arch}: give a compute capability: sm_90, 90 or 9.0")
+    if gpu is None:
+        return None, cc, notes
+    models = [m for m in chosen.models if m is not None]
+    if gpu not in models:
+        hits = [m for m in models if gpu.lower() in m.lower()]
+        if len(hits) > 1:
+            raise KsweepError(f"--gpu {gpu!r} matches {len(hits)} tuned GPU models ({', '.join(map(repr, hits))}): "
+                              f"give more of the name")
+        if hits:
+            gpu = hits[0]
+        elif not cc:
+            cc = compute_capability(gpu) or 0
+            if cc:
+                notes.append(f"{gpu} was not tuned on: its architecture taken as sm_{cc}")
+    return gpu, cc, notes
+
+
+def select(db: str, sizes: Sequence[str], *, gpu: str | None = None, arch: str | None = None,
+           variant: str | None = None, cover: float | None = None, robust: bool = False) -> Selected:
+    """The selector's config for ``sizes`` (``NAME=VALUE`` words)."""
+    chosen, notes = selector(db, cover=cover, robust=robust)
+    return choose(chosen, parse_sizes(sizes), gpu=gpu, arch=arch, variant=variant, notes=notes)
+
+
+def choose(chosen: Selector, asked: dict[str, float], *, gpu: str | None = None, arch: str | None = None,
+           variant: str | None = None, notes: Sequence[str] = ()) -> Selected:
+    if not asked:
+        raise KsweepError(f"give the sizes: --size NAME=VALUE for each of {', '.join(chosen.sizes.names)}")
+    full, more = completed(asked, chosen.sizes)
+    model, cc, said = gpu_of(chosen, gpu, arch)
+    return Selected(full, chosen.choose(full, gpu=model, arch=cc, variant=variant), model, cc,
+                    [*notes, *more, *said])
