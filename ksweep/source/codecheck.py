@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,12 +95,17 @@ def check(path: str | Path, before: str, after: str, command: Sequence[str], *, 
             # the two builds at once: a large kernel takes nvcc minutes
             builds = ProcessRegistry()
             with ThreadPoolExecutor(2) as pool:
+                futures = [pool.submit(_build, command, where, c, o, cwd, env, timeout, builds)
+                           for c, o in zip(copies, outputs)]
                 try:
-                    first, second = pool.map(lambda c, o: _build(command, where, c, o, cwd, env, timeout, builds),
-                                             copies, outputs)
+                    # waited for in short sleeps: Ctrl-C or SIGTERM then lands in a sleep, never
+                    # inside the futures' own locks, which the build threads still need
+                    while not all(f.done() for f in futures):
+                        time.sleep(0.05)
                 except BaseException:  # Ctrl-C, SIGTERM: the compilers are stopped, then the copies removed
                     builds.kill_all(reap=False)
                     raise
+                first, second = (f.result() for f in futures)
         finally:
             for copy in copies:
                 copy.unlink(missing_ok=True)
