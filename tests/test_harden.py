@@ -100,13 +100,13 @@ def test_a_finding_makes_the_fastest_config_unsafe_and_never_best(tmp_path, fake
 def test_without_compute_sanitizer_the_sweep_says_so_and_ksweep_harden_does_it_later(tmp_path, monkeypatch):
     from ksweep.run import sanitize
 
-    from ksweep.spec.model import Spec
+    from ksweep.run import environment
 
     real = sanitize.find
     monkeypatch.setattr(sanitize, "find", lambda given=None: None)
-    monkeypatch.setattr(Spec, "builds_cuda", lambda spec: True)  # the C program stands for a CUDA one
+    monkeypatch.setattr(environment, "needs_gpu", lambda spec: True)  # the C program stands for a CUDA one
     path = spec(tmp_path, FAULTY_FASTEST, "[harden]\ntools = [\"memcheck\", \"racecheck\"]")
-    done = ksweep_cli("run", path, "-q", "--confirm", "3,1,all", cwd=tmp_path)
+    done = ksweep_cli("run", path, "-q", "--confirm", "3,1,all", "--no-gpu-check", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("compute-sanitizer was not found") == 1
     assert "ksweep: warning: compute-sanitizer was not found" in done.stderr and "--no-harden" in done.stderr
@@ -134,6 +134,7 @@ def test_without_compute_sanitizer_the_sweep_says_so_and_ksweep_harden_does_it_l
 def test_a_program_built_without_cuda_is_not_hardened_and_no_warning_says_so(tmp_path, monkeypatch):
     """The CPU example: no compute-sanitizer on the host is no news for a program gcc built."""
     from ksweep.run import sanitize
+    from ksweep.run.environment import needs_gpu
     from ksweep.spec.load import load_spec
 
     monkeypatch.setattr(sanitize, "find", lambda given=None: None)
@@ -141,10 +142,11 @@ def test_a_program_built_without_cuda_is_not_hardened_and_no_warning_says_so(tmp
     done = ksweep_cli("run", path, "-q", "--confirm", "3,1,all", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "compute-sanitizer" not in done.stderr + done.stdout and "harden:" not in done.stdout
-    assert not load_spec(path).builds_cuda()
-    cuda = path.read_text().replace('"gcc", "-O0"', '"nvcc", "-O3"')
+    assert not needs_gpu(load_spec(path))
+    (tmp_path / "k.cu").write_text("__global__ void k(float *x) { x[0] = 1; }\n")
+    cuda = path.read_text().replace('"gcc", "-O0"', '"nvcc", "-O3"').replace("harden.c", "k.cu")
     (tmp_path / "cu.toml").write_text(cuda)
-    assert load_spec(tmp_path / "cu.toml").builds_cuda()
+    assert needs_gpu(load_spec(tmp_path / "cu.toml"))  # the mode's own rule: the runs need a GPU
 
 
 def test_export_refuses_a_config_whose_hardening_did_not_finish(tmp_path, fake_sanitizer):

@@ -362,19 +362,6 @@ class Spec:
     def label(self) -> str:
         return str(self.path.name) if self.path else "<spec>"
 
-    def builds_cuda(self) -> bool:
-        """Whether its programs hold CUDA code: kernel mode, a ``.cu`` source, or nvcc in a
-        build command (the configs', the harness's or a variant's)."""
-        if self.kernel is not None:
-            return True
-        sources = [*self.build.sources, *(s for v in self.variants for s in (v.sources or ()))]
-        commands = [self.build.command, *(v.build_command for v in self.variants if v.build_command)]
-        if self.build.harness is not None:
-            commands.append(self.build.harness.command)
-            sources += self.build.harness.sources or ()
-        return (any(str(s).lower().endswith((".cu", ".cuh")) for s in sources)
-                or any(c and "nvcc" in Path(str(c[0])).name for c in commands))
-
     def objective_list(self) -> tuple[Objective, ...]:
         """Every objective, the ranking one first (one, unless a multi-objective sweep)."""
         return self.objectives or (self.objective,)

@@ -225,7 +225,7 @@ class HardeningPhase:
                                     f"workers): run ksweep harden on the database where the GPU is")
             return
         exe = sanitize.find()
-        if exe is None and not spec.builds_cuda():
+        if exe is None and not sweep.mode.needs_gpu(spec):
             return  # a program built without nvcc (the CPU example): nothing compute-sanitizer would check
         if exe is None and sanitize.HINT not in summary.notes:
             summary.notes.append(sanitize.HINT)
