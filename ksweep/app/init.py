@@ -12,13 +12,10 @@ from ..source.starter import starter_spec
 from .outputs import Output, checked_output
 
 
-def starter(file: str | Path, output: str | Path | None = None, force: bool = False) -> str:
+def starter(file: str | Path, output: str | Path | None = None) -> str:
     """The starting spec of the source ``file``, its sources named relative to where it will be
-    written (``output``, else the current folder); an existing ``output`` is refused unless
-    ``force``, and the source itself always."""
+    written (``output``, else the current folder; check it first with ``spec_output``)."""
     source = Path(file)
-    if output:
-        spec_output(source, output, force=force)
     text = read_source(source)
     out = Path(output) if output else None
     folder = (out.parent if out is not None else Path.cwd()).resolve()
@@ -31,9 +28,3 @@ def starter(file: str | Path, output: str | Path | None = None, force: bool = Fa
 def spec_output(file: str | Path, output: str | Path, *, force: bool = False) -> Output:
     """Where ``init`` writes the spec of ``file``, checked: never the source being read."""
     return checked_output(output, force=force, reads=[file])
-
-
-def write(path: str | Path, spec: str, *, force: bool = False, source: str | Path | None = None) -> Path:
-    """Write the spec (its line endings as they are) at once; the path checked as
-    ``spec_output`` checks it."""
-    return checked_output(path, force=force, reads=[source] if source else []).write(spec)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-from ..app.init import starter, write
+from ..app.init import spec_output, starter
 
 
 def add_parser(sub) -> None:
@@ -18,11 +17,11 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    spec = starter(args.file, args.output, force=args.force)
-    out = Path(args.output) if args.output else None
+    # the output checked before the source is read: an existing file only with --force, never the source
+    out = spec_output(args.file, args.output, force=args.force) if args.output else None
+    spec = starter(args.file, args.output)
     if out is None:
         sys.stdout.write(spec)
     else:
-        write(out, spec, force=args.force, source=args.file)
-        print(f"ksweep: wrote {out}: check its values, then ksweep plan {out}", file=sys.stderr)
+        print(f"ksweep: wrote {out.write(spec)}: check its values, then ksweep plan {out.path}", file=sys.stderr)
     return 0
