@@ -163,6 +163,20 @@ def test_block_size_names_strategy_and_a_function_restriction(here):
     assert env["compiler_options"] == ["-use_fast_math"]
 
 
+def _refused(here, keywords) -> str:
+    """The one line a matmul call with ``keywords`` changed is refused with; nothing was built
+    or written before it."""
+    call = {"kernel_name": "matmul_kernel", "kernel_source": "kt_examples.cu", "problem_size": (32, 32),
+            "arguments": [np.zeros(4, np.float32)] * 3, "tune_params": {"block_size_x": [16]}}
+    call.update(keywords)
+    with pytest.raises(KtUnsupported) as caught:
+        kt(**call)
+    text = str(caught.value)
+    assert "\n" not in text, text
+    assert not (here / ".ksweep").exists()  # refused before anything was built or written
+    return text
+
+
 @pytest.mark.parametrize("keywords, message", [
     ({"lang": "OpenCL"}, "lang='OpenCL': ksweep tunes CUDA kernels only"),
     ({"texmem_args": {"t": np.zeros(4)}}, "texmem_args: textures are not supported"),
@@ -209,14 +223,7 @@ def test_block_size_names_strategy_and_a_function_restriction(here):
     ({"seed": 2**32}, "seed 4294967296: give a whole number of at least 0 and at most 4294967295"),
 ])
 def test_what_cannot_be_honoured_is_one_line(here, keywords, message):
-    call = {"kernel_name": "matmul_kernel", "kernel_source": "kt_examples.cu", "problem_size": (32, 32),
-            "arguments": [np.zeros(4, np.float32)] * 3, "tune_params": {"block_size_x": [16]}}
-    call.update(keywords)
-    with pytest.raises(KtUnsupported) as caught:
-        kt(**call)
-    text = str(caught.value)
-    assert text.startswith(message) and "\n" not in text
-    assert not (here / ".ksweep").exists()  # refused before anything was built or written
+    assert _refused(here, keywords).startswith(message)
 
 
 @pytest.mark.parametrize("keywords, message", [
@@ -255,14 +262,8 @@ def test_bad_inputs_are_one_line_before_anything_is_built_or_written(here, keywo
     (here / "sub").mkdir()
     (here / "empty.cu").write_text("")
     (here / "latin1.cu").write_bytes("// \u00e9t\u00e9\n".encode("latin-1") + (here / "kt_examples.cu").read_bytes())
-    call = {"kernel_name": "matmul_kernel", "kernel_source": "kt_examples.cu", "problem_size": (32, 32),
-            "arguments": [np.zeros(4, np.float32)] * 3, "tune_params": {"block_size_x": [16]}}
-    call.update(keywords)
-    with pytest.raises(KtUnsupported) as caught:
-        kt(**call)
-    text = str(caught.value)
-    assert text.startswith(message.format(here=here)) and "\n" not in text, text
-    assert not (here / ".ksweep").exists()
+    text = _refused(here, keywords)
+    assert text.startswith(message.format(here=here)), text
 
 
 def test_a_cache_in_a_folder_that_cannot_be_written_is_refused(here, monkeypatch):
