@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import tempfile
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
@@ -40,7 +40,6 @@ class Output:
 
     path: Path
     option: str = "-o"
-    protect: tuple[Path, ...] = field(default=(), repr=False)
 
     def write(self, data: str | bytes) -> Path:
         """Write ``data`` (text as UTF-8) at once: a temporary file beside the target, renamed
@@ -101,7 +100,7 @@ def output_file(path: str | os.PathLike, *, option: str = "-o", force: bool = Fa
                           "folder you can write")
     if path.exists():
         _check_replaceable(path, said, force, [Path(p) for p in protect])
-    return Output(path, option, tuple(Path(p) for p in protect))
+    return Output(path, option)
 
 
 def _check_replaceable(path: Path, said: str, force: bool, protect: list[Path]) -> None:
