@@ -17,9 +17,8 @@ from ..status import Status
 from ..store.sqlite import Store
 from ..strategies.effort import EFFORTS, Effort, choose
 from ..sweep.options import SweepOptions
-from ..sweep.local import make_builder
+from ..sweep.local import cache_dir_of, make_builder
 from ..verify.confirm import Confirmation
-from ..workspace import workspace
 from .wiring import cache_folder, database, mode_for
 
 __all__ = ["EFFORTS", "Estimate", "cached_sample_builds", "estimate", "measured_cost", "preset", "sample_builds"]
@@ -113,8 +112,8 @@ def sample_builds(spec: Spec, count: int, seed: int = 0, cache: str | Path | Non
     """Build ``count`` random valid configs of the spec's first shape × variant that has any
     (through the build cache, so the sweep reuses them) and return each one's build wall
     seconds (for a config the cache already held, what its build took when it was made)."""
-    folder = Path(cache) if cache else workspace(spec) / "cache"
-    writable_folder(folder, why="plan --estimate keeps its sample builds in the build cache, for the sweep to reuse",
+    writable_folder(cache_dir_of(spec, cache),
+                    why="plan --estimate keeps its sample builds in the build cache, for the sweep to reuse",
                     fix="give --cache (or --db) in a folder you can write")
     builder = make_builder(spec, cache and Path(cache))
     seconds = []
@@ -130,7 +129,7 @@ def cached_sample_builds(spec: Spec, cache: str | Path | None = None, most: int 
     """The build seconds of ``plan --estimate``'s sample configs that the build cache holds
     (the same configs: the same seed), building nothing: ``run --effort`` estimates from them
     when its database has no build time yet."""
-    if not (Path(cache) if cache else workspace(spec) / "cache").is_dir():
+    if not cache_dir_of(spec, cache).is_dir():
         return []  # no cache yet: nothing to read (and nothing made here)
     builder = make_builder(spec, cache and Path(cache))
     seconds = []

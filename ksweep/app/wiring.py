@@ -16,7 +16,7 @@ from ..run.gpus import Gpu, detect_gpus, select_gpus
 from ..run.modes import Mode, program_mode
 from ..spec.load import load_spec
 from ..spec.model import Spec
-from ..sweep.local import build_rules, default_db_path, make_builder, scratch_dir
+from ..sweep.local import build_rules, cache_dir_of, default_db_path, make_builder, scratch_dir
 from ..workspace import workspace
 
 __all__ = ["cache_folder", "check_sweep_folders", "database", "load_spec", "make_dask_executor", "make_executor", "mode_for"]
@@ -63,7 +63,7 @@ def make_dask_executor(spec: Spec, cluster: str, *, gpus: list[int] | None = Non
         else:
             chosen = select_gpus(detect_gpus(), gpus)
         return dask_executor.start_local(
-            chosen, rules, shared_cache=shared_cache or workspace(spec) / "cache",
+            chosen, rules, shared_cache=shared_cache or cache_dir_of(spec),
             build_threads=jobs or spec.build.jobs or os.cpu_count(), start_gap=gap,
         )
     if gpus is not None or fake_gpus:
@@ -87,7 +87,7 @@ def check_sweep_folders(spec: Spec, db: str | Path | None = None, cache: str | P
     path = database(spec, db)
     writable_folder(path.parent, why=f"the results database {path.name} is kept there",
                     fix="give --db in a folder you can write")
-    writable_folder(Path(cache) if cache else workspace(spec) / "cache", why="the build cache is kept there",
+    writable_folder(cache_dir_of(spec, cache), why="the build cache is kept there",
                     fix="give --cache (or --db: the cache goes beside it) in a folder you can write")
     writable_folder(workspace(spec), why="the runs' scratch files are kept in .ksweep/ beside the spec",
                     fix="copy the spec and its sources to a folder you can write")

@@ -20,7 +20,7 @@ from ..store.sqlite import Store
 from ..workspace import ensure, workspace
 from .driver import Summary, Sweep, SweepOptions
 
-__all__ = ["build_rules", "check_sources_exist", "default_db_path", "make_builder", "run_with", "scratch_dir",
+__all__ = ["build_rules", "cache_dir_of", "check_sources_exist", "default_db_path", "make_builder", "run_with", "scratch_dir",
            "workspace"]
 
 
@@ -33,8 +33,13 @@ def build_rules(spec: Spec) -> BuildRules:
     return BuildRules.of(spec)
 
 
+def cache_dir_of(spec: Spec, cache_dir: str | Path | None = None) -> Path:
+    """The build cache's folder: ``cache_dir`` when given, else ``.ksweep/cache`` beside the spec."""
+    return Path(cache_dir) if cache_dir else workspace(spec) / "cache"
+
+
 def make_builder(spec: Spec, cache_dir: Path | None = None) -> Builder:
-    cache = BuildCache(cache_dir or workspace(spec) / "cache")
+    cache = BuildCache(cache_dir_of(spec, cache_dir))
     cache.clean_leftovers()  # scratch folders of builds killed mid-way
     return Builder(cache, build_rules(spec))
 
