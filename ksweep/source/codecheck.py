@@ -123,15 +123,17 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def _copy_prefix(path: Path, pid: int | str) -> str:
-    return f".{path.stem}.ksweep-{pid}-"
+def _copy_prefix(path: Path, pid: int | str = "") -> str:
+    """The start of the name of a copy of ``path`` that the check of process ``pid`` makes
+    (without ``pid``: what every copy's name starts with, its pid next)."""
+    return f".{path.stem}.ksweep-" + (f"{pid}-" if pid != "" else "")
 
 
 def _remove_stale_copies(path: Path) -> None:
     """The copies beside ``path`` of a check whose process is gone (killed before it could
     remove them: SIGKILL, a machine reset) are removed; each copy's name holds its pid."""
     for copy in path.parent.glob(f"{_copy_prefix(path, '*')}*{path.suffix}"):
-        pid = copy.name[len(f".{path.stem}.ksweep-"):].split("-", 1)[0]
+        pid = copy.name[len(_copy_prefix(path)):].split("-", 1)[0]
         if pid.isdigit() and not pid_alive(int(pid)):
             copy.unlink(missing_ok=True)
 
