@@ -177,6 +177,8 @@ def test_a_kernel_mode_sweep_hardens_its_leaders_and_checks_an_edge_size(tmp_pat
     bin_dir.mkdir()
     (bin_dir / "compute-sanitizer").symlink_to(PROGRAMS / "fake_compute_sanitizer.py")
     monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
+    log = tmp_path / "sanitizer.log"
+    monkeypatch.setenv("FAKE_SANITIZER_LOG", str(log))
     (tmp_path / "vadd_args.py").write_text((KERNELS / "vadd_args.py").read_text())
     (tmp_path / "vadd.cu").write_text("// the stand-in backend runs fake_harden.py's vadd\n")
     (tmp_path / "k.toml").write_text(f"""
@@ -225,3 +227,5 @@ edge = {{ N = 4099 }}
         "sanitizer": "clean", "inputs": "passed", "edge": "passed", "determinism": "deterministic"}
     assert summary.hardened == ["s/base: hardened 2 leader(s) (racecheck): 1 UNSAFE, 1 clean; first finding: "
                                 + fast.message]
+    # the tool checks the config's own kernel only, its first launch (not the reference's nor ksweep's)
+    assert log.read_text().split("\n")[:-1] == ["racecheck racecheck kne=vadd:1"] * 2

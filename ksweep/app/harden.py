@@ -16,7 +16,7 @@ from ..run import sanitize
 from ..run.base import Here
 from ..status import Status
 from ..store.sqlite import Store
-from ..sweep.hardening import Hardened, determinism, harden_config, leaders, record, tool_timeout
+from ..sweep.hardening import Hardened, determinism, harden_config, jobs_of, leaders, record, tool_timeout
 from ..sweep.local import scratch_dir
 from .target import build_config, open_target
 from .wiring import mode_for
@@ -82,7 +82,8 @@ def harden(db: str, *, spec_path: str | None = None, shape: str | None = None, v
                     reference = (ref_job, ref_built) if ref_built.status is Status.OK else None
             hardened = harden_config(spec, mode, job, built, here, exe=exe, tools=spec.harden.tools,
                                      timeout=tool_timeout(spec, result), reference=reference,
-                                     harness=harness.binary if harness is not None else None)
+                                     harness=harness.binary if harness is not None else None,
+                                     jobs=jobs_of(spec))
             with Store(t.db, create=False) as store:
                 status = record(store, result, hardened)
             done = _said(sh, va, params, hardened, status)

@@ -6,6 +6,11 @@ another's. The program is the config's own (program mode: its run command; kerne
 checked launch in a fresh process, ``kernel/harden_one.py``), run with ``KSWEEP_SANITIZER``
 set to the tool's name, which ``ksweep.h`` reads to skip its timing loop (a sanitizer slows
 a kernel 10-100 times). What the tool said is read back by ``verify/sanitizer.py``.
+
+Where the build names the config's own kernels (ptxas's entry functions, chosen by ``[build]
+kernels``), the tool checks only those, and only their first launches: the rest of the
+program (a cuBLAS reference, the harness's fill and compare kernels, a hand-written timing
+loop's further launches) runs unchecked, at close to its own speed.
 """
 
 from __future__ import annotations
@@ -41,18 +46,34 @@ def find(given: str | None = None) -> str | None:
     return None
 
 
-def tool_argv(exe: str, tool: str, program: Sequence[str]) -> list[str]:
+def own_kernels(build) -> tuple[str, ...]:
+    """The mangled names of the kernels a config's build compiled and ``[build] kernels``
+    judges (ptxas's entry functions); () when the build named none (no ``-Xptxas -v``, a gcc
+    build) or a name the tool's filter cannot carry: the tool then checks every kernel."""
+    names = tuple(dict.fromkeys(k.name for k in build.report.kernels if k.judged and k.name))
+    if any(not n or "," in n or "=" in n or n != n.strip() for n in names):
+        return ()
+    return names
+
+
+def tool_argv(exe: str, tool: str, program: Sequence[str], kernels: Sequence[str] = ()) -> list[str]:
     """The command line of one tool's run: every process the program starts is checked (a
     run command through ``sh -c`` too), host backtraces left out (the finding, its kernel and
-    line are what the verdict says)."""
+    line are what the verdict says). ``kernels``: the only kernels checked (their mangled
+    names), each once: the first ``len(kernels)`` launches of them."""
+    only: list[str] = []
+    if kernels:
+        for name in kernels:
+            only += ["--kernel-name", f"kne={name}"]
+        only += ["--launch-count", str(len(kernels))]
     return [exe, "--tool", tool, "--target-processes", "all", "--show-backtrace", "device",
-            "--print-limit", "100", *program]
+            "--print-limit", "100", *only, *program]
 
 
 def run_tool(exe: str, tool: str, program: Sequence[str], *, env: Mapping[str, str], timeout: float,
-             cwd: Path, registry: ProcessRegistry | None = None) -> ToolRun | None:
+             cwd: Path, registry: ProcessRegistry | None = None, kernels: Sequence[str] = ()) -> ToolRun | None:
     """One tool's run of ``program`` in the folder ``cwd``, read back; None when Ctrl-C stopped it."""
-    out = run_process(tool_argv(exe, tool, program), cwd=cwd, timeout=timeout, env={**env, ENV: tool},
+    out = run_process(tool_argv(exe, tool, program, kernels), cwd=cwd, timeout=timeout, env={**env, ENV: tool},
                       registry=registry, leftovers=True)
     if out.stopped:
         return None

@@ -10,7 +10,7 @@ from .names import did_you_mean
 
 
 def harden_from_dict(ctx: Ctx, spec: Any) -> Harden:
-    table = ctx.keys(spec, {"enabled", "tools", "timeout", "deterministic", "special", "edge", "budget"}, "harden")
+    table = ctx.keys(spec, {"enabled", "tools", "timeout", "deterministic", "special", "edge", "budget", "jobs"}, "harden")
     default = Harden()
 
     def names(key: str, known: tuple[str, ...], given) -> tuple[str, ...]:
@@ -30,6 +30,7 @@ def harden_from_dict(ctx: Ctx, spec: Any) -> Harden:
         special=names("special", SPECIAL_INPUTS, table["special"]) if "special" in table else default.special,
         edge=_edge(ctx, table.get("edge", {})),
         budget=ctx.number(table["budget"], "harden.budget") if "budget" in table else None,
+        jobs=ctx.integer(table["jobs"], "harden.jobs", minimum=1) if "jobs" in table else None,
     )
 
 

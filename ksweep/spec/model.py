@@ -275,7 +275,8 @@ class Harden:
     (e.g. ``{ N = 4099 }``): the default config and the leaders built for it and checked on it;
     ``budget``: seconds the hardening of a shape × variant may take in a sweep (None: 15% of
     what its search and confirmation took, at least 60 s); what it leaves is hardened by the
-    next run or ``ksweep harden``."""
+    next run or ``ksweep harden``; ``jobs``: sanitizer runs at once, each tool of a leader a
+    process of its own (None: half the host's cores, 1 to 8)."""
 
     enabled: bool = True
     tools: tuple[str, ...] = SANITIZER_TOOLS
@@ -284,6 +285,7 @@ class Harden:
     special: tuple[str, ...] = ("zeros", "ones", "large")
     edge: Mapping[str, Any] = field(default_factory=dict)
     budget: float | None = None  # seconds per shape × variant (None: a share of its sweep's, at least 60 s)
+    jobs: int | None = None  # sanitizer runs at once (None: half the host's cores, 1 to 8)
 
     def __post_init__(self):
         object.__setattr__(self, "edge", _frozen_map(self.edge))

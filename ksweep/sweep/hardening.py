@@ -26,6 +26,7 @@ what needs no tool; ``--no-harden`` (``[harden] enabled = false``) runs no sanit
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -54,6 +55,7 @@ UNCONFIRMED_LEADERS = 5  # without a confirmation, the best this many are harden
 LEAST_TIMEOUT = 120.0  # seconds a tool's run gets at least (100 times the config's measured run otherwise)
 BUDGET_SHARE = 0.15  # the hardening of a shape × variant takes at most this share of its search and confirmation
 LEAST_BUDGET = 60.0  # seconds, whatever the share (a resumed sweep's search takes none)
+MOST_JOBS = 8  # sanitizer runs at once by default (``[harden] jobs``)
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,15 @@ class Hardened:
     tools: Verdict | None = None
     inputs: tuple[str, Status | None, str] | None = None  # verify.sanitizer.inputs_verdict's
     edge: tuple[str, Status | None, str] | None = None  # the same, on the edge size
+
+
+def jobs_of(spec) -> int:
+    """Sanitizer runs at once on the hardening's GPU: ``[harden] jobs``, else half this host's
+    cores, at least 1 and at most 8 (each tool of a leader runs in a process of its own; the
+    leaders are hardened after their timing, so nothing measured shares the GPU with them)."""
+    if spec.harden.jobs is not None:
+        return int(spec.harden.jobs)
+    return max(1, min(MOST_JOBS, (os.cpu_count() or 2) // 2))
 
 
 def budget_of(spec, spent: float) -> float:
@@ -85,11 +96,12 @@ def tool_timeout(spec, result: Result | None) -> float:
 
 def harden_config(spec, mode, job: Job, build: "BuildResult", here: Here, *, exe: str | None,
                   tools: Sequence[str], timeout: float, harness: Path | None = None, reference=None,
-                  deadline: float | None = None) -> Hardened:
+                  deadline: float | None = None, jobs: int = 1) -> Hardened:
     """Run the sanitizers (``exe``: compute-sanitizer, None: none) and the further inputs of one
     built config on ``here``'s GPU; KeyboardInterrupt when Ctrl-C stopped a run. ``deadline``
     (``time.monotonic()``'s): no run goes past it; a tool that would start after it does not
-    run (the verdict is then incomplete)."""
+    run (the verdict is then incomplete). ``jobs``: the tools' runs at once (each a process of
+    its own with its own timeout; nothing is timed while the hardening runs)."""
 
     def left() -> float:
         return timeout if deadline is None else min(timeout, deadline - time.monotonic())
@@ -104,19 +116,23 @@ def harden_config(spec, mode, job: Job, build: "BuildResult", here: Here, *, exe
             if program is None:
                 tools_said = Verdict("incomplete", {}, f"{mode.name} mode: no program a sanitizer can start")
             else:
-                runs = []
-                for tool in tools:
+                kernels = sanitize.own_kernels(build)
+
+                def one(tool: str):
                     if left() < 1.0:
-                        break
-                    run = sanitize.run_tool(exe, tool, program, env=env, timeout=left(), cwd=workdir,
-                                            registry=here.registry)
-                    if run is None:
-                        raise KeyboardInterrupt
-                    runs.append(run)
+                        return "late"
+                    return sanitize.run_tool(exe, tool, program, env=env, timeout=left(), cwd=workdir,
+                                             registry=here.registry, kernels=kernels)
+
+                said = _at_once(one, tools, jobs, here)
+                if any(run is None for run in said):
+                    raise KeyboardInterrupt
+                runs = [run for run in said if run != "late"]
                 tools_said = verdict(runs)
                 if len(runs) < len(tools) and tools_said.verdict != "unsafe":
+                    late = next(t for t, run in zip(tools, said) if run == "late")
                     tools_said = Verdict("incomplete", tools_said.tools,
-                                         f"the hardening's time budget was spent before {tools[len(runs)]} ran")
+                                         f"the hardening's time budget was spent before {late} ran")
         inputs = None
         program = mode.harden_program(spec, job, build, workdir, harness, reference, "inputs")
         if program is not None and left() >= 1.0:
@@ -127,6 +143,25 @@ def harden_config(spec, mode, job: Job, build: "BuildResult", here: Here, *, exe
         return Hardened(tools_said, inputs)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _at_once(fn, items: Sequence, jobs: int, here: Here) -> list:
+    """``fn`` of each item, ``jobs`` at a time (threads; each call runs processes), in the
+    items' order. Ctrl-C while waiting kills what ``here``'s registry runs and is raised."""
+    if jobs <= 1 or len(items) <= 1:
+        return [fn(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(jobs, len(items)), thread_name_prefix="ksweep-harden") as pool:
+        futures = [pool.submit(fn, item) for item in items]
+        try:
+            return [f.result() for f in futures]
+        except KeyboardInterrupt:
+            for f in futures:
+                f.cancel()
+            if here.registry is not None:
+                here.registry.kill_all(reap=False)
+            raise
 
 
 def record(store, result: Result, hardened: Hardened) -> Status | None:
@@ -240,29 +275,45 @@ class HardeningPhase:
         counts: dict[str, int] = {}
         first_finding = ""
         self.deadline = time.monotonic() + self.budget
-        for cid in chosen:
-            result = results[cid]
-            if not needs or done_before(done, result, needs):
-                continue
-            if time.monotonic() >= self.deadline - 1.0:  # left for a resumed run or ksweep harden
-                counts["not reached (time budget)"] = counts.get("not reached (time budget)", 0) + 1
-                continue
+        todo = [cid for cid in chosen if needs and not done_before(done, results[cid], needs)]
+        jobs = jobs_of(spec)
+        per_config = min(jobs, len(spec.harden.tools)) if exe is not None and spec.harden.tools else 1
+        at_once = max(1, jobs // per_config)  # leaders hardened at once, best first
+        for start in range(0, len(todo), at_once):
+            batch = []
+            for cid in todo[start:start + at_once]:
+                if time.monotonic() >= self.deadline - 1.0:  # left for a resumed run or ksweep harden
+                    counts["not reached (time budget)"] = counts.get("not reached (time budget)", 0) + 1
+                else:
+                    batch.append((cid, self._prepare(results[cid])))
             started = time.monotonic()
-            hardened = self._harden(result, here, exe)
-            if edge:
-                hardened = replace(hardened, edge=self._edge(result, here))
+
+            def harden_one(item):
+                cid, prepared = item
+                if isinstance(prepared, Hardened):  # it did not build
+                    return prepared
+                job, build, harness, reference = prepared
+                return harden_config(spec, sweep.mode, job, build, here, exe=exe, tools=spec.harden.tools,
+                                     timeout=tool_timeout(spec, results[cid]), harness=harness,
+                                     reference=reference, deadline=self.deadline, jobs=per_config)
+
+            said = _at_once(harden_one, batch, at_once, here)
+            for (cid, _), hardened in zip(batch, said):
+                result = results[cid]
+                if edge:
+                    hardened = replace(hardened, edge=self._edge(result, here))
+                if hardened.tools is not None and hardened.tools.message.startswith("the hardening's time budget"):
+                    counts["not finished (time budget)"] = counts.get("not finished (time budget)", 0) + 1
+                    continue  # nothing stored: a resumed run or ksweep harden does it
+                status = record(store, result, hardened)
+                said_ = str(status) if status is not None else (hardened.tools.verdict if hardened.tools else "checked")
+                counts[said_] = counts.get(said_, 0) + 1
+                if status is not None:
+                    summary.counts[result.status.value] = summary.counts.get(result.status.value, 1) - 1
+                    summary.counts[status.value] = summary.counts.get(status.value, 0) + 1
+                    first_finding = first_finding or (hardened.tools.message if status is Status.UNSAFE else next(
+                        s[2] for s in (hardened.inputs, hardened.edge) if s is not None and s[1] is not None))
             summary.harden_seconds += time.monotonic() - started
-            if hardened.tools is not None and hardened.tools.message.startswith("the hardening's time budget"):
-                counts["not finished (time budget)"] = counts.get("not finished (time budget)", 0) + 1
-                continue  # nothing stored: a resumed run or ksweep harden does it
-            status = record(store, result, hardened)
-            said = str(status) if status is not None else (hardened.tools.verdict if hardened.tools else "checked")
-            counts[said] = counts.get(said, 0) + 1
-            if status is not None:
-                summary.counts[result.status.value] = summary.counts.get(result.status.value, 1) - 1
-                summary.counts[status.value] = summary.counts.get(status.value, 0) + 1
-                first_finding = first_finding or (hardened.tools.message if status is Status.UNSAFE else next(
-                    s[2] for s in (hardened.inputs, hardened.edge) if s is not None and s[1] is not None))
         left = sum(n for k, n in counts.items() if k.endswith("(time budget)"))
         if counts:
             tools = ", ".join(spec.harden.tools) if exe is not None else "no sanitizer"
@@ -276,7 +327,9 @@ class HardeningPhase:
         elif exe is None:
             summary.hardened.append(f"{where}: not hardened: no compute-sanitizer")
 
-    def _harden(self, result: Result, here: Here, exe: str | None) -> Hardened:
+    def _prepare(self, result: Result):
+        """What hardening ``result``'s config needs, built (here, before its runs start at once):
+        (job, build, harness, reference), or a Hardened saying it did not build."""
         sweep, factory = self.sweep, self.target.factory
         job = factory.make(dict(result.params), phase="harden")
         build = self._build(job)
@@ -293,9 +346,7 @@ class HardeningPhase:
         if job.harness is not None:
             built = self._build(job.harness)
             harness = built.binary if built is not None else None
-        return harden_config(sweep.spec, sweep.mode, job, build, here, exe=exe, tools=sweep.spec.harden.tools,
-                             timeout=tool_timeout(sweep.spec, result), harness=harness, reference=reference,
-                             deadline=self.deadline)
+        return job, build, harness, reference
 
     def _edge(self, result: Result, here: Here) -> tuple[str, Status | None, str]:
         """The config built for the edge size (``[harden] edge``) and checked on its inputs."""

@@ -3,29 +3,47 @@
 given after its options, passes its output on, and reports as the real tool does, from the
 recorded outputs of tests/data/sanitizer: the finding of the tool asked for (--tool) when the
 program printed "planted fault", else a clean summary. Each call appends "<tool> <the
-KSWEEP_SANITIZER the program got>" to $FAKE_SANITIZER_LOG when set."""
+KSWEEP_SANITIZER the program got> <the kernel filter: kne=NAME,... and the launch count, or
+->" to $FAKE_SANITIZER_LOG when set. With $FAKE_SANITIZER_BARRIER ("N FOLDER") a run goes on
+only once N runs have started (each leaves a file in FOLDER), and fails after a minute."""
 
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "sanitizer"
 FOUND = {"memcheck": "memcheck_oob.txt", "racecheck": "racecheck_race.txt", "initcheck": "initcheck_uninit.txt",
          "synccheck": "synccheck_barrier.txt"}
-VALUED = {"--tool", "--target-processes", "--show-backtrace", "--print-limit"}
+VALUED = {"--tool", "--target-processes", "--show-backtrace", "--print-limit", "--kernel-name", "--launch-count"}
 
 
 def main(argv):
-    tool, i = "memcheck", 0
+    tool, i, only, count = "memcheck", 0, [], None
     while i < len(argv) and argv[i].startswith("--"):
         if argv[i] == "--tool":
             tool = argv[i + 1]
+        elif argv[i] == "--kernel-name":
+            only.append(argv[i + 1])
+        elif argv[i] == "--launch-count":
+            count = argv[i + 1]
         i += 2 if argv[i] in VALUED else 1
     program = argv[i:]
     if os.environ.get("FAKE_SANITIZER_LOG"):
         with open(os.environ["FAKE_SANITIZER_LOG"], "a") as log:
-            log.write(f"{tool} {os.environ.get('KSWEEP_SANITIZER', '-')}\n")
+            said = f"{','.join(only)}:{count}" if only else "-"
+            log.write(f"{tool} {os.environ.get('KSWEEP_SANITIZER', '-')} {said}\n")
+    barrier = os.environ.get("FAKE_SANITIZER_BARRIER")  # "N FOLDER": go on once N runs have started
+    if barrier:
+        n, folder = barrier.split(" ", 1)
+        Path(folder, str(os.getpid())).touch()
+        deadline = time.monotonic() + 60
+        while len(os.listdir(folder)) < int(n):
+            if time.monotonic() > deadline:
+                print(f"fake sanitizer: only {len(os.listdir(folder))} of {n} runs started", file=sys.stderr)
+                return 3
+            time.sleep(0.05)
     print("========= COMPUTE-SANITIZER", flush=True)
     done = subprocess.run(program, capture_output=True, text=True)
     sys.stdout.write(done.stdout)
