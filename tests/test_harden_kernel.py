@@ -229,3 +229,22 @@ edge = {{ N = 4099 }}
                                 + fast.message]
     # the tool checks the config's own kernel only, its first launch (not the reference's nor ksweep's)
     assert log.read_text().split("\n")[:-1] == ["racecheck racecheck kne=vadd:1"] * 2
+
+
+def test_initcheck_checks_the_whole_program_the_others_the_configs_kernels():
+    """initcheck follows initialisation through every kernel: a filter would make the inputs a
+    harness kernel wrote look unwritten (every SGEMM leader had "16284 errors")."""
+    from types import SimpleNamespace
+
+    from ksweep.build.ptxas import KernelResources, PtxasReport
+    from ksweep.run.sanitize import own_kernels, tool_argv
+
+    build = SimpleNamespace(report=PtxasReport((KernelResources("_Z4vaddPfi"), KernelResources("fill", judged=False))))
+    kernels = own_kernels(build)
+    assert kernels == ("_Z4vaddPfi",)
+    for tool in ("memcheck", "racecheck", "synccheck"):
+        argv = tool_argv("cs", tool, ["./p"], kernels)
+        assert argv[argv.index("--kernel-name") + 1] == "kne=_Z4vaddPfi" and argv[-3:] == ["--launch-count", "1", "./p"]
+    assert "--kernel-name" not in tool_argv("cs", "initcheck", ["./p"], kernels)
+    assert "--launch-count" not in tool_argv("cs", "initcheck", ["./p"], kernels)
+    assert own_kernels(SimpleNamespace(report=PtxasReport((KernelResources("a,b"),)))) == ()

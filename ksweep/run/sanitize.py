@@ -8,8 +8,8 @@ set to the tool's name, which ``ksweep.h`` reads to skip its timing loop (a sani
 a kernel 10-100 times). What the tool said is read back by ``verify/sanitizer.py``.
 
 Where the build names the config's own kernels (ptxas's entry functions, chosen by ``[build]
-kernels``), the tool checks only those, and only their first launches: the rest of the
-program (a cuBLAS reference, the harness's fill and compare kernels, a hand-written timing
+kernels``), memcheck, racecheck and synccheck check only those, and only their first
+launches (initcheck checks the whole program: see WHOLE_PROGRAM): the rest of the program (a cuBLAS reference, the harness's fill and compare kernels, a hand-written timing
 loop's further launches) runs unchecked, at close to its own speed.
 """
 
@@ -46,6 +46,12 @@ def find(given: str | None = None) -> str | None:
     return None
 
 
+# initcheck follows each byte's initialisation through every kernel and copy of the program: a
+# kernel it does not check (the harness's fill kernel) would leave the inputs it wrote looking
+# unwritten, so it checks the whole program (seen on SGEMM: every leader "16284 errors")
+WHOLE_PROGRAM = frozenset({"initcheck"})
+
+
 def own_kernels(build) -> tuple[str, ...]:
     """The mangled names of the kernels a config's build compiled and ``[build] kernels``
     judges (ptxas's entry functions); () when the build named none (no ``-Xptxas -v``, a gcc
@@ -60,9 +66,10 @@ def tool_argv(exe: str, tool: str, program: Sequence[str], kernels: Sequence[str
     """The command line of one tool's run: every process the program starts is checked (a
     run command through ``sh -c`` too), host backtraces left out (the finding, its kernel and
     line are what the verdict says). ``kernels``: the only kernels checked (their mangled
-    names), each once: the first ``len(kernels)`` launches of them."""
+    names), each once: the first ``len(kernels)`` launches of them; initcheck checks every
+    kernel (WHOLE_PROGRAM)."""
     only: list[str] = []
-    if kernels:
+    if kernels and tool not in WHOLE_PROGRAM:
         for name in kernels:
             only += ["--kernel-name", f"kne={name}"]
         only += ["--launch-count", str(len(kernels))]
