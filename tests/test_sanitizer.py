@@ -70,6 +70,19 @@ def test_a_racecheck_warning_is_said_but_is_no_finding():
     assert outcome(ToolRun("racecheck", r, returncode=0)) == ("clean", "clean (1 warning)")
 
 
+def test_a_host_api_finding_and_the_count_of_errors_not_printed():
+    """Recorded on the H200 (compute-sanitizer 2025.3.1, initcheck limited to one kernel): the
+    finding is a host API access; the second summary line counts the errors it did not print,
+    which are among the 8192, not more of them."""
+    r = read("initcheck_host_api.txt", "initcheck")
+    assert r.errors == 8192
+    first = r.errors_found[0]
+    assert first.kind == "Host API memory access error at host access to 0x7f6e3b000000 of size 262,144 bytes"
+    assert outcome(ToolRun("initcheck", r, returncode=0)) == (
+        "unsafe", "Host API memory access error at host access to 0x7f6e3b000000 of size 262,144 bytes "
+                  "(8192 errors)")
+
+
 def test_initcheck_and_synccheck_findings():
     init = read("initcheck_uninit.txt", "initcheck").errors_found[0]
     assert init.kind == "Uninitialized __global__ memory read of size 4 bytes"

@@ -33,7 +33,8 @@ from ..status import Status
 
 PREFIX = "========="
 
-_SUMMARY = re.compile(r"^ERROR SUMMARY:\s*(\d+)\s+errors?", re.I)
+# "ERROR SUMMARY: 8192 errors", not the line after it, "ERROR SUMMARY: 8187 errors were not printed"
+_SUMMARY = re.compile(r"^ERROR SUMMARY:\s*(\d+)\s+errors?\b(?!\s+were not printed)", re.I)
 _RACE_SUMMARY = re.compile(r"^RACECHECK SUMMARY:\s*(\d+)\s+hazards?\s+displayed\s*"
                           r"(?:\((\d+)\s+errors?,\s*(\d+)\s+warnings?\))?", re.I)
 # what the tool says when it could not check the program at all
@@ -46,7 +47,8 @@ _PROGRAM_FAILED = re.compile(r"^(?:target application returned an error|error: p
 # tool talking: a banner, a summary, advice)
 _FINDING = re.compile(r"^(?:(?:error|warning)\s*:\s*)?(?:invalid |misaligned |out-of-range |uninitialized |program hit |"
                       r"leaked |malloc|free |hardware exception|illegal |warp |lane |device-side assert|cuda api error|"
-                      r"barrier error|race reported|potential (?:raw|war|waw) hazard|divergent |sync error)", re.I)
+                      r"barrier error|race reported|potential (?:raw|war|waw) hazard|divergent |sync error|"
+                      r"host api memory access error)", re.I)
 _THREAD = re.compile(r"by thread \(([\d, ]+)\) in block \(([\d, ]+)\)")
 # the lines that say where: "at k(int *)+0x70 in f.cu:12", racecheck's "... Write access at k(...)",
 # its hazard form's "Read Thread (0,0,0) at 0x38 in f.cu:5:k(int *)"; not "allocation at 0x... of size"
