@@ -28,6 +28,10 @@ class AutoStrategy(Strategy):
     def label(self) -> str:
         return self.chosen
 
+    @property
+    def adaptive(self) -> bool:
+        return self.inner.adaptive
+
     def phase_of(self, config: Mapping[str, Any]) -> str | None:
         return self.inner.phase_of(config)
 

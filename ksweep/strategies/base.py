@@ -72,6 +72,11 @@ class Strategy(abc.ABC):
     """Base of every search strategy. Subclasses implement ``_propose`` and may extend ``tell``."""
 
     name = "base"
+    # whether what it proposes depends on what it is told: a search that does not (grid,
+    # random, a given list) is asked as far ahead as the pipeline keeps configs in flight; one
+    # that does is asked at most the window ahead of what it was told, so that a seeded search
+    # is one sequence of events whatever order its results arrive in
+    adaptive = True
 
     def __init__(self, space: SearchSpace, seed: int = 0):
         self.space = space

@@ -13,6 +13,7 @@ from .base import SearchSpace, Strategy
 
 class GridStrategy(Strategy):
     name = "grid"
+    adaptive = False  # its order is fixed before any result
 
     def __init__(self, space: SearchSpace, seed: int = 0):
         super().__init__(space, seed)

@@ -10,6 +10,7 @@ from .base import SearchSpace, Strategy
 
 class ListedStrategy(Strategy):
     name = "listed"
+    adaptive = False  # its order is fixed before any result
 
     def __init__(self, space: SearchSpace, configs: Sequence[Mapping[str, Any]], seed: int = 0):
         super().__init__(space, seed)

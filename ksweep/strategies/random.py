@@ -14,6 +14,7 @@ PERMUTE_LIMIT = 1 << 22  # shuffle positions up to this many configs; draw and r
 
 class RandomStrategy(Strategy):
     name = "random"
+    adaptive = False  # its order is fixed before any result
 
     def __init__(self, space: SearchSpace, seed: int = 0):
         super().__init__(space, seed)

@@ -35,6 +35,10 @@ class Seeded(Strategy):
     def label(self) -> str:
         return self.inner.label
 
+    @property
+    def adaptive(self) -> bool:  # its seeds are fixed before any result
+        return self.inner.adaptive
+
     def ask(self, n: int = 1) -> list[dict[str, Any]]:
         out = super().ask(n)
         self.exhausted = self.exhausted or (not self._waiting and self.inner.exhausted)

@@ -1,7 +1,9 @@
 """The pipeline of one shape × variant: ask → build → run → tell.
 
 The strategy is asked one config at a time while fewer than ``window`` configs are asked
-but not told; a config already in the store has its result at once, the others are built
+but not told (a strategy whose proposals do not depend on its results, ``adaptive`` false:
+while fewer than ``window`` are in flight, so that one slow build does not hold back the
+builds and runs behind it); a config already in the store has its result at once, the others are built
 (ahead of the runs: the GPU does not wait on the compiler) and run on free GPU slots. Each
 finished build or run is judged, stored and shown at once (``record.py``), but told to the
 strategy in the order asked, so a seeded search sees one sequence of events whatever the
@@ -88,12 +90,19 @@ class Target:
 
     # -- asking and telling, in one fixed order --------------------------------------
     def _may_ask(self) -> bool:
-        if self.done_asking or len(self.order) - self.told >= self.window:
+        if self.done_asking or self._ahead() >= self.window:
             return False
         b = self.budget
         if b.max_evals is not None and len(self.stored) + self.fresh >= b.max_evals:
             return False
         return not b.exhausted_by_time_or_patience()
+
+    def _ahead(self) -> int:
+        """What the window bounds: the configs asked and not told, or, for a strategy whose
+        proposals do not depend on its results, those of them still in flight (not finished)."""
+        if getattr(self.strategy, "adaptive", True):
+            return len(self.order) - self.told
+        return sum(1 for e in self.order[self.told:] if e.result is None)
 
     def _fill(self) -> None:
         while self._may_ask():

@@ -128,6 +128,7 @@ class FakeExecutor(Executor):
         self.shutdowns: list[bool] = []
         self._harnesses: dict[str, BuildResult | Stopped] = {}  # by cache key: each is built once
         self._held: list[tuple[Future, Any]] = []
+        self.most_pending = 0  # the most builds and runs submitted and not completed at once ("shuffled", "manual")
         self._cond = threading.Condition()
         self._closed = False
         self._rng = random.Random(seed)
@@ -302,6 +303,7 @@ class FakeExecutor(Executor):
             return fut
         with self._cond:
             self._held.append((fut, value))
+            self.most_pending = max(self.most_pending, len(self._held))
             self._cond.notify_all()
         return fut
 

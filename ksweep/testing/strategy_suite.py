@@ -58,7 +58,8 @@ def _default_space() -> ReplaySpace:
 
 class StrategySuite:
     """The ask/tell contract: only valid configs, never one twice, the budget kept, one
-    sequence per seed, a small space exhausted exactly once, failures learnt from."""
+    sequence per seed, a small space exhausted exactly once, failures learnt from; a search
+    that says it does not learn (``adaptive`` false) proposes the same whatever it is told."""
 
     @pytest.fixture
     def strategy_factory(self) -> StrategyFactory:
@@ -94,6 +95,41 @@ class StrategySuite:
         a = replay_run(strategy_factory, suite_space, 40, seed=5)[1].positions
         b = replay_run(strategy_factory, suite_space, 40, seed=5)[1].positions
         assert a == b
+
+    def test_a_search_that_says_it_does_not_learn_proposes_the_same_whatever_it_is_told(
+            self, strategy_factory, suite_space):
+        """``adaptive`` false lets the pipeline ask it past results not yet told: what it
+        proposes must depend neither on the values told nor on when they are told (asked
+        until it has nothing more to say before any tell, or told between asks)."""
+        if getattr(strategy_factory(suite_space, 3, 60), "adaptive", True):
+            pytest.skip("an adaptive search: asked at most the window ahead of what it was told")
+        names = suite_space.names
+
+        def value(c, flip: bool):
+            v = suite_space.dataset.values[suite_space.index(c)]
+            return None if np.isnan(v) else (-float(v) if flip else float(v))
+
+        ahead, got, untold = strategy_factory(suite_space, 3, 60), [], []
+        while len(got) < 30:
+            configs = ahead.ask(30 - len(got))
+            if not configs:  # it waits for what it asked to be told (a warm start's seeds)
+                for c in untold:
+                    ahead.tell(c, value(c, False))
+                untold = []
+                configs = ahead.ask(30 - len(got))
+                if not configs:
+                    break
+            got += [config_key(c, names) for c in configs]
+            untold += configs
+        told, said = strategy_factory(suite_space, 3, 60), []
+        while len(said) < 30:
+            configs = told.ask(3)
+            if not configs:
+                break
+            said += [config_key(c, names) for c in configs]
+            for c in configs:
+                told.tell(c, value(c, True))  # other values, told at once
+        assert len(got) == 30 and said[:30] == got
 
     def test_exhausts_a_small_space_exactly_once(self, strategy_factory):
         small = ReplaySpace(synthetic_dataset(fail_region=False, a_values=3))
