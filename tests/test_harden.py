@@ -283,6 +283,24 @@ def test_the_hardening_keeps_to_its_time_budget_and_ksweep_harden_does_the_rest(
     assert best_result(db).params["X"] == 3
 
 
+def test_a_tool_the_budget_stopped_is_left_for_later_not_stored_as_its_verdict(tmp_path, fake_sanitizer,
+                                                                                monkeypatch):
+    """A sanitizer run still going when the budget ends is killed and said as the budget's
+    (left for ksweep harden or the next run, "[harden] budget gives more"), not stored as
+    the tool's own timeout (as the kernel-mode matmul's racecheck was, at 60 s)."""
+    started = tmp_path / "started"
+    started.mkdir()
+    monkeypatch.setenv("FAKE_SANITIZER_BARRIER", f"99 {started}")  # each run waits: the budget ends first
+    path = spec(tmp_path, FAULTY_FASTEST, "[harden]\nbudget = 3\njobs = 4")
+    done = ksweep_cli("run", path, "-q", "--confirm", "3,2,all", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = [ln for ln in done.stdout.splitlines() if ln.startswith("harden:")]
+    assert said == [f"harden: default/base: not hardened: 3 left: the hardening's time budget (3 s) was spent "
+                    f"(ksweep harden {tmp_path / '.ksweep' / 'h.db'} does them; [harden] budget gives more)"], said
+    with Store(tmp_path / ".ksweep" / "h.db") as store:
+        assert [h.kind for h in store.hardenings()].count("sanitizer") == 0
+
+
 def test_the_budget_is_a_share_of_the_shapes_sweep_at_least_a_minute():
     from ksweep.spec.model import Harden, Spec
     from ksweep.sweep.hardening import budget_of

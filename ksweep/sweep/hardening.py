@@ -119,20 +119,23 @@ def harden_config(spec, mode, job: Job, build: "BuildResult", here: Here, *, exe
                 kernels = sanitize.own_kernels(build)
 
                 def one(tool: str):
-                    if left() < 1.0:
-                        return "late"
-                    return sanitize.run_tool(exe, tool, program, env=env, timeout=left(), cwd=workdir,
-                                             registry=here.registry, kernels=kernels)
+                    given = left()
+                    if given < 1.0:
+                        return "late", None
+                    run = sanitize.run_tool(exe, tool, program, env=env, timeout=given, cwd=workdir,
+                                            registry=here.registry, kernels=kernels)
+                    # stopped by the budget's end, not by its own timeout: not a verdict of the tool
+                    return ("cut" if run is not None and run.timed_out and given < timeout else "ran"), run
 
                 said = _at_once(one, tools, jobs, here)
-                if any(run is None for run in said):
+                if any(how != "late" and run is None for how, run in said):
                     raise KeyboardInterrupt
-                runs = [run for run in said if run != "late"]
-                tools_said = verdict(runs)
-                if len(runs) < len(tools) and tools_said.verdict != "unsafe":
-                    late = next(t for t, run in zip(tools, said) if run == "late")
-                    tools_said = Verdict("incomplete", tools_said.tools,
-                                         f"the hardening's time budget was spent before {late} ran")
+                tools_said = verdict([run for how, run in said if how == "ran"])
+                short = [(tool, how) for tool, (how, _) in zip(tools, said) if how != "ran"]
+                if short and tools_said.verdict != "unsafe":
+                    tool, how = short[0]
+                    tools_said = Verdict("incomplete", tools_said.tools, f"the hardening's time budget was spent "
+                                         f"before {tool} {'finished' if how == 'cut' else 'ran'}")
         inputs = None
         program = mode.harden_program(spec, job, build, workdir, harness, reference, "inputs")
         if program is not None and left() >= 1.0:
