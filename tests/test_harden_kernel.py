@@ -237,14 +237,14 @@ def test_initcheck_checks_the_whole_program_the_others_the_configs_kernels():
     from types import SimpleNamespace
 
     from ksweep.build.ptxas import KernelResources, PtxasReport
-    from ksweep.run.sanitize import own_kernels, tool_argv
+    from ksweep.run.sanitize import own_entries, tool_argv
 
     build = SimpleNamespace(report=PtxasReport((KernelResources("_Z4vaddPfi"), KernelResources("fill", judged=False))))
-    kernels = own_kernels(build)
+    kernels = own_entries(build)
     assert kernels == ("_Z4vaddPfi",)
     for tool in ("memcheck", "racecheck", "synccheck"):
         argv = tool_argv("cs", tool, ["./p"], kernels)
         assert argv[argv.index("--kernel-name") + 1] == "kne=_Z4vaddPfi" and argv[-3:] == ["--launch-count", "1", "./p"]
     assert "--kernel-name" not in tool_argv("cs", "initcheck", ["./p"], kernels)
     assert "--launch-count" not in tool_argv("cs", "initcheck", ["./p"], kernels)
-    assert own_kernels(SimpleNamespace(report=PtxasReport((KernelResources("a,b"),)))) == ()
+    assert own_entries(SimpleNamespace(report=PtxasReport((KernelResources("a,b"),)))) == ()

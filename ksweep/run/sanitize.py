@@ -9,8 +9,9 @@ a kernel 10-100 times). What the tool said is read back by ``verify/sanitizer.py
 
 Where the build names the config's own kernels (ptxas's entry functions, chosen by ``[build]
 kernels``), memcheck, racecheck and synccheck check only those, and only their first
-launches (initcheck checks the whole program: see WHOLE_PROGRAM): the rest of the program (a cuBLAS reference, the harness's fill and compare kernels, a hand-written timing
-loop's further launches) runs unchecked, at close to its own speed.
+launches (initcheck checks the whole program: see WHOLE_PROGRAM): the rest of the program
+(a cuBLAS reference, the harness's fill and compare kernels, a hand-written timing loop's
+further launches) runs unchecked, at close to its own speed.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def find(given: str | None = None) -> str | None:
 WHOLE_PROGRAM = frozenset({"initcheck"})
 
 
-def own_kernels(build) -> tuple[str, ...]:
+def own_entries(build) -> tuple[str, ...]:
     """The mangled names of the kernels a config's build compiled and ``[build] kernels``
     judges (ptxas's entry functions); () when the build named none (no ``-Xptxas -v``, a gcc
     build) or a name the tool's filter cannot carry: the tool then checks every kernel."""
@@ -62,25 +63,25 @@ def own_kernels(build) -> tuple[str, ...]:
     return names
 
 
-def tool_argv(exe: str, tool: str, program: Sequence[str], kernels: Sequence[str] = ()) -> list[str]:
+def tool_argv(exe: str, tool: str, program: Sequence[str], only: Sequence[str] = ()) -> list[str]:
     """The command line of one tool's run: every process the program starts is checked (a
     run command through ``sh -c`` too), host backtraces left out (the finding, its kernel and
-    line are what the verdict says). ``kernels``: the only kernels checked (their mangled
-    names), each once: the first ``len(kernels)`` launches of them; initcheck checks every
-    kernel (WHOLE_PROGRAM)."""
-    only: list[str] = []
-    if kernels and tool not in WHOLE_PROGRAM:
-        for name in kernels:
-            only += ["--kernel-name", f"kne={name}"]
-        only += ["--launch-count", str(len(kernels))]
+    line are what the verdict says). ``only``: the only kernels checked (their mangled
+    names, ``own_entries``), each once: the first ``len(only)`` launches of them; initcheck
+    checks every kernel (WHOLE_PROGRAM)."""
+    filters: list[str] = []
+    if only and tool not in WHOLE_PROGRAM:
+        for name in only:
+            filters += ["--kernel-name", f"kne={name}"]
+        filters += ["--launch-count", str(len(only))]
     return [exe, "--tool", tool, "--target-processes", "all", "--show-backtrace", "device",
-            "--print-limit", "100", *only, *program]
+            "--print-limit", "100", *filters, *program]
 
 
 def run_tool(exe: str, tool: str, program: Sequence[str], *, env: Mapping[str, str], timeout: float,
-             cwd: Path, registry: ProcessRegistry | None = None, kernels: Sequence[str] = ()) -> ToolRun | None:
+             cwd: Path, registry: ProcessRegistry | None = None, only: Sequence[str] = ()) -> ToolRun | None:
     """One tool's run of ``program`` in the folder ``cwd``, read back; None when Ctrl-C stopped it."""
-    out = run_process(tool_argv(exe, tool, program, kernels), cwd=cwd, timeout=timeout, env={**env, ENV: tool},
+    out = run_process(tool_argv(exe, tool, program, only), cwd=cwd, timeout=timeout, env={**env, ENV: tool},
                       registry=registry, leftovers=True)
     if out.stopped:
         return None

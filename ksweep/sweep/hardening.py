@@ -116,14 +116,14 @@ def harden_config(spec, mode, job: Job, build: "BuildResult", here: Here, *, exe
             if program is None:
                 tools_said = Verdict("incomplete", {}, f"{mode.name} mode: no program a sanitizer can start")
             else:
-                kernels = sanitize.own_kernels(build)
+                only = sanitize.own_entries(build)  # the config's own, where its build names them
 
                 def one(tool: str):
                     given = left()
                     if given < 1.0:
                         return "late", None
                     run = sanitize.run_tool(exe, tool, program, env=env, timeout=given, cwd=workdir,
-                                            registry=here.registry, kernels=kernels)
+                                            registry=here.registry, only=only)
                     # stopped by the budget's end, not by its own timeout: not a verdict of the tool
                     return ("cut" if run is not None and run.timed_out and given < timeout else "ran"), run
 
