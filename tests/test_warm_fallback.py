@@ -18,6 +18,7 @@ from ksweep.report.progress import PlainLog
 from ksweep.store.sqlite import Store
 from ksweep.strategies import make_strategy
 from ksweep.strategies.base import Budget
+from ksweep.strategies.surrogate import SurrogateSettings
 from ksweep.sweep.driver import Sweep, SweepOptions
 from ksweep.testing import FakeExecutor
 from ksweep.status import Status
@@ -52,13 +53,13 @@ def searched(prior, seed, budget):
 
 def test_a_misleading_recording_does_no_worse_than_cold():
     """The source's times run backwards (its best configs are the target's worst): the seeds
-    show it, the search drops the source at once and ends within 0.02 of a cold search's
+    show it (their first three, the fewest a rank correlation orders), the search drops the source at once and ends within 0.02 of a cold search's
     ratio at 25 and at 50 evaluations (without the judgement: 0.85 against 1.00 at 25)."""
     misleading = dataset_prior(recording("misleading", lambda *c: 12.0 - time_of(*c)))
     warm, cold = [], []
     for seed in range(6):
         curve, strategy = searched(misleading, seed, 50)
-        assert strategy.inner.fell_back and strategy.inner.judged[0] == 5, seed  # judged on its 5 seeds
+        assert strategy.inner.fell_back and strategy.inner.judged[0] == 3, seed  # on its first 3 seeds
         assert "misled" in strategy.warm_dropped
         warm.append(curve[[24, 49]])
         cold.append(searched(None, seed, 50)[0][[24, 49]])
@@ -112,3 +113,56 @@ def test_a_sweep_says_that_it_dropped_a_misleading_source(tmp_path):
     assert [t[:2] for t in told] == [("base", "default")] and "misled" in told[0][2]
     assert sweep.warm_dropped == {("base", "default"): told[0][2]}
     assert any("warm start dropped: the sources misled the search" in line for line in lines)
+
+
+def measured(space, config):
+    value = space.dataset.values[space.index(config)]
+    return None if np.isnan(value) else float(value)
+
+
+def test_after_a_fallback_the_search_takes_the_cold_searchs_whole_start():
+    """Dropped, the source leaves the search where a cold search of the same seed starts: its
+    whole random start (all ``initial`` configs, those not yet tried), not a shortened one (a
+    cold search that starts on 5 random configs instead of 10 got less far: 0.794 against
+    0.828 after 50 evaluations on the A100 convolution, whose sources are both dropped)."""
+    misleading = dataset_prior(recording("misleading", lambda *c: 12.0 - time_of(*c)))
+    space = ReplaySpace(TARGET)
+    for seed in range(2):
+        cold = make_strategy("surrogate", space, seed=seed)
+        start = [cold.ask()[0] for _ in range(SurrogateSettings().initial)]
+        warm = make_strategy("surrogate", space, seed=seed, prior=misleading)
+        proposed = []
+        while len(proposed) < 2 * len(start):
+            config = warm.ask()[0]
+            proposed.append(config)
+            warm.tell(config, measured(space, config))
+        assert warm.fell_back, seed
+        before, after = proposed[: warm.judged[0]], proposed[warm.judged[0]:]
+        fresh = [c for c in start if c not in before]
+        assert after[: len(fresh)] == fresh, seed
+
+
+def test_a_source_right_on_its_seeds_and_wrong_after_them_is_dropped_as_soon_as_it_shows():
+    """The source orders its own best configs as the target does, and every other config
+    backwards, and those are the target's better ones (its best configs are a plateau the
+    target's optimum lies away from). It passes on its seeds; the bar rises with each result
+    after them, and the source is dropped at the first result that takes it below, before the
+    judge_after-th (before, the results in between went to the source: 10 of them on the A100
+    convolution from the W7800, where the search then ended 0.795 against 0.828 cold)."""
+    names = ("a", "b", "c")
+    grid = list(itertools.product(range(16), (1, 2, 4, 8, 16, 32), range(4)))
+    said = {x: time_of(*x, 0) for x in grid}
+    top = set(sorted(grid, key=said.get)[:5])
+    target = {x: said[x] + 12.0 if x in top else 12.0 - said[x] for x in grid}
+
+    def data(name, times):
+        cache = {",".join(map(str, x)): {**dict(zip(names, x)), "time": times[x]} for x in grid}
+        return parse_kernel_tuner({"tune_params_keys": list(names), "cache": cache}, name=name)
+
+    space = ReplaySpace(data("plateau", target))
+    settings = SurrogateSettings()
+    for seed in range(3):
+        strategy = make_strategy("surrogate", space, seed=seed, prior=dataset_prior(data("source", said)))
+        replay(strategy, space, Budget(max_evals=settings.judge_after + 2))
+        assert strategy.fell_back, seed
+        assert settings.warm_seeds < strategy.judged[0] < settings.judge_after, (seed, strategy.judged)
