@@ -144,6 +144,40 @@ def test_a_guard_check_stopped_by_sigterm_removes_its_copies(tmp_path, marker):
     assert _copies(tmp_path) == [] and (tmp_path / "k.c").read_text() == SOURCE
 
 
+def test_a_stop_while_the_builds_are_handed_out_stops_the_one_started(tmp_path, marker, monkeypatch):
+    """SIGTERM (here: KeyboardInterrupt) landing after the first build started and before the
+    second was handed out: the first is killed and the check ends, its copies removed (it
+    used to wait for that build to end: a hang under load)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ksweep.source import codecheck
+
+    class StoppedOnTheSecond(ThreadPoolExecutor):
+        def submit(self, *args, **kwargs):
+            if getattr(self, "handed", 0) == 1:
+                raise KeyboardInterrupt
+            self.handed = getattr(self, "handed", 0) + 1
+            return super().submit(*args, **kwargs)
+
+    monkeypatch.setattr(codecheck, "ThreadPoolExecutor", StoppedOnTheSecond)
+    (tmp_path / "k.c").write_text(SOURCE)
+    said = []
+
+    def check():
+        try:
+            codecheck.check(tmp_path / "k.c", SOURCE, SOURCE, ["sh", "-c", "exec sleep 600", marker, "k.c", "-o", "k.o"],
+                            cwd=tmp_path)
+        except KeyboardInterrupt:
+            said.append("stopped")
+
+    thread = threading.Thread(target=check, daemon=True)
+    thread.start()
+    thread.join(120)  # a bound on a hang, not a time raced
+    assert not thread.is_alive(), "the check waited for the build it had started"
+    assert said == ["stopped"] and _copies(tmp_path) == []
+
+
 def test_the_copies_of_a_killed_guard_check_are_removed_by_the_next_check(tmp_path, marker):
     proc = _guard_that_hangs(tmp_path, marker)
     _wait_for_copies(tmp_path, proc)

@@ -94,18 +94,20 @@ def check(path: str | Path, before: str, after: str, command: Sequence[str], *, 
             env = {"SOURCE_DATE_EPOCH": str(int(path.stat().st_mtime))}
             # the two builds at once: a large kernel takes nvcc minutes
             builds = ProcessRegistry()
-            with ThreadPoolExecutor(2) as pool:
+            pool = ThreadPoolExecutor(2)
+            try:
                 futures = [pool.submit(_build, command, where, c, o, cwd, env, timeout, builds)
                            for c, o in zip(copies, outputs)]
-                try:
-                    # waited for in short sleeps: Ctrl-C or SIGTERM then lands in a sleep, never
-                    # inside the futures' own locks, which the build threads still need
-                    while not all(f.done() for f in futures):
-                        time.sleep(0.05)
-                except BaseException:  # Ctrl-C, SIGTERM: the compilers are stopped, then the copies removed
-                    builds.kill_all(reap=False)
-                    raise
-                first, second = (f.result() for f in futures)
+                # waited for in short sleeps: Ctrl-C or SIGTERM then lands in a sleep, never
+                # inside the futures' own locks, which the build threads still need
+                while not all(f.done() for f in futures):
+                    time.sleep(0.05)
+            except BaseException:  # Ctrl-C, SIGTERM (also while the builds are being handed out):
+                builds.kill_all(reap=False)  # the compilers are stopped, then the copies removed
+                raise
+            finally:
+                pool.shutdown(wait=True)  # at once after kill_all: nothing of it is left running
+            first, second = (f.result() for f in futures)
         finally:
             for copy in copies:
                 copy.unlink(missing_ok=True)
