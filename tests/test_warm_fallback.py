@@ -166,3 +166,17 @@ def test_a_source_right_on_its_seeds_and_wrong_after_them_is_dropped_as_soon_as_
         replay(strategy, space, Budget(max_evals=settings.judge_after + 2))
         assert strategy.fell_back, seed
         assert settings.warm_seeds < strategy.judged[0] < settings.judge_after, (seed, strategy.judged)
+
+
+def test_the_bar_stands_where_the_judgement_comes_no_later_than_the_seeds():
+    """judge_after at most the seeds' count: the bar is misleading_below from the start (it
+    divided by zero: bench/warm_vs_cold.py --settings '{"judge_after": 5}' stopped)."""
+    from ksweep.strategies.surrogate import SurrogateStrategy
+
+    data = parse_kernel_tuner({"tune_params_keys": ["a"], "cache": {
+        str(a): {"a": a, "time": float(a)} for a in range(1, 40)}}, name="line")
+    space = ReplaySpace(data)
+    settings = SurrogateSettings(judge_after=5)
+    strategy = SurrogateStrategy(space, seed=0, settings=settings, prior=dataset_prior(data))
+    replay(strategy, space, Budget(max_evals=12))
+    assert all(strategy._bar(n) == settings.misleading_below for n in range(12))

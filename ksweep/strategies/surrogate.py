@@ -318,7 +318,7 @@ class SurrogateStrategy(Strategy):
         while its seeds are measured (only their order reversed condemns it), then rising in
         equal steps with each result to misleading_below at judge_after (and from there on)."""
         s = self.settings
-        if n >= s.judge_after or not self._seeded:
+        if n >= s.judge_after or not self._seeded or self._seeded >= s.judge_after:
             return s.misleading_below
         share = max(n - self._seeded, 0) / (s.judge_after - self._seeded)
         return s.judge_seeds_below + share * (s.misleading_below - s.judge_seeds_below)
