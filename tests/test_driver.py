@@ -346,42 +346,73 @@ def test_the_window_is_kept_for_the_target_and_reused(tmp_path):
     assert again.most_pending <= 3  # a random search: in flight
 
 
-def test_a_slow_build_does_not_hold_back_the_builds_and_runs_behind_it(tmp_path):
-    """A search whose proposals do not depend on its results is asked past a build that has
-    not finished: the GPU runs what was built behind it (it used to stop at the window, 3
-    configs, until that build ended); the results are still told in the order asked."""
-    import threading
-
-    spec = toy(tmp_path, a=range(8), b=range(6))
-    record: list = []
-    fake = FakeExecutor(timed, build_jobs=1, completion="manual")
-    done = threading.Event()
-    thread = threading.Thread(target=lambda: (sweep(spec, tmp_path / "r.db", fake, record, strategy="random",
-                                                    max_evals=20, lookahead=3), done.set()), daemon=True)
-    thread.start()
+def _hold_the_first_build(fake: FakeExecutor, enough, idle_steps: int = 200):
+    """Release every build and run but the first build, until ``enough()`` or the sweep has
+    submitted nothing more for ``idle_steps`` waits of 0.05 s; the first build's future."""
     first, idle = None, 0
     while True:  # each step waits for the sweep to submit something
         with fake._cond:
             held = list(fake._held)
             if first is None and held:
                 first = held[0][0]  # the first config's build: held back while the others are done
-            if first is not None and not first.done() and len(fake.runs) >= 15:
-                break
+            if first is not None and not first.done() and enough():
+                return first
             if len(held) <= 1:
-                if idle == 200:  # ten seconds with nothing in flight but the held build: it waits on it
-                    break
+                if idle == idle_steps:  # nothing in flight but the held build: the sweep waits on it
+                    return first
                 idle += 1
                 fake._cond.wait(0.05)
                 continue
         idle = 0
         fake.release(len(held) - 1, newest_first=True)  # all but the oldest, the held build
-    assert len(fake.runs) >= 15 and not first.done(), f"{len(fake.runs)} runs while the first build was held"
-    while not done.is_set():
+
+
+def _sweep_in_a_thread(*args, **kwargs):
+    import threading
+
+    done = threading.Event()
+    thread = threading.Thread(target=lambda: (sweep(*args, **kwargs), done.set()), daemon=True)
+    thread.start()
+    return thread, done
+
+
+def _finish(fake: FakeExecutor, thread, done) -> None:
+    for _ in range(2400):  # a bound on a hang: two minutes
+        if done.is_set():
+            break
         fake.release()
         done.wait(0.05)
-    thread.join()
+    thread.join(60)
+    assert done.is_set(), "the sweep did not end once everything was released"
+
+
+def test_a_slow_build_does_not_hold_back_the_builds_and_runs_behind_it(tmp_path):
+    """A search whose proposals do not depend on its results is asked past a build that has
+    not finished: the GPU runs what was built behind it (it used to stop at the window, 3
+    configs, until that build ended); the results are still told in the order asked."""
+    spec = toy(tmp_path, a=range(8), b=range(6))
+    record: list = []
+    fake = FakeExecutor(timed, build_jobs=1, completion="manual")
+    thread, done = _sweep_in_a_thread(spec, tmp_path / "r.db", fake, record, strategy="random", max_evals=20,
+                                      lookahead=3)
+    first = _hold_the_first_build(fake, lambda: len(fake.runs) >= 15)
+    assert len(fake.runs) >= 15 and not first.done(), f"{len(fake.runs)} runs while the first build was held"
+    _finish(fake, thread, done)
     (s,) = record
     assert [c for c, _ in s.told] == s.asked and len(s.asked) == 20
+
+
+def test_with_patience_a_slow_build_holds_the_search_at_the_window(tmp_path):
+    """Patience counts results in the order told: a grid search is asked at most the window
+    ahead of what it was told then, so a slow first build does not let it run through the
+    space (it evaluated all 48 configs where patience ends it after 6)."""
+    spec = toy(tmp_path, a=[2, 3, 4, 5, 6, 7], b=range(8))  # grid order: no improvement after the first
+    fake = FakeExecutor(timed, build_jobs=1, completion="manual")
+    thread, done = _sweep_in_a_thread(spec, tmp_path / "r.db", fake, None, patience=3, lookahead=3)
+    _hold_the_first_build(fake, lambda: len(fake.builds) > 12, idle_steps=40)
+    assert len(fake.builds) <= 3 + 1, f"{len(fake.builds)} configs built while the first build was held"
+    _finish(fake, thread, done)
+    assert len(stored(tmp_path / "r.db")) <= 3 + 3
 
 
 # -- stored results that stand, and those that do not ----------------------------------------------

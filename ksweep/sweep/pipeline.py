@@ -99,8 +99,10 @@ class Target:
 
     def _ahead(self) -> int:
         """What the window bounds: the configs asked and not told, or, for a strategy whose
-        proposals do not depend on its results, those of them still in flight (not finished)."""
-        if getattr(self.strategy, "adaptive", True):
+        proposals do not depend on its results, those of them still in flight (not finished).
+        With ``--patience``, which counts results in the order told, asked and not told: past a
+        slow build the search would otherwise go on long after patience ends it."""
+        if getattr(self.strategy, "adaptive", True) or self.budget.patience is not None:
             return len(self.order) - self.told
         return sum(1 for e in self.order[self.told:] if e.result is None)
 
