@@ -248,3 +248,36 @@ def test_initcheck_checks_the_whole_program_the_others_the_configs_kernels():
     assert "--kernel-name" not in tool_argv("cs", "initcheck", ["./p"], kernels)
     assert "--launch-count" not in tool_argv("cs", "initcheck", ["./p"], kernels)
     assert own_entries(SimpleNamespace(report=PtxasReport((KernelResources("a,b"),)))) == ()
+    # two kernels: compute-sanitizer counts launches over all filters, so every launch of both
+    argv = tool_argv("cs", "racecheck", ["./p"], ("_Z1av", "_Z1bv"))
+    assert argv.count("--kernel-name") == 2 and "--launch-count" not in argv
+
+
+def test_a_stop_while_the_tools_run_at_once_kills_them(tmp_path):
+    """Ctrl-C (here: one run's KeyboardInterrupt) while a leader's tools run together: the
+    others' processes are killed through the registry and it is raised (``ksweep harden``
+    passed no registry: Ctrl-C waited for each tool's timeout)."""
+    import threading
+
+    from ksweep.process import ProcessRegistry, run_process
+    from ksweep.run.base import Here
+    from ksweep.sweep.hardening import _at_once
+
+    here = Here(None, ProcessRegistry(), tmp_path)
+    said = []
+
+    def one(item):
+        if item == "stop":
+            raise KeyboardInterrupt
+        return run_process(["sleep", "600"], cwd=tmp_path, timeout=600, registry=here.registry)
+
+    def call():
+        try:
+            _at_once(one, ["sleep", "stop"], 2, here)
+        except KeyboardInterrupt:
+            said.append("stopped")
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    thread.join(120)  # a bound on a hang, not a time raced
+    assert not thread.is_alive() and said == ["stopped"]

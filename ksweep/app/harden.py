@@ -12,6 +12,7 @@ from typing import Sequence
 
 from ..errors import KsweepError
 from ..job import config_id
+from ..process import ProcessRegistry
 from ..run import sanitize
 from ..run.base import Here
 from ..status import Status
@@ -47,7 +48,7 @@ def harden(db: str, *, spec_path: str | None = None, shape: str | None = None, v
     if t.db is None or not t.db.exists():
         raise KsweepError(f"{db}: no results database to harden: sweep first")
     mode = mode_for(spec)
-    here = Here(gpu, None, scratch_dir(spec))
+    here = Here(gpu, ProcessRegistry(), scratch_dir(spec))  # Ctrl-C kills the tools' runs
     with Store(t.db, create=False) as store:
         groups = sorted({(r.variant, r.shape) for r in store.results()})
         defaults = store.default_configs()

@@ -8,8 +8,8 @@ set to the tool's name, which ``ksweep.h`` reads to skip its timing loop (a sani
 a kernel 10-100 times). What the tool said is read back by ``verify/sanitizer.py``.
 
 Where the build names the config's own kernels (ptxas's entry functions, chosen by ``[build]
-kernels``), memcheck, racecheck and synccheck check only those, and only their first
-launches (initcheck checks the whole program: see WHOLE_PROGRAM): the rest of the program
+kernels``), memcheck, racecheck and synccheck check only those (one kernel: its first launch
+only; initcheck checks the whole program: see WHOLE_PROGRAM): the rest of the program
 (a cuBLAS reference, the harness's fill and compare kernels, a hand-written timing loop's
 further launches) runs unchecked, at close to its own speed.
 """
@@ -67,13 +67,15 @@ def tool_argv(exe: str, tool: str, program: Sequence[str], only: Sequence[str] =
     """The command line of one tool's run: every process the program starts is checked (a
     run command through ``sh -c`` too), host backtraces left out (the finding, its kernel and
     line are what the verdict says). ``only``: the only kernels checked (their mangled
-    names, ``own_entries``), each once: the first ``len(only)`` launches of them; initcheck
-    checks every kernel (WHOLE_PROGRAM)."""
+    names, ``own_entries``): one kernel, its first launch; several, every launch of them
+    (compute-sanitizer counts launches over all its filters); initcheck checks every kernel
+    (WHOLE_PROGRAM)."""
     filters: list[str] = []
     if only and tool not in WHOLE_PROGRAM:
         for name in only:
             filters += ["--kernel-name", f"kne={name}"]
-        filters += ["--launch-count", str(len(only))]
+        if len(only) == 1:  # the count is of every launch the filters match: with two kernels, the
+            filters += ["--launch-count", "1"]  # first could use it up twice; all their launches then
     return [exe, "--tool", tool, "--target-processes", "all", "--show-backtrace", "device",
             "--print-limit", "100", *filters, *program]
 

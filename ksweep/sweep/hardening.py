@@ -56,6 +56,7 @@ LEAST_TIMEOUT = 120.0  # seconds a tool's run gets at least (100 times the confi
 BUDGET_SHARE = 0.15  # the hardening of a shape × variant takes at most this share of its search and confirmation
 LEAST_BUDGET = 60.0  # seconds, whatever the share (a resumed sweep's search takes none)
 MOST_JOBS = 8  # sanitizer runs at once by default (``[harden] jobs``)
+WAIT = 0.05  # seconds between looks at the runs going at once
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,10 @@ def harden_config(spec, mode, job: Job, build: "BuildResult", here: Here, *, exe
                     given = left()
                     if given < 1.0:
                         return "late", None
-                    run = sanitize.run_tool(exe, tool, program, env=env, timeout=given, cwd=workdir,
+                    # a folder of its own: the tools run at once, and {workdir} is the run's own
+                    folder = Path(tempfile.mkdtemp(prefix=f"{tool}-", dir=workdir))
+                    argv = mode.harden_program(spec, job, build, folder, harness, reference, "sanitize")
+                    run = sanitize.run_tool(exe, tool, argv, env=env, timeout=given, cwd=folder,
                                             registry=here.registry, only=only)
                     # stopped by the budget's end, not by its own timeout: not a verdict of the tool
                     return ("cut" if run is not None and run.timed_out and given < timeout else "ran"), run
@@ -150,21 +154,32 @@ def harden_config(spec, mode, job: Job, build: "BuildResult", here: Here, *, exe
 
 def _at_once(fn, items: Sequence, jobs: int, here: Here) -> list:
     """``fn`` of each item, ``jobs`` at a time (threads; each call runs processes), in the
-    items' order. Ctrl-C while waiting kills what ``here``'s registry runs and is raised."""
+    items' order. Ctrl-C (or an exception of one call) while they run kills what ``here``'s
+    registry runs, and is raised."""
     if jobs <= 1 or len(items) <= 1:
         return [fn(item) for item in items]
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=min(jobs, len(items)), thread_name_prefix="ksweep-harden") as pool:
+    pool = ThreadPoolExecutor(max_workers=min(jobs, len(items)), thread_name_prefix="ksweep-harden")
+    futures = []
+    try:
         futures = [pool.submit(fn, item) for item in items]
-        try:
-            return [f.result() for f in futures]
-        except KeyboardInterrupt:
-            for f in futures:
-                f.cancel()
-            if here.registry is not None:
-                here.registry.kill_all(reap=False)
-            raise
+        # waited for in short sleeps: Ctrl-C or SIGTERM lands in a sleep, never in the futures' locks
+        while True:
+            failed = next((f for f in futures if f.done() and f.exception() is not None), None)
+            if failed is not None:
+                raise failed.exception()
+            if all(f.done() for f in futures):
+                return [f.result() for f in futures]
+            time.sleep(WAIT)
+    except BaseException:
+        for f in futures:
+            f.cancel()
+        if here.registry is not None:
+            here.registry.kill_all(reap=False)
+        raise
+    finally:
+        pool.shutdown(wait=True)  # after kill_all: the runs end at once
 
 
 def record(store, result: Result, hardened: Hardened) -> Status | None:
