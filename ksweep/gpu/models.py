@@ -24,15 +24,18 @@ _TABLE: tuple[tuple[re.Pattern, int], ...] = tuple((re.compile(p, re.I), cc) for
 ))
 
 
+def first_match(table, gpu_name: str | None):
+    """The value of the first (pattern, value) row of ``table`` whose pattern the driver's
+    name ``gpu_name`` matches; None for no name or no match."""
+    if not gpu_name:
+        return None
+    return next((value for pattern, value in table if pattern.search(gpu_name)), None)
+
+
 def compute_capability(gpu_name: str | None) -> int | None:
     """The compute capability x 10 of the GPU the driver calls ``gpu_name`` (90 for an
     H100); None for a GPU not in the table."""
-    if not gpu_name:
-        return None
-    for pattern, cc in _TABLE:
-        if pattern.search(gpu_name):
-            return cc
-    return None
+    return first_match(_TABLE, gpu_name)
 
 
 def parse_arch(text: str) -> int | None:

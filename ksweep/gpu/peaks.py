@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
+from .models import first_match
+
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 
 
@@ -57,9 +59,4 @@ _TABLE: tuple[tuple[re.Pattern, Peaks], ...] = tuple((re.compile(p, re.I), row) 
 
 def peaks_for(gpu_name: str | None) -> Peaks | None:
     """The peaks of the GPU the driver calls ``gpu_name``; None for a GPU not in the table."""
-    if not gpu_name:
-        return None
-    for pattern, row in _TABLE:
-        if pattern.search(gpu_name):
-            return row
-    return None
+    return first_match(_TABLE, gpu_name)
