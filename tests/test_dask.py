@@ -679,3 +679,25 @@ def test_a_task_of_a_closing_worker_reschedules_instead_of_answering(program_dir
             registry.reset_stop()
         dask_executor._this_worker_gpu.cache_clear()
         runner.join(timeout=60)
+
+
+def test_a_worker_its_nanny_restarts_is_not_closed_as_lost_meanwhile():
+    """A local cluster's nanny brings its worker back itself. distributed's cluster object also
+    closes, ``lost-worker-timeout`` after a worker left, the nanny of a worker of that name not
+    back by then: a restart that takes longer (a loaded machine; or a second restart that
+    timeout after an earlier one) lost the GPU for the rest of the sweep. Here the timeout is
+    made short so that the restart always takes longer."""
+    import dask
+
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "0.05s"}):
+        cluster = dask_executor.local_cluster([Gpu(0, "fake")], build_workers=0)
+        client = distributed.Client(cluster)
+        try:
+            client.wait_for_workers(1, timeout=120)
+            address = next(iter(client.scheduler_info(n_workers=-1)["workers"]))
+            client.restart_workers([address], timeout=60)
+            client.wait_for_workers(1, timeout=60)
+            assert [w["name"] for w in client.scheduler_info(n_workers=-1)["workers"].values()] == ["gpu-0"]
+        finally:
+            client.close()
+            cluster.close()

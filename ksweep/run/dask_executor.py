@@ -510,7 +510,7 @@ def local_cluster(gpus: Sequence[Gpu], *, build_workers: int = 1, build_threads:
     """A ``distributed.LocalCluster`` of worker processes: one per GPU (resource GPU=1, one
     thread, its own CUDA_VISIBLE_DEVICES) and ``build_workers`` without a GPU resource."""
     distributed = _distributed()
-    cluster = distributed.LocalCluster(
+    cluster = _nannies_own_cluster(distributed)(
         n_workers=0, processes=True, threads_per_worker=1, dashboard_address=None,
         silence_logs=silence_logs, scheduler_kwargs={"allowed_failures": allowed_failures},
     )
@@ -530,6 +530,19 @@ def local_cluster(gpus: Sequence[Gpu], *, build_workers: int = 1, build_threads:
     cluster.worker_spec.update(specs)
     cluster.scale(len(cluster.worker_spec))
     return cluster
+
+
+def _nannies_own_cluster(distributed):
+    """``LocalCluster`` whose lost workers are their nannies' to bring back. distributed's
+    cluster object closes the nanny of a worker not back ``lost-worker-timeout`` (15 s) after
+    it left: a restart slower than that, or a second one that long after a first, closed the
+    nanny while it was restarting its worker, and the cluster lost that GPU for good."""
+
+    class Cluster(distributed.LocalCluster):
+        def _update_worker_status(self, op, msg):
+            distributed.deploy.Cluster._update_worker_status(self, op, msg)
+
+    return Cluster
 
 
 def start_local(gpus: Sequence[Gpu], rules: BuildRules, *, shared_cache: str | Path | None = None,
