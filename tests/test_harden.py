@@ -114,6 +114,17 @@ def test_a_leaders_tools_run_at_once(tmp_path, fake_sanitizer, monkeypatch):
     assert bad.returncode == 2 and "harden.jobs" in bad.stderr and "expected an integer >= 1" in bad.stderr
 
 
+def test_the_leaders_are_hardened_on_the_hosts_gpus_in_turn(tmp_path, fake_sanitizer, monkeypatch):
+    """Sweeping on GPUs 0 and 1, the leaders hardened at once go one to each (all went to the
+    first before)."""
+    gpus = tmp_path / "gpus.log"
+    monkeypatch.setenv("FAKE_SANITIZER_GPU_LOG", str(gpus))
+    path = spec(tmp_path, FAULTY_FASTEST, "[harden]\njobs = 1\ntools = [\"memcheck\"]")
+    done = ksweep_cli("run", path, "-q", "--confirm", "3,2,all", "--no-gpu-check", "--gpus", "0,1", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(gpus.read_text().split()) == ["0", "0", "1"]  # three leaders, two at a time
+
+
 def test_without_compute_sanitizer_the_sweep_says_so_and_ksweep_harden_does_it_later(tmp_path, monkeypatch):
     from ksweep.run import sanitize
 

@@ -24,11 +24,17 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Here:
     """Where a process ksweep starts beside an executor's runs (the hardening's sanitizers) may
-    run: on this host, on the runs' first GPU."""
+    run: on this host, on the runs' first GPU (or, several at once, on each of ``gpus``)."""
 
     gpu: int | None  # that GPU's index (None: the runs have no GPU)
     registry: "ProcessRegistry | None"  # what Ctrl-C (``shutdown(cancel=True)``) kills
     scratch: Path  # a folder for its working folders
+    others: tuple[int, ...] = ()  # the host's other GPUs the runs use
+
+    @property
+    def gpus(self) -> tuple[int | None, ...]:
+        """Every GPU of this host the runs use, the first first."""
+        return (self.gpu, *self.others)
 
 
 class Executor(abc.ABC):

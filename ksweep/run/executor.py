@@ -65,7 +65,7 @@ class SlotExecutor(Executor):
 
     @property
     def here(self) -> Here:
-        return Here(self.gpus[0].index, self.registry, self.scratch)
+        return Here(self.gpus[0].index, self.registry, self.scratch, tuple(g.index for g in self.gpus[1:]))
 
     def submit_build(self, job: Job) -> Future:
         return self._builds.submit(self.builder.build, job, self.registry)

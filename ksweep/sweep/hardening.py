@@ -296,7 +296,8 @@ class HardeningPhase:
         todo = [cid for cid in chosen if needs and not done_before(done, results[cid], needs)]
         jobs = jobs_of(spec)
         per_config = min(jobs, len(spec.harden.tools)) if exe is not None and spec.harden.tools else 1
-        at_once = max(1, jobs // per_config)  # leaders hardened at once, best first
+        # leaders hardened at once, best first, on this host's GPUs in turn
+        at_once = max(1, jobs // per_config, len(here.gpus) if exe is not None else 1)
         for start in range(0, len(todo), at_once):
             batch = []
             for cid in todo[start:start + at_once]:
@@ -307,15 +308,17 @@ class HardeningPhase:
             started = time.monotonic()
 
             def harden_one(item):
-                cid, prepared = item
+                at, (cid, prepared) = item
                 if isinstance(prepared, Hardened):  # it did not build
                     return prepared
                 job, build, harness, reference = prepared
-                return harden_config(spec, sweep.mode, job, build, here, exe=exe, tools=spec.harden.tools,
+                gpus = here.gpus  # the leaders hardened at once spread over this host's GPUs
+                there = replace(here, gpu=gpus[at % len(gpus)])
+                return harden_config(spec, sweep.mode, job, build, there, exe=exe, tools=spec.harden.tools,
                                      timeout=tool_timeout(spec, results[cid]), harness=harness,
                                      reference=reference, deadline=self.deadline, jobs=per_config)
 
-            said = _at_once(harden_one, batch, at_once, here)
+            said = _at_once(harden_one, list(enumerate(batch)), at_once, here)
             for (cid, _), hardened in zip(batch, said):
                 result = results[cid]
                 if edge:

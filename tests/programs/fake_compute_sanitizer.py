@@ -30,6 +30,9 @@ def main(argv):
             count = argv[i + 1]
         i += 2 if argv[i] in VALUED else 1
     program = argv[i:]
+    if os.environ.get("FAKE_SANITIZER_GPU_LOG"):  # the GPU each run was given
+        with open(os.environ["FAKE_SANITIZER_GPU_LOG"], "a") as log:
+            log.write(f"{os.environ.get('CUDA_VISIBLE_DEVICES', '-')}\n")
     if os.environ.get("FAKE_SANITIZER_LOG"):
         with open(os.environ["FAKE_SANITIZER_LOG"], "a") as log:
             said = f"{','.join(only)}:{count}" if only else "-"
