@@ -113,25 +113,26 @@ def harden_config(spec, mode, job: Job, build: "BuildResult", here: Here, *, exe
         env = {**job.run_env, **({"CUDA_VISIBLE_DEVICES": str(here.gpu)} if here.gpu is not None else {})}
         tools_said = None
         if exe is not None and tools:
-            program = mode.harden_program(spec, job, build, workdir, harness, reference, "sanitize")
-            if program is None:
+            # a folder of its own for each tool: the tools run at once, and {workdir} is the run's own
+            folders = [Path(tempfile.mkdtemp(prefix=f"{tool}-", dir=workdir)) for tool in tools]
+            programs = [mode.harden_program(spec, job, build, folder, harness, reference, "sanitize")
+                        for folder in folders]
+            if any(program is None for program in programs):
                 tools_said = Verdict("incomplete", {}, f"{mode.name} mode: no program a sanitizer can start")
             else:
                 only = sanitize.own_entries(build)  # the config's own, where its build names them
 
-                def one(tool: str):
+                def one(item):
+                    tool, folder, argv = item
                     given = left()
                     if given < 1.0:
                         return "late", None
-                    # a folder of its own: the tools run at once, and {workdir} is the run's own
-                    folder = Path(tempfile.mkdtemp(prefix=f"{tool}-", dir=workdir))
-                    argv = mode.harden_program(spec, job, build, folder, harness, reference, "sanitize")
                     run = sanitize.run_tool(exe, tool, argv, env=env, timeout=given, cwd=folder,
                                             registry=here.registry, only=only)
                     # stopped by the budget's end, not by its own timeout: not a verdict of the tool
                     return ("cut" if run is not None and run.timed_out and given < timeout else "ran"), run
 
-                said = _at_once(one, tools, jobs, here)
+                said = _at_once(one, list(zip(tools, folders, programs)), jobs, here)
                 if any(how != "late" and run is None for how, run in said):
                     raise KeyboardInterrupt
                 tools_said = verdict([run for how, run in said if how == "ran"])
