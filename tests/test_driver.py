@@ -351,18 +351,17 @@ def _hold_the_first_build(fake: FakeExecutor, enough, idle_steps: int = 200):
     submitted nothing more for ``idle_steps`` waits of 0.05 s; the first build's future."""
     first, idle = None, 0
     while True:  # each step waits for the sweep to submit something
-        with fake._cond:
-            held = list(fake._held)
-            if first is None and held:
-                first = held[0][0]  # the first config's build: held back while the others are done
-            if first is not None and not first.done() and enough():
+        held = fake.held()
+        if first is None and held:
+            first = held[0]  # the first config's build: held back while the others are done
+        if first is not None and not first.done() and enough():
+            return first
+        if len(held) <= 1:
+            if idle == idle_steps:  # nothing in flight but the held build: the sweep waits on it
                 return first
-            if len(held) <= 1:
-                if idle == idle_steps:  # nothing in flight but the held build: the sweep waits on it
-                    return first
-                idle += 1
-                fake._cond.wait(0.05)
-                continue
+            idle += 1
+            fake.wait_for_submission(0.05)
+            continue
         idle = 0
         fake.release(len(held) - 1, newest_first=True)  # all but the oldest, the held build
 

@@ -213,6 +213,16 @@ class FakeExecutor(Executor):
         with self._cond:
             return len(self._held)
 
+    def held(self) -> list[Future]:
+        """The pending futures, oldest first."""
+        with self._cond:
+            return [f for f, _ in self._held]
+
+    def wait_for_submission(self, timeout: float) -> None:
+        """Wait until the sweep submits something (or ``timeout`` seconds pass)."""
+        with self._cond:
+            self._cond.wait(timeout)
+
     def release(self, n: int | None = None, *, newest_first: bool = False) -> int:
         """Complete the ``n`` oldest (or newest) pending futures, all when None; how many."""
         with self._cond:
