@@ -25,6 +25,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from unittest import mock
 
 from ksweep import load_spec
 from ksweep.status import Status
@@ -93,8 +94,9 @@ def main() -> int:
     rows = {}
     for r in range(args.repeats):
         for setting in (("old", "new") if r % 2 == 0 else ("new", "old")):  # order alternated
-            RandomStrategy.adaptive = setting == "old"
-            with tempfile.TemporaryDirectory() as tmp:
+            # "old": the random search taken for one whose proposals follow its results
+            with mock.patch.object(RandomStrategy, "adaptive", setting == "old"), \
+                    tempfile.TemporaryDirectory() as tmp:
                 folder = Path(tmp)
                 (folder / "toy.c").write_text("int main(void) { return 0; }\n")
                 (folder / "toy.toml").write_text(textwrap.dedent("""
@@ -120,7 +122,6 @@ def main() -> int:
                 ex.shutdown()
                 idle = 1 - ex.busy / (wall * args.gpus)
                 rows.setdefault(setting, []).append((wall, args.configs / wall * 60, idle))
-    RandomStrategy.adaptive = False
     print(f"{args.configs} configs, {args.gpus} GPU slots, {args.jobs} builds at once, builds {args.build:g} s "
           f"(1 in 10 x{args.slow:g}), runs {args.run:g} s; {args.repeats} repeats, order alternated")
     for setting, got in rows.items():
