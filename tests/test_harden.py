@@ -114,15 +114,33 @@ def test_a_leaders_tools_run_at_once(tmp_path, fake_sanitizer, monkeypatch):
     assert bad.returncode == 2 and "harden.jobs" in bad.stderr and "expected an integer >= 1" in bad.stderr
 
 
-def test_the_leaders_are_hardened_on_the_hosts_gpus_in_turn(tmp_path, fake_sanitizer, monkeypatch):
+@pytest.mark.parametrize("given", ["0,1", "0,0,1"])
+def test_the_leaders_are_hardened_on_the_hosts_gpus_in_turn(tmp_path, fake_sanitizer, monkeypatch, given):
     """Sweeping on GPUs 0 and 1, the leaders hardened at once go one to each (all went to the
-    first before)."""
+    first before; and GPU 0 given twice took GPU 1's turn)."""
     gpus = tmp_path / "gpus.log"
     monkeypatch.setenv("FAKE_SANITIZER_GPU_LOG", str(gpus))
-    path = spec(tmp_path, FAULTY_FASTEST, "[harden]\njobs = 1\ntools = [\"memcheck\"]")
-    done = ksweep_cli("run", path, "-q", "--confirm", "3,2,all", "--no-gpu-check", "--gpus", "0,1", cwd=tmp_path)
+    path = spec(tmp_path, FAULTY_FASTEST, "[harden]\njobs = 2\ntools = [\"memcheck\"]")
+    done = ksweep_cli("run", path, "-q", "--confirm", "3,2,all", "--no-gpu-check", "--gpus", given, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert sorted(gpus.read_text().split()) == ["0", "0", "1"]  # three leaders, two at a time
+
+
+def test_no_more_sanitizer_runs_at_once_than_harden_jobs_however_many_gpus(tmp_path, fake_sanitizer, monkeypatch):
+    """``[harden] jobs`` bounds the sanitizer processes of the whole host: on four GPUs with
+    jobs = 2, two run at once, one leader's tool on each of two GPUs (it was a leader per GPU,
+    each with its two tools: eight at once)."""
+    folder, log, gpus = tmp_path / "running", tmp_path / "running.log", tmp_path / "gpus.log"
+    folder.mkdir()
+    monkeypatch.setenv("FAKE_SANITIZER_RUNNING", f"{folder} {log}")
+    monkeypatch.setenv("FAKE_SANITIZER_GPU_LOG", str(gpus))
+    path = spec(tmp_path, "X = [5, 4, 3, 2]", "[harden]\njobs = 2\ntools = [\"memcheck\", \"racecheck\"]")
+    done = ksweep_cli("run", path, "-q", "--confirm", "4,4,all", "--no-gpu-check", "--gpus", "0,1,2,3",
+                      cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    counts = [int(n) for n in log.read_text().split()]
+    assert len(counts) == 8 and max(counts) <= 2, counts  # four leaders, two tools each
+    assert sorted(gpus.read_text().split()) == ["0"] * 4 + ["1"] * 4
 
 
 def test_without_compute_sanitizer_the_sweep_says_so_and_ksweep_harden_does_it_later(tmp_path, monkeypatch):

@@ -65,7 +65,9 @@ class SlotExecutor(Executor):
 
     @property
     def here(self) -> Here:
-        return Here(self.gpus[0].index, self.registry, self.scratch, tuple(g.index for g in self.gpus[1:]))
+        first = self.gpus[0].index
+        others = dict.fromkeys(g.index for g in self.gpus[1:] if g.index != first)  # --gpus 0,0: one GPU
+        return Here(first, self.registry, self.scratch, tuple(others))
 
     def submit_build(self, job: Job) -> Future:
         return self._builds.submit(self.builder.build, job, self.registry)

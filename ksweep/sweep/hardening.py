@@ -69,7 +69,7 @@ class Hardened:
 
 
 def jobs_of(spec) -> int:
-    """Sanitizer runs at once on the hardening's GPU: ``[harden] jobs``, else half this host's
+    """Sanitizer runs at once on this host: ``[harden] jobs``, else half this host's
     cores, at least 1 and at most 8 (each tool of a leader runs in a process of its own; the
     leaders are hardened after their timing, so nothing measured shares the GPU with them)."""
     if spec.harden.jobs is not None:
@@ -295,10 +295,12 @@ class HardeningPhase:
         first_finding = ""
         self.deadline = time.monotonic() + self.budget
         todo = [cid for cid in chosen if needs and not done_before(done, results[cid], needs)]
+        # [harden] jobs sanitizer runs at once on the whole host: with several GPUs, fewer tools
+        # of a leader together, so that more leaders go to the GPUs in turn, best first
         jobs = jobs_of(spec)
-        per_config = min(jobs, len(spec.harden.tools)) if exe is not None and spec.harden.tools else 1
-        # leaders hardened at once, best first, on this host's GPUs in turn
-        at_once = max(1, jobs // per_config, len(here.gpus) if exe is not None else 1)
+        tools = len(spec.harden.tools) if exe is not None and spec.harden.tools else 1
+        per_config = max(1, min(tools, jobs // (len(here.gpus) if exe is not None else 1)))
+        at_once = max(1, jobs // per_config)  # leaders hardened at once
         for start in range(0, len(todo), at_once):
             batch = []
             for cid in todo[start:start + at_once]:

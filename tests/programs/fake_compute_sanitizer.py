@@ -5,7 +5,9 @@ recorded outputs of tests/data/sanitizer: the finding of the tool asked for (--t
 program printed "planted fault", else a clean summary. Each call appends "<tool> <the
 KSWEEP_SANITIZER the program got> <the kernel filter: kne=NAME,... and the launch count, or
 ->" to $FAKE_SANITIZER_LOG when set. With $FAKE_SANITIZER_BARRIER ("N FOLDER") a run goes on
-only once N runs have started (each leaves a file in FOLDER), and fails after a minute."""
+only once N runs have started (each leaves a file in FOLDER), and fails after a minute. With
+$FAKE_SANITIZER_RUNNING ("FOLDER LOG") a run appends to LOG how many runs are going (a file
+each in FOLDER) as it starts, and lasts 0.3 s at least."""
 
 import os
 import subprocess
@@ -37,6 +39,13 @@ def main(argv):
         with open(os.environ["FAKE_SANITIZER_LOG"], "a") as log:
             said = f"{','.join(only)}:{count}" if only else "-"
             log.write(f"{tool} {os.environ.get('KSWEEP_SANITIZER', '-')} {said}\n")
+    running = os.environ.get("FAKE_SANITIZER_RUNNING")  # "FOLDER LOG": how many run at once
+    if running:
+        folder, log = running.split(" ", 1)
+        Path(folder, str(os.getpid())).touch()
+        with open(log, "a") as out:
+            out.write(f"{len(os.listdir(folder))}\n")
+        time.sleep(0.3)  # long enough for the runs started together to overlap
     barrier = os.environ.get("FAKE_SANITIZER_BARRIER")  # "N FOLDER": go on once N runs have started
     if barrier:
         n, folder = barrier.split(" ", 1)
@@ -58,6 +67,8 @@ def main(argv):
         print("========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)")
     else:
         print("========= ERROR SUMMARY: 0 errors")
+    if running:
+        Path(folder, str(os.getpid())).unlink()
     return done.returncode
 
 
