@@ -490,8 +490,8 @@ def test_kill_9_at_random_moments_loses_nothing_and_ends_like_an_uninterrupted_r
             log.unlink()
         return {tuple(int(kv.split("=")[1]) for kv in line.split()) for line in ran} & committed
 
-    # killed until wanted_kills kills have landed and three quarters of the sweep is stored (the
-    # model's proposals among them), or until a process ends by itself after that many kills
+    # killed until wanted_kills kills have landed and every result is stored (the last ones at
+    # the budget's end among them), or until a process ends by itself after that many kills
     for cycle in range(200):
         err = killed / "stderr.txt"
         with open(err, "w") as stderr:
@@ -499,20 +499,18 @@ def test_kill_9_at_random_moments_loses_nothing_and_ends_like_an_uninterrupted_r
                                     stdout=subprocess.DEVNULL, stderr=stderr, stdin=subprocess.DEVNULL)
         try:
             proc.wait(timeout=rng.uniform(0.3, 1.2))
+            ended = True  # finished before the kill came (after that, it must evaluate nothing more)
         except subprocess.TimeoutExpired:
             proc.send_signal(signal.SIGKILL)
             proc.wait()
             kills += 1
-        else:
-            assert proc.returncode == 0, err.read_text()
-            if kills >= wanted_kills:
-                break
-            # finished before the kill came: start again (it must evaluate nothing more)
+            ended = False
+        assert not ended or proc.returncode == 0, err.read_text()
         assert not ran_again(), "a config whose result was stored ran again"
         now = set(stored(db)) if db.exists() else set()
         assert committed <= now, "a stored result was lost"
         committed = now
-        if kills >= wanted_kills and 4 * len(committed) >= 3 * evals:
+        if kills >= wanted_kills and (ended or len(committed) == evals):
             break
     assert kills >= wanted_kills
     r = cli("run", str(spec), *args)  # the rest, uninterrupted
