@@ -538,11 +538,11 @@ def _nannies_own_cluster(distributed):
     it left: a restart slower than that, or a second one that long after a first, closed the
     nanny while it was restarting its worker, and the cluster lost that GPU for good."""
 
-    class Cluster(distributed.LocalCluster):
+    class LocalCluster(distributed.LocalCluster):  # its repr says LocalCluster, as distributed's
         def _update_worker_status(self, op, msg):
-            distributed.deploy.Cluster._update_worker_status(self, op, msg)
+            super(distributed.SpecCluster, self)._update_worker_status(op, msg)  # not SpecCluster's
 
-    return Cluster
+    return LocalCluster
 
 
 def start_local(gpus: Sequence[Gpu], rules: BuildRules, *, shared_cache: str | Path | None = None,
