@@ -472,6 +472,12 @@ def test_kill_9_at_random_moments_loses_nothing_and_ends_like_an_uninterrupted_r
     assert r.returncode == 0, r.stderr
     expected = set(stored(clean / ".ksweep" / "toy.db"))
     assert len(expected) == evals
+    # what a process takes here to start, resume a sweep with nothing left and end: a kill
+    # comes after about that much (half to one and a half) and up to 0.8 s of the sweep's work,
+    # so that a loaded machine, slower to start, sees the same series
+    started = time.monotonic()
+    assert cli("run", str(toy(clean, extra=extra)), *args).returncode == 0
+    lifetime = time.monotonic() - started
 
     spec = toy(killed, extra=extra + f"""
         [run.env]
@@ -498,7 +504,7 @@ def test_kill_9_at_random_moments_loses_nothing_and_ends_like_an_uninterrupted_r
             proc = subprocess.Popen([sys.executable, "-m", "ksweep.cli.main", "run", str(spec), *args],
                                     stdout=subprocess.DEVNULL, stderr=stderr, stdin=subprocess.DEVNULL)
         try:
-            proc.wait(timeout=rng.uniform(0.3, 1.2))
+            proc.wait(timeout=lifetime * rng.uniform(0.5, 1.5) + rng.uniform(0.0, 0.8))
             ended = True  # finished before the kill came (after that, it must evaluate nothing more)
         except subprocess.TimeoutExpired:
             proc.send_signal(signal.SIGKILL)
