@@ -3,7 +3,8 @@
 # a short sweep of each (hardening on, as by default) and what the hardening said of its leaders.
 #   bench/harden_examples.sh [OUTDIR] [MAX_EVALS]
 # SGEMM's 150-config sweep is bench/harden_overhead.py's. The Hopper GEMM's default config is
-# swept alone when examples/hopper_gemm/setup.sh has put CUTLASS's headers in place.
+# swept alone when examples/hopper_gemm/setup.sh has put CUTLASS's headers in place (offline:
+# `sh examples/hopper_gemm/setup.sh WHEEL_DIR` with the nvidia_cutlass wheel there).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench-out/harden_examples}
@@ -20,6 +21,11 @@ sweep() {  # name, spec, options...
 }
 sweep flash_attention examples/flash_attention/flash_attn.toml --shape b1_s512_d64
 sweep kernel_matmul examples/kernel_mode/matmul.toml
+# what the sweep's time budget left (racecheck of a 4096x4096 launch takes longer than the
+# 60 s it gives): ksweep harden runs it with the tool's own timeout
+timeout 900 $PY -m ksweep harden "$OUT/kernel_matmul.db" > "$OUT/kernel_matmul_harden.txt" 2>&1
+echo "kernel_matmul harden: exit $?"
+tail -4 "$OUT/kernel_matmul_harden.txt"
 if [[ -f examples/hopper_gemm/cutlass/include/cutlass/cutlass.h ]]; then
   N=1 sweep hopper_default examples/hopper_gemm/hopper_gemm.toml --shape fc2
 fi
