@@ -23,7 +23,7 @@ sweep flash_attention examples/flash_attention/flash_attn.toml --shape b1_s512_d
 sweep kernel_matmul examples/kernel_mode/matmul.toml
 # what the sweep's time budget left (racecheck of a 4096x4096 launch takes longer than the
 # 60 s it gives): ksweep harden runs it with the tool's own timeout
-timeout 900 $PY -m ksweep harden "$OUT/kernel_matmul.db" > "$OUT/kernel_matmul_harden.txt" 2>&1
+timeout 300 $PY -m ksweep harden "$OUT/kernel_matmul.db" > "$OUT/kernel_matmul_harden.txt" 2>&1
 echo "kernel_matmul harden: exit $?"
 tail -4 "$OUT/kernel_matmul_harden.txt"
 if [[ -f examples/hopper_gemm/cutlass/include/cutlass/cutlass.h ]]; then
