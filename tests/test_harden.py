@@ -135,7 +135,7 @@ def test_no_more_sanitizer_runs_at_once_than_harden_jobs_however_many_gpus(tmp_p
     monkeypatch.setenv("FAKE_SANITIZER_RUNNING", f"{folder} {log}")
     monkeypatch.setenv("FAKE_SANITIZER_GPU_LOG", str(gpus))
     path = spec(tmp_path, "X = [5, 4, 3, 2]", "[harden]\njobs = 2\ntools = [\"memcheck\", \"racecheck\"]")
-    done = ksweep_cli("run", path, "-q", "--confirm", "4,4,all", "--no-gpu-check", "--gpus", "0,1,2,3",
+    done = ksweep_cli("run", path, "-q", "--confirm", "4,1,all", "--no-gpu-check", "--gpus", "0,1,2,3",
                       cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     counts = [int(n) for n in log.read_text().split()]
