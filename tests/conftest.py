@@ -144,7 +144,12 @@ def _has_gpu() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests under tests/gpu/ need an NVIDIA GPU: skipped (and said so) without one."""
+    """The modules that hold a slow test run first, each whole and in its own order, so that
+    with several workers (-n 2) their long tests do not end the session on one worker while
+    the other has nothing left. Tests under tests/gpu/ need an NVIDIA GPU: skipped (and said
+    so) without one."""
+    slow = {item.module.__name__ for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.module.__name__ not in slow)  # stable: the rest in order
     if _has_gpu():
         return
     skip = pytest.mark.skip(reason="no NVIDIA GPU on this machine")
