@@ -48,8 +48,10 @@ def main() -> int:
     args = p.parse_args()
     default = SurrogateSettings()
     grid = [{"judge_seeds_below": a, "misleading_below": b} for a, b in itertools.product(SEEDS_BELOW, MISLEADING_BELOW)]
-    at_default = next(i for i, g in enumerate(grid) if g == {"judge_seeds_below": default.judge_seeds_below,
-                                                            "misleading_below": default.misleading_below})
+    defaults = {"judge_seeds_below": default.judge_seeds_below, "misleading_below": default.misleading_below}
+    if defaults not in grid:  # the defaults are always measured, to compare with
+        grid.append(defaults)
+    at_default = grid.index(defaults)
     files = sorted(str(f) for k in KERNELS for f in Path(args.datasets).glob(f"{k}_*.json.gz"))
     datasets = [load_dataset(f) for f in files]
     pairs = [(files[t], files[s]) for t, s in same_kernel_pairs(datasets)]
