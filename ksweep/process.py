@@ -38,6 +38,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -504,6 +505,36 @@ def track(pgid: int, registry: ProcessRegistry | None = None) -> None:
 
 def untrack(pgid: int, registry: ProcessRegistry | None = None) -> None:
     (registry or DEFAULT_REGISTRY).untrack(pgid)
+
+
+AT_ONCE_WAIT = 0.05  # seconds between looks at calls running at once (``at_once``)
+
+
+def at_once(fn, items: Sequence, jobs: int, registry: ProcessRegistry | None) -> list:
+    """``fn`` of each item, ``jobs`` at a time in threads (each call starts processes through
+    ``registry``), in the items' order. Waited for in short sleeps, so that Ctrl-C or SIGTERM
+    lands in a sleep, never inside the futures' locks, which the calls still need. Ctrl-C, or an
+    exception of one call, kills what ``registry`` runs (the others' processes end at once),
+    and is raised once every call has returned."""
+    pool = ThreadPoolExecutor(max_workers=max(1, min(jobs, len(items))), thread_name_prefix="ksweep-at-once")
+    futures = []
+    try:
+        futures = [pool.submit(fn, item) for item in items]
+        while True:
+            failed = next((f for f in futures if f.done() and f.exception() is not None), None)
+            if failed is not None:
+                raise failed.exception()
+            if all(f.done() for f in futures):
+                return [f.result() for f in futures]
+            time.sleep(AT_ONCE_WAIT)
+    except BaseException:  # also while the calls are being handed out
+        for f in futures:
+            f.cancel()
+        if registry is not None:
+            registry.kill_all(reap=False)
+        raise
+    finally:
+        pool.shutdown(wait=True)  # after kill_all: nothing of it is left running
 
 
 class FifoCapture(_Capture):

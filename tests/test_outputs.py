@@ -151,6 +151,7 @@ def test_a_stop_while_the_builds_are_handed_out_stops_the_one_started(tmp_path, 
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
+    from ksweep import process
     from ksweep.source import codecheck
 
     class StoppedOnTheSecond(ThreadPoolExecutor):
@@ -160,7 +161,7 @@ def test_a_stop_while_the_builds_are_handed_out_stops_the_one_started(tmp_path, 
             self.handed = getattr(self, "handed", 0) + 1
             return super().submit(*args, **kwargs)
 
-    monkeypatch.setattr(codecheck, "ThreadPoolExecutor", StoppedOnTheSecond)
+    monkeypatch.setattr(process, "ThreadPoolExecutor", StoppedOnTheSecond)  # the builds' pool (process.at_once)
     (tmp_path / "k.c").write_text(SOURCE)
     said = []
 

@@ -23,14 +23,12 @@ import os
 import re
 import shutil
 import tempfile
-import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from ..errors import SourceError
-from ..process import ProcessRegistry, pid_alive, run_process
+from ..process import ProcessRegistry, at_once, pid_alive, run_process
 from ..elf.code import Difference, compare, is_cubin, is_elf, units
 from .files import encode_source
 
@@ -93,21 +91,10 @@ def check(path: str | Path, before: str, after: str, command: Sequence[str], *, 
                 copies.append(_copy_beside(path, text, named))
             env = {"SOURCE_DATE_EPOCH": str(int(path.stat().st_mtime))}
             # the two builds at once: a large kernel takes nvcc minutes
+            # (Ctrl-C or SIGTERM stops the compilers, then the copies are removed)
             builds = ProcessRegistry()
-            pool = ThreadPoolExecutor(2)
-            try:
-                futures = [pool.submit(_build, command, where, c, o, cwd, env, timeout, builds)
-                           for c, o in zip(copies, outputs)]
-                # waited for in short sleeps: Ctrl-C or SIGTERM then lands in a sleep, never
-                # inside the futures' own locks, which the build threads still need
-                while not all(f.done() for f in futures):
-                    time.sleep(0.05)
-            except BaseException:  # Ctrl-C, SIGTERM (also while the builds are being handed out):
-                builds.kill_all(reap=False)  # the compilers are stopped, then the copies removed
-                raise
-            finally:
-                pool.shutdown(wait=True)  # at once after kill_all: nothing of it is left running
-            first, second = (f.result() for f in futures)
+            first, second = at_once(lambda co: _build(command, where, *co, cwd, env, timeout, builds),
+                                    list(zip(copies, outputs)), 2, builds)
         finally:
             for copy in copies:
                 copy.unlink(missing_ok=True)

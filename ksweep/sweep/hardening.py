@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from ..job import Job, config_id
+from ..process import at_once
 from ..space.space import Space
 from ..result import Hardening, Result
 from ..run import sanitize
@@ -56,7 +57,6 @@ LEAST_TIMEOUT = 120.0  # seconds a tool's run gets at least (100 times the confi
 BUDGET_SHARE = 0.15  # the hardening of a shape × variant takes at most this share of its search and confirmation
 LEAST_BUDGET = 60.0  # seconds, whatever the share (a resumed sweep's search takes none)
 MOST_JOBS = 8  # sanitizer runs at once by default (``[harden] jobs``)
-WAIT = 0.05  # seconds between looks at the runs going at once
 
 
 @dataclass(frozen=True)
@@ -154,33 +154,11 @@ def harden_config(spec, mode, job: Job, build: "BuildResult", here: Here, *, exe
 
 
 def _at_once(fn, items: Sequence, jobs: int, here: Here) -> list:
-    """``fn`` of each item, ``jobs`` at a time (threads; each call runs processes), in the
-    items' order. Ctrl-C (or an exception of one call) while they run kills what ``here``'s
-    registry runs, and is raised."""
+    """``fn`` of each item, ``jobs`` at a time (``process.at_once``; one by one for one job or
+    one item); Ctrl-C or an exception of one call kills what ``here``'s registry runs."""
     if jobs <= 1 or len(items) <= 1:
         return [fn(item) for item in items]
-    from concurrent.futures import ThreadPoolExecutor
-
-    pool = ThreadPoolExecutor(max_workers=min(jobs, len(items)), thread_name_prefix="ksweep-harden")
-    futures = []
-    try:
-        futures = [pool.submit(fn, item) for item in items]
-        # waited for in short sleeps: Ctrl-C or SIGTERM lands in a sleep, never in the futures' locks
-        while True:
-            failed = next((f for f in futures if f.done() and f.exception() is not None), None)
-            if failed is not None:
-                raise failed.exception()
-            if all(f.done() for f in futures):
-                return [f.result() for f in futures]
-            time.sleep(WAIT)
-    except BaseException:
-        for f in futures:
-            f.cancel()
-        if here.registry is not None:
-            here.registry.kill_all(reap=False)
-        raise
-    finally:
-        pool.shutdown(wait=True)  # after kill_all: the runs end at once
+    return at_once(fn, items, jobs, here.registry)
 
 
 def record(store, result: Result, hardened: Hardened) -> Status | None:
