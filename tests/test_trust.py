@@ -491,8 +491,8 @@ def test_kill_9_at_random_moments_loses_nothing_and_ends_like_an_uninterrupted_r
         return {tuple(int(kv.split("=")[1]) for kv in line.split()) for line in ran} & committed
 
     # killed until wanted_kills kills have landed and every result is stored (the last ones at
-    # the budget's end among them), or until a process ends by itself after that many kills
-    # a kill comes 0.3-1.2 s after the start, times a stretch that follows this machine's speed:
+    # the budget's end among them), or until a process ends by itself after that many kills.
+    # A kill comes 0.3-1.2 s after the start, times a stretch that follows this machine's speed:
     # longer after a process killed before it stored anything (a loaded machine starts a
     # process slower), shorter after one that ran to its end (so that the next is killed)
     stretch = 1.0

@@ -74,8 +74,10 @@ def tool_argv(exe: str, tool: str, program: Sequence[str], only: Sequence[str] =
     if only and tool not in WHOLE_PROGRAM:
         for name in only:
             filters += ["--kernel-name", f"kne={name}"]
-        if len(only) == 1:  # the count is of every launch the filters match: with two kernels, the
-            filters += ["--launch-count", "1"]  # first could use it up twice; all their launches then
+        # the count is of every launch the filters match: with two kernels the first could use
+        # it up, so the count is set for one kernel only (every launch of several is checked)
+        if len(only) == 1:
+            filters += ["--launch-count", "1"]
     return [exe, "--tool", tool, "--target-processes", "all", "--show-backtrace", "device",
             "--print-limit", "100", *filters, *program]
 
