@@ -19,7 +19,7 @@ sweep() {  # name, spec, options...
   local name=$1 spec=$2
   shift 2
   wanted "$name" || return 0
-  timeout 200 $PY -m ksweep run "$spec" --db "$OUT/$name.db" --max-evals "$N" "$@" > "$OUT/$name.txt" 2>&1
+  timeout ${SWEEP_TIMEOUT:-200} $PY -m ksweep run "$spec" --db "$OUT/$name.db" --max-evals "$N" "$@" > "$OUT/$name.txt" 2>&1
   echo "$name: exit $?"
   grep -E "^harden:|BEST" "$OUT/$name.txt" | head -6
 }
