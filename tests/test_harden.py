@@ -98,6 +98,35 @@ def test_a_finding_makes_the_fastest_config_unsafe_and_never_best(tmp_path, fake
     assert not fake_sanitizer.exists()
 
 
+def test_the_done_line_counts_each_result_of_the_run_once_when_the_hardening_finds_faults(tmp_path, fake_sanitizer):
+    """One config evaluated, the default measured by the confirmation alone (no check
+    reference evaluates it first), both UNSAFE: the counts are of the run's results, never
+    below zero (they said "-1 OK, 2 UNSAFE" for the Hopper GEMM's default), and the
+    confirmation line says what barred them."""
+    shutil.copy(PROGRAMS / "harden.c", tmp_path / "harden.c")
+    path = tmp_path / "h.toml"
+    path.write_text(textwrap.dedent("""
+        [sweep]
+        name = "harden"
+        [params]
+        X = [4, 3, 2]
+        FAULT = [2]
+        [build]
+        sources = ["harden.c"]
+        command = ["gcc", "-O0", "{defines}", "-o", "{binary}", "harden.c"]
+        [run]
+        command = ["{binary}"]
+    """))
+    done = ksweep_cli("run", path, "--max-evals", "1", "--strategy", "random", "--seed", "0", "--confirm", "3,2,all",
+                      "--no-gpu-check", cwd=tmp_path)
+    assert done.returncode == 1 and "no config succeeded" in done.stderr, done.stdout + done.stderr
+    with Store(tmp_path / ".ksweep" / "h.db") as store:
+        assert sorted((r.params["X"], r.status.value) for r in store.results()) == [(2, "UNSAFE"), (4, "UNSAFE")]
+    line = next(ln for ln in done.stderr.splitlines() if ln.startswith("[ksweep] done:"))
+    assert "1 evaluated, 0 resumed (0 OK, 1 UNSAFE)" in line, line
+    assert "the 2 that passed every confirmation run may not be BEST (UNSAFE): no BEST" in done.stdout
+
+
 def test_a_leaders_tools_run_at_once(tmp_path, fake_sanitizer, monkeypatch):
     """``[harden] jobs = 4``: the four tools of a leader are four processes running together
     (each stand-in run waits until four have started; run one after another, none would)."""

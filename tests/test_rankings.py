@@ -94,6 +94,31 @@ def test_best_is_not_a_median_over_other_rounds_than_the_others():
     assert f.lo <= f.median <= f.hi and f.median == pytest.approx(1.1 ** (6 / 20))
 
 
+def test_no_best_says_the_hardening_barred_the_configs_that_passed_their_runs():
+    """Every confirmed config ran OK in each round, then the hardening found each UNSAFE: the
+    line says that, not that no config passed its confirmation runs (which they all did)."""
+    from ksweep.job import config_id
+    from ksweep.verify.confirm import confirmed
+    from ksweep.report.table import confirmation_line
+    from ksweep.result import Measurement
+
+    a, b = {"X": 1}, {"X": 2}
+    results = [Result("v", "s", p, Status.UNSAFE, cache_key=k, metrics={"ms": 1.0}) for p, k in ((a, "ka"), (b, "kb"))]
+    runs = [Measurement("v", "s", p, k, r, Status.OK, value=1.0 + r / 10) for r in range(3) for p, k in ((a, "ka"), (b, "kb"))]
+    conf = confirmed(results, runs, "min", {("v", "s"): config_id(a)})[("v", "s")]
+    line = confirmation_line(conf)
+    assert conf.best is None
+    assert "no config passed every confirmation run" not in line
+    assert line.endswith("; the 2 that passed every confirmation run may not be BEST (UNSAFE): no BEST")
+    # one flaky, the other UNSAFE: both reasons
+    flaky = runs[:-1] + [Measurement("v", "s", b, "kb", 2, Status.CRASH)]
+    results[1] = Result("v", "s", b, Status.OK, cache_key="kb", metrics={"ms": 1.0})
+    line = confirmation_line(confirmed(results, flaky, "min")[("v", "s")])
+    assert line.endswith("; the 1 that passed every confirmation run may not be BEST (UNSAFE): no BEST")
+    alone = confirmed(results[1:], flaky[1::2], "min")[("v", "s")]
+    assert confirmation_line(alone).endswith("; no config passed every confirmation run: no BEST")
+
+
 def test_the_stored_confirmation_pairs_its_rounds():
     """confirm.confirmed: the BEST's speed-up over the default from the rounds both ran in,
     so a clock that falls from round to round does not hide a steady 5% lead."""

@@ -295,6 +295,11 @@ def confirmation_line(conf: Confirmed) -> str:
         f"{conf.rounds} round{'s' if conf.rounds != 1 else ''}"
     text = f"  confirmed: {n} config{'s' if n != 1 else ''} x {rounds}"
     if conf.best is None:
+        # runs that all ended OK, then barred (the hardening found it UNSAFE, --deterministic)
+        barred = [v for v in conf.verdicts.values() if v.ineligible and not v.failed and v.interval.n]
+        if barred:
+            why = ", ".join(sorted({v.ineligible for v in barred}))
+            return text + f"; the {len(barred)} that passed every confirmation run may not be BEST ({why}): no BEST"
         return text + "; no config passed every confirmation run: no BEST"
     if conf.speedup is not None and conf.best != conf.default:
         s = conf.speedup

@@ -310,9 +310,11 @@ class HardeningPhase:
                 status = record(store, result, hardened)
                 said_ = str(status) if status is not None else (hardened.tools.verdict if hardened.tools else "checked")
                 counts[said_] = counts.get(said_, 0) + 1
-                if status is not None:
-                    summary.counts[result.status.value] = summary.counts.get(result.status.value, 1) - 1
+                if status is not None and (result.variant, result.shape, cid) in summary.counted:
+                    # a result this run counted (not the default the confirmation alone measured)
+                    summary.counts[result.status.value] -= 1
                     summary.counts[status.value] = summary.counts.get(status.value, 0) + 1
+                if status is not None:
                     first_finding = first_finding or (hardened.tools.message if status is Status.UNSAFE else next(
                         s[2] for s in (hardened.inputs, hardened.edge) if s is not None and s[1] is not None))
             summary.harden_seconds += time.monotonic() - started

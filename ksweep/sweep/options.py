@@ -22,6 +22,7 @@ class Summary:
     """Counts and times of one `ksweep run`."""
 
     counts: dict[str, int] = field(default_factory=dict)
+    counted: set = field(default_factory=set)  # (variant, shape, config_id) of each result in counts
     evaluated: int = 0
     resumed: int = 0
     wall_seconds: float = 0.0

@@ -165,6 +165,7 @@ class Recorder:
 
     def _observe(self, result: Result, resumed: bool) -> None:
         self.summary.counts[result.status.value] = self.summary.counts.get(result.status.value, 0) + 1
+        self.summary.counted.add((result.variant, result.shape, config_id(result.params)))
         key = (result.variant, result.shape, result.gpu_name)  # GPU models are never ranked together
         best = self.summary.best.get(key)
         v = result.value(self.spec.objective.metric)
