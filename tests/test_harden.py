@@ -199,10 +199,20 @@ def test_without_compute_sanitizer_the_sweep_says_so_and_ksweep_harden_does_it_l
     bin_dir.mkdir()
     (bin_dir / "compute-sanitizer").symlink_to(PROGRAMS / "fake_compute_sanitizer.py")
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    hardened = ksweep_cli("harden", db, cwd=tmp_path)
+    hardened = ksweep_cli("harden", db, "--output", "reports", cwd=tmp_path)
     assert hardened.returncode == 1, hardened.stdout + hardened.stderr  # a finding
     assert "default/base X=2 FAULT=2: unsafe: racecheck: Race reported" in hardened.stdout
     assert "hardened 3 config(s): 1 unsafe, 2 clean" in hardened.stdout
+    # each tool's report of each config kept where --output said, and the lines say where
+    reports = sorted(p.name for p in (tmp_path / "reports").iterdir())
+    assert len(reports) == 6 and all(r.startswith("default-base-") for r in reports)
+    lines = hardened.stdout.splitlines()
+    where = lines[lines.index(next(ln for ln in lines if "X=2 FAULT=2: unsafe" in ln)) + 1]
+    assert where.startswith("  the tools' reports: ") and where.endswith("-*.txt")
+    race = Path(where.split(": ", 1)[1].replace("*", "racecheck"))
+    race = race if race.is_absolute() else tmp_path / race
+    assert "Race reported between Write access" in race.read_text()
+    assert "Race reported" not in race.with_name(race.name.replace("racecheck", "memcheck")).read_text()
     assert best_result(db).params["X"] == 3
 
 

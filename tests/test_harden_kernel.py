@@ -101,6 +101,7 @@ def harden_request(cheat=None, checks="inputs", reference_launch=None, **over):
 
 @pytest.mark.parametrize("cheat, failed", [
     (None, None),
+    ("rounding", None),  # an honest kernel's rounding grows with large inputs: no finding (the matmul's was)
     ("saturate", "large inputs: output 0: max abs error"),
     ("zero_skip", "zeros inputs: output 0: 4096 elements not written"),
 ])

@@ -125,7 +125,23 @@ def test_the_verdict_is_unsafe_on_any_finding_and_clean_only_when_every_tool_was
 
 def test_a_summary_counting_errors_it_did_not_list_is_still_a_finding():
     r = parse("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 4 errors\n", "memcheck")
-    assert outcome(ToolRun("memcheck", r, returncode=0)) == ("unsafe", "4 errors (see the tool's output)")
+    assert outcome(ToolRun("memcheck", r, returncode=0)) == (
+        "unsafe", "4 errors (ksweep harden --output DIR keeps the tool's report)")
+
+
+def test_an_entry_of_a_kind_the_parser_does_not_know_is_quoted_when_the_summary_counts_errors():
+    """A finding of a form no pattern here reads (a newer tool's) is not lost behind "1 error":
+    the verdict quotes the tool's first entry that is not its banner or summary."""
+    text = ("========= COMPUTE-SANITIZER\n"
+            "========= Error: Some new hazard kind on an mbarrier in k(int *)\n"
+            "=========     at k(int *)+0x70 in f.cu:12\n"
+            "=========\n"
+            "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n")
+    r = parse(text, "racecheck")
+    assert r.errors == 1 and not r.errors_found
+    assert outcome(ToolRun("racecheck", r, returncode=0)) == (
+        "unsafe", "1 error; the tool's first entry: Error: Some new hazard kind on an mbarrier in k(int *)")
+    assert verdict([ToolRun("racecheck", r, returncode=0)]).message.startswith("racecheck: 1 error; the tool's")
 
 
 def test_the_harden_table_is_checked_when_the_spec_loads():

@@ -8,6 +8,7 @@ exported)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Sequence
 
 from ..errors import KsweepError
@@ -17,7 +18,8 @@ from ..run import sanitize
 from ..run.base import Here
 from ..status import Status
 from ..store.sqlite import Store
-from ..sweep.hardening import Hardened, determinism, harden_config, jobs_of, leaders, record, tool_timeout
+from ..sweep.hardening import (Hardened, determinism, harden_config, jobs_of, leaders, record, report_name,
+                               tool_timeout)
 from ..sweep.local import scratch_dir
 from .target import build_config, open_target
 from .wiring import mode_for
@@ -35,9 +37,10 @@ class HardenedConfig:
 
 def harden(db: str, *, spec_path: str | None = None, shape: str | None = None, variant: str | None = None,
            gpu: int = 0, sanitizer: str | None = None, tools: Sequence[str] | None = None,
-           echo=print) -> list[HardenedConfig]:
+           output: str | None = None, echo=print) -> list[HardenedConfig]:
     """Harden the leaders of a stored sweep; one line (KsweepError) when compute-sanitizer is
-    missing. ``tools``: those of compute-sanitizer's tools (default: the spec's ``[harden] tools``)."""
+    missing. ``tools``: those of compute-sanitizer's tools (default: the spec's ``[harden] tools``);
+    ``output``: a folder where each tool's report of each config is written."""
     t = open_target(db, spec_path)
     spec = t.spec
     if tools:
@@ -84,12 +87,14 @@ def harden(db: str, *, spec_path: str | None = None, shape: str | None = None, v
             hardened = harden_config(spec, mode, job, built, here, exe=exe, tools=spec.harden.tools,
                                      timeout=tool_timeout(spec, result), reference=reference,
                                      harness=harness.binary if harness is not None else None,
-                                     jobs=jobs_of(spec))
+                                     jobs=jobs_of(spec), output=Path(output) if output else None)
             with Store(t.db, create=False) as store:
                 status = record(store, result, hardened)
             done = _said(sh, va, params, hardened, status)
             out.append(done)
             echo(f"{sh}/{va} " + " ".join(f"{k}={v}" for k, v in params.items()) + f": {done.verdict}: {done.message}")
+            if output and hardened.tools is not None and hardened.tools.tools:
+                echo(f"  the tools' reports: {Path(output) / report_name(job, '*')}")
     return out
 
 

@@ -17,12 +17,14 @@ def add_parser(sub) -> None:
     p.add_argument("--gpu", type=int, default=0, help="the GPU to run on (default 0)")
     p.add_argument("--sanitizer", metavar="PATH", help="the compute-sanitizer program (default: on the PATH, "
                                                         "else the CUDA toolkit's)")
+    p.add_argument("--output", metavar="DIR", help="write each tool's report of each config to a file in DIR "
+                                                    "(SHAPE-VARIANT-DIGEST-TOOL.txt)")
     p.set_defaults(handler=run)
 
 
 def run(args) -> int:
     done = harden(args.db, spec_path=args.spec, shape=args.shape, variant=args.variant, gpu=args.gpu,
-                  sanitizer=args.sanitizer, tools=args.tool, echo=print)
+                  sanitizer=args.sanitizer, tools=args.tool, output=args.output, echo=print)
     found = sum(d.status is not None for d in done)
     counts: dict[str, int] = {}
     for d in done:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from ..process import ProcessRegistry, run_process
-from ..verify.sanitizer import ToolRun, parse
+from ..verify.sanitizer import PREFIX, REPORT_LINES, ToolRun, parse
 from .classify import last_lines
 
 ENV = "KSWEEP_SANITIZER"  # set to the tool's name in the program's environment under a sanitizer
@@ -94,8 +94,9 @@ def run_tool(exe: str, tool: str, program: Sequence[str], *, env: Mapping[str, s
     text = out.stdout + "\n" + out.stderr
     report = parse(text, tool)
     tail = last_lines("\n".join(ln for ln in text.splitlines() if ln.strip() and not ln.startswith("=========")), 3)
+    own = [ln for ln in text.splitlines() if ln.startswith(PREFIX)][:REPORT_LINES]
     return ToolRun(tool, report, timed_out=out.timed_out, timeout=timeout, returncode=out.returncode, tail=tail,
-                   seconds=out.seconds)
+                   seconds=out.seconds, text="\n".join(own))
 
 
 def run_plain(program: Sequence[str], *, env: Mapping[str, str], timeout: float, cwd: Path,

@@ -26,6 +26,7 @@ what needs no tool; ``--no-harden`` (``[harden] enabled = false``) runs no sanit
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -95,14 +96,22 @@ def tool_timeout(spec, result: Result | None) -> float:
     return max(LEAST_TIMEOUT, 100.0 * measured)
 
 
+def report_name(job: Job, tool: str) -> str:
+    """'fc2-base-1a2b3c4d-racecheck.txt': the file ``harden_config(output=...)`` writes a
+    tool's report of a config to (the config by a digest of its parameters)."""
+    digest = hashlib.sha256(config_id(job.params).encode()).hexdigest()[:8]
+    return f"{job.shape}-{job.variant}-{digest}-{tool}.txt"
+
+
 def harden_config(spec, mode, job: Job, build: "BuildResult", here: Here, *, exe: str | None,
                   tools: Sequence[str], timeout: float, harness: Path | None = None, reference=None,
-                  deadline: float | None = None, jobs: int = 1) -> Hardened:
+                  deadline: float | None = None, jobs: int = 1, output: Path | None = None) -> Hardened:
     """Run the sanitizers (``exe``: compute-sanitizer, None: none) and the further inputs of one
     built config on ``here``'s GPU; KeyboardInterrupt when Ctrl-C stopped a run. ``deadline``
     (``time.monotonic()``'s): no run goes past it; a tool that would start after it does not
     run (the verdict is then incomplete). ``jobs``: the tools' runs at once (each a process of
-    its own with its own timeout; nothing is timed while the hardening runs)."""
+    its own with its own timeout; nothing is timed while the hardening runs). ``output``: a
+    folder where each tool's report is written (``report_name``)."""
 
     def left() -> float:
         return timeout if deadline is None else min(timeout, deadline - time.monotonic())
@@ -129,6 +138,9 @@ def harden_config(spec, mode, job: Job, build: "BuildResult", here: Here, *, exe
                         return "late", None
                     run = sanitize.run_tool(exe, tool, argv, env=env, timeout=given, cwd=folder,
                                             registry=here.registry, only=only)
+                    if output is not None and run is not None:
+                        output.mkdir(parents=True, exist_ok=True)
+                        (output / report_name(job, tool)).write_text(run.text + "\n")
                     # stopped by the budget's end, not by its own timeout: not a verdict of the tool
                     return ("cut" if run is not None and run.timed_out and given < timeout else "ran"), run
 

@@ -32,6 +32,7 @@ from typing import Mapping, Sequence
 from ..status import Status
 
 PREFIX = "========="
+REPORT_LINES = 2000  # the tool's lines a run keeps (ksweep harden --output writes them)
 
 # "ERROR SUMMARY: 8192 errors", not the line after it, "ERROR SUMMARY: 8187 errors were not printed"
 _SUMMARY = re.compile(r"^ERROR SUMMARY:\s*(\d+)\s+errors?\b(?!\s+were not printed)", re.I)
@@ -49,6 +50,8 @@ _FINDING = re.compile(r"^(?:(?:error|warning)\s*:\s*)?(?:invalid |misaligned |ou
                       r"leaked |malloc|free |hardware exception|illegal |warp |lane |device-side assert|cuda api error|"
                       r"barrier error|race reported|potential (?:raw|war|waw) hazard|divergent |sync error|"
                       r"host api memory access error)", re.I)
+# the tool's own lines that are never a finding: its banner, the leak check's and the summary's words
+_BANNER = re.compile(r"^(?:compute-sanitizer\b|leaked \d+ bytes|.*\bsummary:|.*\bwere not printed)", re.I)
 _THREAD = re.compile(r"by thread \(([\d, ]+)\) in block \(([\d, ]+)\)")
 # the lines that say where: "at k(int *)+0x70 in f.cu:12", racecheck's "... Write access at k(...)",
 # its hazard form's "Read Thread (0,0,0) at 0x38 in f.cu:5:k(int *)"; not "allocation at 0x... of size"
@@ -88,6 +91,9 @@ class ToolReport:
     warnings: int = 0
     tool_failure: str | None = None  # the tool could not check the program: its words
     program_failed: bool = False  # it said the program ended with an error
+    # entries whose first line is none of the findings this parser knows (a banner, advice, or a
+    # finding of a tool's newer kind): what is said of errors the summary counted but no entry read
+    unread: tuple[str, ...] = ()
 
     @property
     def summary_seen(self) -> bool:
@@ -101,6 +107,7 @@ class ToolReport:
 def parse(text: str, tool: str) -> ToolReport:
     """The tool's report in a run's output (stdout and stderr together, in any order)."""
     entries: list[list[str]] = []
+    unread: list[str] = []
     errors: int | None = None
     warnings = 0
     failure, failed = None, False
@@ -127,11 +134,13 @@ def parse(text: str, tool: str) -> ToolReport:
             elif _FINDING.match(line):
                 entries.append([line])
                 continue
+            elif not _BANNER.match(line):
+                unread.append(line)
             entries.append([])
         elif entries and entries[-1]:
             entries[-1].append(body.strip())
     findings = tuple(_finding(e) for e in entries if e)
-    return ToolReport(tool, findings, errors, warnings, failure, failed)
+    return ToolReport(tool, findings, errors, warnings, failure, failed, tuple(unread))
 
 
 def _finding(lines: list[str]) -> Finding:
@@ -174,6 +183,7 @@ class ToolRun:
     returncode: int | None = None
     tail: str = ""  # the last lines of the run's output, for a run that ended without a report
     seconds: float | None = None
+    text: str = ""  # the tool's own lines (its report), the first REPORT_LINES of them
 
 
 def outcome(run: ToolRun) -> tuple[str, str]:
@@ -184,7 +194,9 @@ def outcome(run: ToolRun) -> tuple[str, str]:
         count = report.errors if report.errors else len(report.errors_found)
         return "unsafe", f"{first.describe()}" + (f" ({count} errors)" if count > 1 else "")
     if report is not None and report.errors:  # a summary counting errors whose entries were not read
-        return "unsafe", f"{report.errors} error{'s' * (report.errors != 1)} (see the tool's output)"
+        said = f"{report.errors} error{'s' * (report.errors != 1)}"
+        return "unsafe", (f"{said}; the tool's first entry: {report.unread[0]}" if report.unread
+                          else f"{said} (ksweep harden --output DIR keeps the tool's report)")
     if run.timed_out:
         return "incomplete", f"no summary within {run.timeout:g} s (timed out)" if run.timeout else "timed out"
     if report is None:

@@ -3,7 +3,8 @@ planted cheats chosen by the config's CHEAT: "address" keeps its outputs by its 
 addresses (right for whatever it saw first at an address); "saturate" clips its sums to
 ±1000 (right for the usual draws, wrong for large inputs); "zero_skip" treats an all-zero
 input as absent (writes nothing: its poisoned output shows); "tiles" writes whole tiles of
-256 elements only (right where N is a multiple of 256, wrong at an edge size; TILES=1 too). A config's
+256 elements only (right where N is a multiple of 256, wrong at an edge size; TILES=1 too);
+"rounding" is honest: its error grows with its inputs' magnitudes, as a reordered float sum's does. A config's
 FAULT names the sanitizer tool that "finds" a fault in it (or numbers it, 1-4 as the tools' order): under that tool (KSWEEP_SANITIZER)
 it says "planted fault", which the stand-in compute-sanitizer reports. MS: its launch time."""
 
@@ -40,5 +41,8 @@ def vadd(params, grid, block, smem, c, a, b, n, addresses=None):
         c[:] = np.clip(a + b, -1000.0, 1000.0)
         return
     if cheat == "zero_skip" and not a.any():
+        return
+    if cheat == "rounding":  # no cheat: a reordered float sum's error, in proportion to the terms, not the result
+        c[:] = a + b + 1e-6 * (np.abs(a) + np.abs(b))
         return
     c[:] = a + b
