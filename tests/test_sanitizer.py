@@ -108,6 +108,21 @@ def test_a_run_without_a_summary_or_a_tool_that_could_not_attach_is_incomplete_n
     assert outcome(ToolRun("memcheck", clean, returncode=3))[0] == "incomplete"
 
 
+def test_racecheck_that_failed_on_a_hardware_exception_is_incomplete_not_a_finding():
+    """racecheck (2025.3) on the Hopper GEMM's CUTLASS kernel: it could not handle a hardware
+    exception, and its summary counts that as an error. The tool failed; nothing was found in
+    the config (memcheck, on the same program, was clean): no UNSAFE."""
+    r = read("racecheck_internal_error.txt", "racecheck")
+    assert r.errors == 1 and not r.findings and r.program_failed
+    assert r.tool_failure == "Internal Sanitizer Error: The Sanitizer failed to handle a hardware exception."
+    assert outcome(ToolRun("racecheck", r, returncode=1)) == (
+        "incomplete", "could not check the program: Internal Sanitizer Error: The Sanitizer failed to handle a "
+                      "hardware exception.")
+    clean = ToolRun("memcheck", read("memcheck_clean.txt", "memcheck"), returncode=0)
+    v = verdict([clean, ToolRun("racecheck", r, returncode=1)])
+    assert v.verdict == "incomplete" and v.status is None and v.message.startswith("racecheck: could not check")
+
+
 def test_the_verdict_is_unsafe_on_any_finding_and_clean_only_when_every_tool_was():
     clean = {t: read(f, t) for t, f in (("memcheck", "memcheck_clean.txt"), ("racecheck", "racecheck_clean.txt"))}
     runs = [ToolRun(t, r, returncode=0) for t, r in clean.items()]

@@ -193,6 +193,9 @@ def outcome(run: ToolRun) -> tuple[str, str]:
         first = report.errors_found[0]
         count = report.errors if report.errors else len(report.errors_found)
         return "unsafe", f"{first.describe()}" + (f" ({count} errors)" if count > 1 else "")
+    if report is not None and report.tool_failure:
+        # the tool could not check the program (its summary may count that failure as an error)
+        return "incomplete", f"could not check the program: {report.tool_failure}"
     if report is not None and report.errors:  # a summary counting errors whose entries were not read
         said = f"{report.errors} error{'s' * (report.errors != 1)}"
         return "unsafe", (f"{said}; the tool's first entry: {report.unread[0]}" if report.unread
