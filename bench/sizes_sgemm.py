@@ -4,7 +4,8 @@ selector picks (``ksweep select``, and with ``--robust``) with the best of a sep
 of each size.
 
     python bench/sizes_sgemm.py OUT [--evals 40] [--spec examples/sgemm/sgemm.toml]
-        [--tuned 'GEMM_M=1024,GEMM_N=1024,GEMM_K=1024;...'] [--untuned '...;...']
+        [--tuned 'GEMM_M=1024,GEMM_N=1024,GEMM_K=1024;...'] [--untuned '...;...'] [--persistent]
+    python bench/sizes_sgemm.py OUT --example flash   (flash attention over SEQ_LEN: FLASH_* below)
     python bench/sizes_sgemm.py OUT --cpu-demo     (no GPU: a gcc program, below)
 
 One call does it all, into OUT: the tuned sweep (OUT/tuned.db, every tuned size), a separate
@@ -35,7 +36,7 @@ sys.path.insert(0, str(HERE))
 
 from ksweep.app.export import export  # noqa: E402
 from ksweep.app.select import select  # noqa: E402
-from ksweep.app.sweep import run_sweep  # noqa: E402
+from ksweep.app.sweep import run_sweep, with_overrides  # noqa: E402
 from ksweep.export.robust import loss  # noqa: E402
 from ksweep.export.sizes import parse_sizes, shape_of, sizes_of, text  # noqa: E402
 from ksweep.job import config_id  # noqa: E402
@@ -52,6 +53,12 @@ UNTUNED = ";".join([SQ.format(1536), SQ.format(2560), SQ.format(3072), SQ.format
                     "GEMM_M=4096,GEMM_N=1024,GEMM_K=1024", "GEMM_M=2048,GEMM_N=4096,GEMM_K=1024",
                     "GEMM_M=4096,GEMM_N=2048,GEMM_K=2048", "GEMM_M=8192,GEMM_N=2048,GEMM_K=1024",
                     "GEMM_M=1024,GEMM_N=4096,GEMM_K=4096"])
+
+# flash attention (examples/flash_attention): batch 4, 8 heads, HEAD_DIM 64, not causal, over the
+# sequence length (a define and an argument); 5120 and 6144 lie beyond the tuned range
+FLASH = "SEQ_LEN={},HEAD_DIM=64,ARG0=4,ARG1=8,ARG4=0"
+FLASH_TUNED = ";".join(FLASH.format(n) for n in (256, 512, 1024, 2048, 4096))
+FLASH_UNTUNED = ";".join(FLASH.format(n) for n in (384, 640, 768, 1280, 1536, 2560, 3072, 3584, 5120, 6144))
 
 
 def shapes(spec, sets: list[dict], stem: str):
@@ -100,16 +107,22 @@ def main() -> int:
     p.add_argument("--untuned", default=UNTUNED, help="the size sets never tuned, ';'-separated")
     p.add_argument("--evals", type=int, default=40, help="configs measured per size (default 40)")
     p.add_argument("--cpu-demo", action="store_true", help="a gcc program instead of SGEMM (no GPU)")
+    p.add_argument("--example", choices=("sgemm", "flash"), default="sgemm",
+                   help="flash: the flash-attention example at FLASH_TUNED and FLASH_UNTUNED's sizes")
+    p.add_argument("--persistent", action="store_true", help="every config in one host process ([run] persistent)")
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.cpu_demo:
         args.spec, args.tuned, args.untuned = demo(out)
-    spec = load_spec(args.spec)
+    elif args.example == "flash":
+        args.spec = str(HERE / "examples" / "flash_attention" / "flash_attn.toml")
+        args.tuned, args.untuned = FLASH_TUNED, FLASH_UNTUNED
+    spec = with_overrides(load_spec(args.spec), persistent=True if args.persistent else None)
     tuned = [parse_sizes([s]) for s in args.tuned.split(";") if s.strip()]
     untuned = [parse_sizes([s]) for s in args.untuned.split(";") if s.strip()]
     started = time.monotonic()
-    options = SweepOptions(max_evals=args.evals)
+    options = SweepOptions(max_evals=args.evals, harden=False)  # the selector is measured, not the sanitizers
     run_sweep(replace(spec, shapes=shapes(spec, tuned, "tuned")), db=out / "tuned.db", options=options)
     swept = time.monotonic()
     at = replace(spec, shapes=shapes(spec, untuned, "at"))
