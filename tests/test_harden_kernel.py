@@ -6,6 +6,7 @@ cheats (outputs kept by their inputs' addresses, saturating sums, an all-zero in
 import json
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -162,17 +163,11 @@ def test_an_answer_that_is_no_verdict_is_incomplete():
         "passed: a; not compared (no reference): b"
 
 
-def test_a_kernel_mode_sweep_hardens_its_leaders_and_checks_an_edge_size(tmp_path, monkeypatch):
-    """End to end on the stand-in backend, its cubins made by a stand-in compiler: the faster
-    config's kernel has a fault racecheck finds and writes whole tiles only (wrong at the edge
-    size N=4099): UNSAFE, never BEST; the default config passes everything."""
+def kernel_spec(tmp_path, monkeypatch, params: str, harden: str) -> Path:
+    """k.toml in ``tmp_path``: vadd on the stand-in backend (its cubins made by a stand-in
+    compiler) at N=4096 with ``params`` and ``[harden]``; the stand-in compute-sanitizer first
+    on the PATH: the log of its calls."""
     from conftest import PROGRAMS
-
-    from ksweep import load_spec
-    from ksweep.app.sweep import best_result, run_sweep
-    from ksweep.store.sqlite import Store
-    from ksweep.sweep.options import SweepOptions
-    from ksweep.verify.confirm import Confirmation
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -186,12 +181,7 @@ def test_a_kernel_mode_sweep_hardens_its_leaders_and_checks_an_edge_size(tmp_pat
 [sweep]
 arch = "sm_90a"
 [params]
-MS = [3, 1]
-FAULT = [0, 2]
-TILES = [0, 1]
-[[constraints]]
-name = "the_fast_one_is_wrong"
-expr = "(MS == 3) == (FAULT == 0) and FAULT * 1 == TILES * 2"
+{params}
 [shapes.s]
 defines = {{ N = 4096 }}
 [build]
@@ -208,9 +198,32 @@ atol = 1e-5
 rtol = 1e-5
 timing = {{ warmup_ms = 1, budget_ms = 5, min_reps = 3, max_reps = 5, flush_l2 = false }}
 [harden]
+{harden}
+""")
+    return log
+
+
+def test_a_kernel_mode_sweep_hardens_its_leaders_and_checks_an_edge_size(tmp_path, monkeypatch):
+    """End to end on the stand-in backend, its cubins made by a stand-in compiler: the faster
+    config's kernel has a fault racecheck finds and writes whole tiles only (wrong at the edge
+    size N=4099): UNSAFE, never BEST; the default config passes everything."""
+    from ksweep import load_spec
+    from ksweep.app.sweep import best_result, run_sweep
+    from ksweep.store.sqlite import Store
+    from ksweep.sweep.options import SweepOptions
+    from ksweep.verify.confirm import Confirmation
+
+    log = kernel_spec(tmp_path, monkeypatch, """
+MS = [3, 1]
+FAULT = [0, 2]
+TILES = [0, 1]
+[[constraints]]
+name = "the_fast_one_is_wrong"
+expr = "(MS == 3) == (FAULT == 0) and FAULT * 1 == TILES * 2"
+""", """
 tools = ["racecheck"]
 special = ["zeros"]
-edge = {{ N = 4099 }}
+edge = { N = 4099 }
 """)
     options = SweepOptions(strategy="grid", confirm=Confirmation(k=2, rounds=2, within=None))
     summary, db = run_sweep(load_spec(tmp_path / "k.toml"), options=options, kernel_backend=f"fake:{FAKE}")
@@ -230,6 +243,51 @@ edge = {{ N = 4099 }}
                                 + fast.message]
     # the tool checks the config's own kernel only, its first launch (not the reference's nor ksweep's)
     assert log.read_text().split("\n")[:-1] == ["racecheck racecheck kne=vadd:1"] * 2
+
+
+def test_harden_sizes_run_the_sanitizers_at_a_smaller_size_and_the_further_inputs_at_the_shapes(
+        tmp_path, monkeypatch):
+    """``[harden] sizes``: racecheck of one launch of a large shape may not finish (a 4096²
+    matmul took over 120 s); each leader is built at the sizes given and the tools run it
+    there, the further inputs at the shape's own size. A config the spec's constraints refuse
+    at those sizes is sanitized at its shape's, and says so."""
+    from ksweep import load_spec
+    from ksweep.app.sweep import run_sweep
+    from ksweep.store.sqlite import Store
+    from ksweep.sweep.options import SweepOptions
+    from ksweep.verify.confirm import Confirmation
+
+    sizes = tmp_path / "sizes.log"
+    monkeypatch.setenv("FAKE_SANITIZER_SIZES_LOG", str(sizes))
+    kernel_spec(tmp_path, monkeypatch, """
+MS = [3, 1]
+STEP = [1, 2048]
+[[constraints]]
+name = "steps"
+expr = "N % STEP == 0 and (MS == 3) == (STEP == 1)"
+""", """
+tools = ["racecheck"]
+special = []
+sizes = { N = 1024 }
+""")
+    options = SweepOptions(strategy="grid", confirm=Confirmation(k=2, rounds=2, within=None))
+    summary, db = run_sweep(load_spec(tmp_path / "k.toml"), options=options, kernel_backend=f"fake:{FAKE}")
+    with Store(db) as store:
+        kinds = {(h.params["MS"], h.kind): h for h in store.hardenings()}
+    assert kinds[(3, "sanitizer")].verdict == "clean"
+    assert kinds[(3, "sanitizer")].detail == "clean: racecheck (at N=1024)"
+    # STEP=2048 divides 4096, not 1024
+    assert kinds[(1, "sanitizer")].detail == ("clean: racecheck (at the shape: the spec's constraints refuse it "
+                                              "at N=1024: at the shape's sizes)")
+    assert sorted(json.loads(ln)["N"] for ln in sizes.read_text().splitlines()) == [1024, 4096]
+    assert {kinds[(ms, "inputs")].verdict for ms in (1, 3)} == {"passed"}
+    # ksweep harden builds and runs them the same way
+    from ksweep.app.harden import harden
+
+    sizes.unlink()
+    said = {d.params["MS"]: d.message for d in harden(str(db), kernel_backend=f"fake:{FAKE}", echo=lambda *a: None)}
+    assert said[3].startswith("clean: racecheck (at N=1024)") and "refuse it at N=1024" in said[1]
+    assert sorted(json.loads(ln)["N"] for ln in sizes.read_text().splitlines()) == [1024, 4096]
 
 
 def test_initcheck_checks_the_whole_program_the_others_the_configs_kernels():

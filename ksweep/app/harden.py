@@ -19,7 +19,7 @@ from ..run.base import Here
 from ..status import Status
 from ..store.sqlite import Store
 from ..sweep.hardening import (Hardened, determinism, harden_config, jobs_of, leaders, record, report_name,
-                               tool_timeout)
+                               sized_for_tools, tool_timeout)
 from ..sweep.local import scratch_dir
 from .target import build_config, open_target
 from .wiring import mode_for
@@ -37,10 +37,11 @@ class HardenedConfig:
 
 def harden(db: str, *, spec_path: str | None = None, shape: str | None = None, variant: str | None = None,
            gpu: int = 0, sanitizer: str | None = None, tools: Sequence[str] | None = None,
-           output: str | None = None, echo=print) -> list[HardenedConfig]:
+           output: str | None = None, kernel_backend: str = "cuda", echo=print) -> list[HardenedConfig]:
     """Harden the leaders of a stored sweep; one line (KsweepError) when compute-sanitizer is
     missing. ``tools``: those of compute-sanitizer's tools (default: the spec's ``[harden] tools``);
-    ``output``: a folder where each tool's report of each config is written."""
+    ``output``: a folder where each tool's report of each config is written; ``kernel_backend``:
+    kernel mode's GPU backend (run_sweep's)."""
     t = open_target(db, spec_path)
     spec = t.spec
     if tools:
@@ -50,7 +51,7 @@ def harden(db: str, *, spec_path: str | None = None, shape: str | None = None, v
         raise KsweepError(f"--sanitizer {sanitizer}: not an executable file" if sanitizer else sanitize.HINT)
     if t.db is None or not t.db.exists():
         raise KsweepError(f"{db}: no results database to harden: sweep first")
-    mode = mode_for(spec)
+    mode = mode_for(spec, kernel_backend)
     here = Here(gpu, ProcessRegistry(), scratch_dir(spec))  # Ctrl-C kills the tools' runs
     with Store(t.db, create=False) as store:
         groups = sorted({(r.variant, r.shape) for r in store.results()})
@@ -84,10 +85,15 @@ def harden(db: str, *, spec_path: str | None = None, shape: str | None = None, v
                 if ref is not None:
                     ref_job, ref_built, _ = build_config(spec, sh, va, dict(ref), t.db)
                     reference = (ref_job, ref_built) if ref_built.status is Status.OK else None
+            def build(at_spec, at_shape, _space):
+                at_job, at_built, _ = build_config(at_spec, at_shape.name, va, params, t.db)
+                return (at_job, at_built) if at_built.status is Status.OK else None
+
+            small = sized_for_tools(spec, mode, sh, va, params, build)
             hardened = harden_config(spec, mode, job, built, here, exe=exe, tools=spec.harden.tools,
                                      timeout=tool_timeout(spec, result), reference=reference,
                                      harness=harness.binary if harness is not None else None,
-                                     jobs=jobs_of(spec), output=Path(output) if output else None)
+                                     jobs=jobs_of(spec), output=Path(output) if output else None, at=small)
             with Store(t.db, create=False) as store:
                 status = record(store, result, hardened)
             done = _said(sh, va, params, hardened, status)

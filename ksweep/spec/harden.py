@@ -10,7 +10,8 @@ from .names import did_you_mean
 
 
 def harden_from_dict(ctx: Ctx, spec: Any) -> Harden:
-    table = ctx.keys(spec, {"enabled", "tools", "timeout", "deterministic", "special", "edge", "budget", "jobs"}, "harden")
+    table = ctx.keys(spec, {"enabled", "tools", "timeout", "deterministic", "special", "edge", "sizes", "budget",
+                                     "jobs"}, "harden")
     default = Harden()
 
     def names(key: str, known: tuple[str, ...], given) -> tuple[str, ...]:
@@ -29,16 +30,18 @@ def harden_from_dict(ctx: Ctx, spec: Any) -> Harden:
         deterministic=ctx.boolean(table.get("deterministic", default.deterministic), "harden.deterministic"),
         special=names("special", SPECIAL_INPUTS, table["special"]) if "special" in table else default.special,
         edge=_edge(ctx, table.get("edge", {})),
+        sizes=_edge(ctx, table.get("sizes", {}), "sizes"),
         budget=ctx.number(table["budget"], "harden.budget") if "budget" in table else None,
         jobs=ctx.integer(table["jobs"], "harden.jobs", minimum=1) if "jobs" in table else None,
     )
 
 
-def _edge(ctx: Ctx, table: Any) -> dict:
-    """``edge = { N = 4099 }``: names and the numbers (or strings) that replace a shape's."""
-    edge = ctx.keys(table, set(table) if isinstance(table, dict) else set(), "harden.edge")
+def _edge(ctx: Ctx, table: Any, key: str = "edge") -> dict:
+    """``edge = { N = 4099 }`` (or ``sizes = { N = 512 }``): names and the numbers (or
+    strings) that replace a shape's."""
+    edge = ctx.keys(table, set(table) if isinstance(table, dict) else set(), f"harden.{key}")
     for name, value in edge.items():
-        ctx.name(name, f"harden.edge.{name}")
+        ctx.name(name, f"harden.{key}.{name}")
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise ctx.error(f"harden.edge.{name}", f"expected a number or a string, got {value!r}")
+            raise ctx.error(f"harden.{key}.{name}", f"expected a number or a string, got {value!r}")
     return dict(edge)

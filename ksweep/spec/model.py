@@ -273,6 +273,10 @@ class Harden:
     further inputs where the kernel's contract allows them (NaN and Inf only when listed);
     ``edge``: kernel mode's edge size, shape defines (or constants) that replace each shape's
     (e.g. ``{ N = 4099 }``): the default config and the leaders built for it and checked on it;
+    ``sizes``: kernel mode's sizes for the sanitizers, shape defines (or constants) that replace
+    each shape's (e.g. ``{ N = 1024 }``): each leader built for them and run there under each
+    tool (racecheck slows a kernel 100-1000 times: a large shape's launch may not finish), its
+    further inputs still checked at the shape's own sizes;
     ``budget``: seconds the hardening of a shape × variant may take in a sweep (None: 15% of
     what its search and confirmation took, at least 60 s); what it leaves is hardened by the
     next run or ``ksweep harden``; ``jobs``: sanitizer runs at once, each tool of a leader a
@@ -284,11 +288,13 @@ class Harden:
     deterministic: bool = False
     special: tuple[str, ...] = ("zeros", "ones", "large")
     edge: Mapping[str, Any] = field(default_factory=dict)
+    sizes: Mapping[str, Any] = field(default_factory=dict)  # kernel mode: the sanitizers' sizes
     budget: float | None = None  # seconds per shape × variant (None: a share of its sweep's, at least 60 s)
     jobs: int | None = None  # sanitizer runs at once (None: half the host's cores, 1 to 8)
 
     def __post_init__(self):
         object.__setattr__(self, "edge", _frozen_map(self.edge))
+        object.__setattr__(self, "sizes", _frozen_map(self.sizes))
 
 
 @dataclass(frozen=True)

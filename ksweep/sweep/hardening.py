@@ -69,6 +69,55 @@ class Hardened:
     edge: tuple[str, Status | None, str] | None = None  # the same, on the edge size
 
 
+@dataclass(frozen=True)
+class Resized:
+    """A config built at other sizes than its shape's (``[harden] sizes``): what the
+    sanitizers run (``harden_config(at=...)``)."""
+
+    spec: object  # the spec with the resized shape added
+    job: Job
+    build: "BuildResult"
+    named: str  # "WIDTH=512"
+
+
+def resized(spec, shape: str, variant: str, values: Mapping, suffix: str):
+    """(spec with the shape at ``values`` added, that shape, its space): ``values`` replace
+    the shape's defines (or constants, where it or the spec has one of that name); the
+    shape is named ``<shape>_<suffix>`` (``[harden] edge`` and ``sizes``)."""
+    own = spec.shape(shape)
+    constants = {k: v for k, v in values.items() if k in own.constants or k in spec.constants}
+    at = replace(own, name=f"{own.name}_{suffix}",
+                 defines={**own.defines, **{k: v for k, v in values.items() if k not in constants}},
+                 constants={**own.constants, **constants})
+    at_spec = replace(spec, shapes=(*spec.shapes, at))
+    return at_spec, at, Space.from_spec(at_spec, at.name, spec.variant(variant).name)
+
+
+def said_sizes(values: Mapping) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items())
+
+
+def sized_for_tools(spec, mode, shape: str, variant: str, params: dict, build) -> Resized | str | None:
+    """``params`` built at ``[harden] sizes`` (``build(spec, shape, space)``: (job, build) of
+    the resized shape, None when it did not build): what the sanitizers run, in a mode whose
+    inputs come from the sizes (``harden_reference``: its further inputs);
+    a string saying why they run it at the shape's own sizes; None without ``sizes``."""
+    sizes = spec.harden.sizes
+    if not sizes:
+        return None
+    words = said_sizes(sizes)
+    if not mode.harden_reference:
+        return f"[harden] sizes {words}: {mode.name} mode runs the shape's own arguments: at the shape's sizes"
+    at_spec, at_shape, space = resized(spec, shape, variant, sizes, "sanitized")
+    if params not in space:
+        return f"the spec's constraints refuse it at {words}: at the shape's sizes"
+    made = build(at_spec, at_shape, space)
+    if made is None:
+        return f"it did not build at {words}: at the shape's sizes"
+    job, built = made
+    return Resized(at_spec, job, built, words)
+
+
 def jobs_of(spec) -> int:
     """Sanitizer runs at once on this host: ``[harden] jobs``, else half this host's
     cores, at least 1 and at most 8 (each tool of a leader runs in a process of its own; the
@@ -105,13 +154,16 @@ def report_name(job: Job, tool: str) -> str:
 
 def harden_config(spec, mode, job: Job, build: "BuildResult", here: Here, *, exe: str | None,
                   tools: Sequence[str], timeout: float, harness: Path | None = None, reference=None,
-                  deadline: float | None = None, jobs: int = 1, output: Path | None = None) -> Hardened:
+                  deadline: float | None = None, jobs: int = 1, output: Path | None = None,
+                  at: Resized | str | None = None) -> Hardened:
     """Run the sanitizers (``exe``: compute-sanitizer, None: none) and the further inputs of one
     built config on ``here``'s GPU; KeyboardInterrupt when Ctrl-C stopped a run. ``deadline``
     (``time.monotonic()``'s): no run goes past it; a tool that would start after it does not
     run (the verdict is then incomplete). ``jobs``: the tools' runs at once (each a process of
     its own with its own timeout; nothing is timed while the hardening runs). ``output``: a
-    folder where each tool's report is written (``report_name``)."""
+    folder where each tool's report is written (``report_name``). ``at``: the config built at
+    ``[harden] sizes``, which the tools run instead (the further inputs stay at the shape's), or
+    why the tools run it at its shape's sizes (``sized_for_tools``)."""
 
     def left() -> float:
         return timeout if deadline is None else min(timeout, deadline - time.monotonic())
@@ -124,12 +176,14 @@ def harden_config(spec, mode, job: Job, build: "BuildResult", here: Here, *, exe
         if exe is not None and tools:
             # a folder of its own for each tool: the tools run at once, and {workdir} is the run's own
             folders = [Path(tempfile.mkdtemp(prefix=f"{tool}-", dir=workdir)) for tool in tools]
-            programs = [mode.harden_program(spec, job, build, folder, harness, reference, "sanitize")
+            sized = isinstance(at, Resized)
+            t_spec, t_job, t_build = (at.spec, at.job, at.build) if sized else (spec, job, build)
+            programs = [mode.harden_program(t_spec, t_job, t_build, folder, harness, reference, "sanitize")
                         for folder in folders]
             if any(program is None for program in programs):
                 tools_said = Verdict("incomplete", {}, f"{mode.name} mode: no program a sanitizer can start")
             else:
-                only = sanitize.own_entries(build)  # the config's own, where its build names them
+                only = sanitize.own_entries(t_build)  # the config's own, where its build names them
 
                 def one(item):
                     tool, folder, argv = item
@@ -148,6 +202,9 @@ def harden_config(spec, mode, job: Job, build: "BuildResult", here: Here, *, exe
                 if any(how != "late" and run is None for how, run in said):
                     raise KeyboardInterrupt
                 tools_said = verdict([run for how, run in said if how == "ran"])
+                if at is not None:
+                    tools_said = replace(tools_said, message=f"{tools_said.message} (at "
+                                         f"{at.named if isinstance(at, Resized) else 'the shape: ' + at})")
                 short = [(tool, how) for tool, (how, _) in zip(tools, said) if how != "ran"]
                 if short and tools_said.verdict != "unsafe":
                     tool, how = short[0]
@@ -304,12 +361,12 @@ class HardeningPhase:
                 at, (cid, prepared) = item
                 if isinstance(prepared, Hardened):  # it did not build
                     return prepared
-                job, build, harness, reference = prepared
+                job, build, harness, reference, small = prepared
                 gpus = here.gpus  # the leaders hardened at once spread over this host's GPUs
                 there = replace(here, gpu=gpus[at % len(gpus)])
                 return harden_config(spec, sweep.mode, job, build, there, exe=exe, tools=spec.harden.tools,
                                      timeout=tool_timeout(spec, results[cid]), harness=harness,
-                                     reference=reference, deadline=self.deadline, jobs=per_config)
+                                     reference=reference, deadline=self.deadline, jobs=per_config, at=small)
 
             said = _at_once(harden_one, list(enumerate(batch)), at_once, here)
             for (cid, _), hardened in zip(batch, said):
@@ -362,27 +419,34 @@ class HardeningPhase:
         if job.harness is not None:
             built = self._build(job.harness)
             harness = built.binary if built is not None else None
-        return job, build, harness, reference
+        return job, build, harness, reference, self._small(result)
+
+    def _small(self, result: Result) -> Resized | str | None:
+        """The config built at ``[harden] sizes`` for the sanitizers, or why it
+        runs at its shape's sizes (a string), or None where no sizes are given."""
+        sweep = self.sweep
+
+        def build(spec, shape, space):
+            job = JobFactory(spec, shape, spec.variant(self.variant), space, sweep.mode).make(
+                dict(result.params), phase="harden")
+            built = self._build(job)
+            return (job, built) if built is not None else None
+
+        return sized_for_tools(sweep.spec, sweep.mode, self.shape, self.variant, dict(result.params), build)
 
     def _edge(self, result: Result, here: Here) -> tuple[str, Status | None, str]:
         """The config built for the edge size (``[harden] edge``) and checked on its inputs."""
         sweep = self.sweep
         spec, edge = sweep.spec, sweep.spec.harden.edge
-        shape, variant = spec.shape(self.shape), spec.variant(self.variant)
-        named = ", ".join(f"{k}={v}" for k, v in edge.items())
-        constants = {k: v for k, v in edge.items() if k in shape.constants or k in spec.constants}
-        edge_shape = replace(shape, name=f"{shape.name}_edge",
-                             defines={**shape.defines, **{k: v for k, v in edge.items() if k not in constants}},
-                             constants={**shape.constants, **constants})
-        edge_spec = replace(spec, shapes=(*spec.shapes, edge_shape))
-        space = Space.from_spec(edge_spec, edge_shape.name, variant.name)
+        edge_spec, edge_shape, space = resized(spec, self.shape, self.variant, edge, "edge")
+        named_ = said_sizes(edge)
         if dict(result.params) not in space:
-            return "skipped", None, f"edge size {named}: the spec's constraints refuse this config there"
-        factory = JobFactory(edge_spec, edge_shape, variant, space, sweep.mode)
+            return "skipped", None, f"edge size {named_}: the spec's constraints refuse this config there"
+        factory = JobFactory(edge_spec, edge_shape, spec.variant(self.variant), space, sweep.mode)
         job = factory.make(dict(result.params), phase="harden")
         build = self._build(job)
         if build is None:
-            return "failed", Status.COMPILE_ERROR, f"hardening: edge size {named}: the config did not build"
+            return "failed", Status.COMPILE_ERROR, f"hardening: edge size {named_}: the config did not build"
         reference = None
         params = sweep.mode.reference_config(edge_spec, {p.name: p.default for p in space.params})
         if params is not None and params in space:
@@ -392,10 +456,10 @@ class HardeningPhase:
         said = harden_config(edge_spec, sweep.mode, job, build, here, exe=None, tools=(),
                              timeout=tool_timeout(spec, result), reference=reference).inputs
         if said is None:
-            return "skipped", None, f"edge size {named}: no check"
+            return "skipped", None, f"edge size {named_}: no check"
         verdict_, status, message = said
-        return verdict_, status, (message.replace("hardening: ", f"hardening: edge size {named}: ", 1)
-                                  if status is not None else f"edge size {named}: {message}")
+        return verdict_, status, (message.replace("hardening: ", f"hardening: edge size {named_}: ", 1)
+                                  if status is not None else f"edge size {named_}: {message}")
 
     def _build(self, job: Job):
         built = wait_for(self.sweep.executor.submit_build(job))

@@ -7,8 +7,10 @@ KSWEEP_SANITIZER the program got> <the kernel filter: kne=NAME,... and the launc
 ->" to $FAKE_SANITIZER_LOG when set. With $FAKE_SANITIZER_BARRIER ("N FOLDER") a run goes on
 only once N runs have started (each leaves a file in FOLDER), and fails after a minute. With
 $FAKE_SANITIZER_RUNNING ("FOLDER LOG") a run appends to LOG how many runs are going (a file
-each in FOLDER) as it starts, and lasts 0.3 s at least."""
+each in FOLDER) as it starts, and lasts 0.3 s at least. $FAKE_SANITIZER_SIZES_LOG: the sizes
+of a kernel-mode request (the program's JSON argument) appended, one JSON line a run."""
 
+import json
 import os
 import subprocess
 import sys
@@ -35,6 +37,9 @@ def main(argv):
     if os.environ.get("FAKE_SANITIZER_GPU_LOG"):  # the GPU each run was given
         with open(os.environ["FAKE_SANITIZER_GPU_LOG"], "a") as log:
             log.write(f"{os.environ.get('CUDA_VISIBLE_DEVICES', '-')}\n")
+    if os.environ.get("FAKE_SANITIZER_SIZES_LOG") and program[-1].endswith(".json"):  # kernel mode's sizes
+        with open(program[-1]) as f, open(os.environ["FAKE_SANITIZER_SIZES_LOG"], "a") as log:
+            log.write(json.dumps(json.load(f)["setup"]["sizes"], sort_keys=True) + "\n")
     if os.environ.get("FAKE_SANITIZER_LOG"):
         with open(os.environ["FAKE_SANITIZER_LOG"], "a") as log:
             said = f"{','.join(only)}:{count}" if only else "-"
