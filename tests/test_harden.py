@@ -33,7 +33,12 @@ def fake_sanitizer(tmp_path, monkeypatch):
     return log
 
 
-def spec(folder: Path, params: str, extra: str = "") -> Path:
+CHECK = """[check]
+reference = "defaults"
+rtol = 1e-6"""
+
+
+def spec(folder: Path, params: str, extra: str = "", check: str = CHECK) -> Path:
     shutil.copy(PROGRAMS / "harden.c", folder / "harden.c")
     path = folder / "h.toml"
     path.write_text(textwrap.dedent("""
@@ -46,11 +51,7 @@ def spec(folder: Path, params: str, extra: str = "") -> Path:
         command = ["gcc", "-O0", "{{defines}}", "-o", "{{binary}}", "harden.c"]
         [run]
         command = ["{{binary}}"]
-        [check]
-        reference = "defaults"
-        rtol = 1e-6
-        {extra}
-    """).format(params=params, extra=extra))
+    """).format(params=params) + check + "\n" + extra + "\n")
     return path
 
 
@@ -103,20 +104,7 @@ def test_the_done_line_counts_each_result_of_the_run_once_when_the_hardening_fin
     reference evaluates it first), both UNSAFE: the counts are of the run's results, never
     below zero (they said "-1 OK, 2 UNSAFE" for the Hopper GEMM's default), and the
     confirmation line says what barred them."""
-    shutil.copy(PROGRAMS / "harden.c", tmp_path / "harden.c")
-    path = tmp_path / "h.toml"
-    path.write_text(textwrap.dedent("""
-        [sweep]
-        name = "harden"
-        [params]
-        X = [4, 3, 2]
-        FAULT = [2]
-        [build]
-        sources = ["harden.c"]
-        command = ["gcc", "-O0", "{defines}", "-o", "{binary}", "harden.c"]
-        [run]
-        command = ["{binary}"]
-    """))
+    path = spec(tmp_path, "X = [4, 3, 2]\nFAULT = [2]", check="")
     done = ksweep_cli("run", path, "--max-evals", "1", "--strategy", "random", "--seed", "0", "--confirm", "3,2,all",
                       "--no-gpu-check", cwd=tmp_path)
     assert done.returncode == 1 and "no config succeeded" in done.stderr, done.stdout + done.stderr

@@ -203,15 +203,24 @@ timing = {{ warmup_ms = 1, budget_ms = 5, min_reps = 3, max_reps = 5, flush_l2 =
     return log
 
 
+def kernel_sweep(tmp_path):
+    """k.toml swept on the stand-in backend, every config, the two best confirmed in 2 rounds:
+    (summary, database)."""
+    from ksweep import load_spec
+    from ksweep.app.sweep import run_sweep
+    from ksweep.sweep.options import SweepOptions
+    from ksweep.verify.confirm import Confirmation
+
+    options = SweepOptions(strategy="grid", confirm=Confirmation(k=2, rounds=2, within=None))
+    return run_sweep(load_spec(tmp_path / "k.toml"), options=options, kernel_backend=f"fake:{FAKE}")
+
+
 def test_a_kernel_mode_sweep_hardens_its_leaders_and_checks_an_edge_size(tmp_path, monkeypatch):
     """End to end on the stand-in backend, its cubins made by a stand-in compiler: the faster
     config's kernel has a fault racecheck finds and writes whole tiles only (wrong at the edge
     size N=4099): UNSAFE, never BEST; the default config passes everything."""
-    from ksweep import load_spec
-    from ksweep.app.sweep import best_result, run_sweep
+    from ksweep.app.sweep import best_result
     from ksweep.store.sqlite import Store
-    from ksweep.sweep.options import SweepOptions
-    from ksweep.verify.confirm import Confirmation
 
     log = kernel_spec(tmp_path, monkeypatch, """
 MS = [3, 1]
@@ -225,8 +234,7 @@ tools = ["racecheck"]
 special = ["zeros"]
 edge = { N = 4099 }
 """)
-    options = SweepOptions(strategy="grid", confirm=Confirmation(k=2, rounds=2, within=None))
-    summary, db = run_sweep(load_spec(tmp_path / "k.toml"), options=options, kernel_backend=f"fake:{FAKE}")
+    summary, db = kernel_sweep(tmp_path)
     with Store(db) as store:
         by_ms = {r.params["MS"]: r for r in store.results() if r.status is not Status.PRUNED}
         kinds = {(h.params["MS"], h.kind): h for h in store.hardenings()}
@@ -251,11 +259,7 @@ def test_harden_sizes_run_the_sanitizers_at_a_smaller_size_and_the_further_input
     matmul took over 120 s); each leader is built at the sizes given and the tools run it
     there, the further inputs at the shape's own size. A config the spec's constraints refuse
     at those sizes is sanitized at its shape's, and says so."""
-    from ksweep import load_spec
-    from ksweep.app.sweep import run_sweep
     from ksweep.store.sqlite import Store
-    from ksweep.sweep.options import SweepOptions
-    from ksweep.verify.confirm import Confirmation
 
     sizes = tmp_path / "sizes.log"
     monkeypatch.setenv("FAKE_SANITIZER_SIZES_LOG", str(sizes))
@@ -270,8 +274,7 @@ tools = ["racecheck"]
 special = []
 sizes = { N = 1024 }
 """)
-    options = SweepOptions(strategy="grid", confirm=Confirmation(k=2, rounds=2, within=None))
-    summary, db = run_sweep(load_spec(tmp_path / "k.toml"), options=options, kernel_backend=f"fake:{FAKE}")
+    summary, db = kernel_sweep(tmp_path)
     with Store(db) as store:
         kinds = {(h.params["MS"], h.kind): h for h in store.hardenings()}
     assert kinds[(3, "sanitizer")].verdict == "clean"
