@@ -11,6 +11,12 @@ share (1 - busy run seconds / (wall x slots), from the first build on).
 
 "old" asks the random search at most the window ahead of what it was told (every strategy
 did so before ``Strategy.adaptive``); "new" asks it while fewer than the window are in flight.
+
+``--compare order`` compares instead the order queued builds start in: "asked" (the order
+asked, as before sweep/build_order.py) and "cheapest" (while a GPU slot has nothing to run
+next, the config expected to build soonest). ``--slow-by-value``: the slow builds are those
+of A = 0 and A = 10 (one config in ten, a parameter's doing, as a CUTLASS config's stages or
+tile make its build slow) instead of a draw per config, which nothing can foresee.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import tempfile
 import textwrap
 import threading
 import time
+from dataclasses import replace
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from unittest import mock
@@ -31,6 +38,8 @@ from ksweep import load_spec
 from ksweep.status import Status
 from ksweep.store.sqlite import Store
 from ksweep.strategies.random import RandomStrategy
+from ksweep.sweep import pipeline
+from ksweep.sweep.build_order import next_build
 from ksweep.sweep.driver import Sweep
 from ksweep.sweep.options import SweepOptions
 from ksweep.testing import FakeExecutor
@@ -62,7 +71,8 @@ class Timed(FakeExecutor):
         return out
 
     def submit_build(self, job):
-        return self._later(self._builders, self._build_s(job), super().submit_build(job).result(), False)
+        seconds = self._build_s(job)  # what a real build reports of its wall time
+        return self._later(self._builders, seconds, replace(super().submit_build(job).result(), seconds=seconds), False)
 
     def submit_run(self, job, build):
         return self._later(self._gpus, self._run_s, super().submit_run(job, build).result(), True)
@@ -71,6 +81,11 @@ class Timed(FakeExecutor):
         self._builders.shutdown(cancel_futures=cancel)
         self._gpus.shutdown(cancel_futures=cancel)
         super().shutdown(cancel)
+
+
+def asked(queued, costs, starving) -> int:
+    """The queued build asked first (the order before sweep/build_order.py)."""
+    return 0
 
 
 def main() -> int:
@@ -82,20 +97,26 @@ def main() -> int:
     ap.add_argument("--slow", type=float, default=8.0, help="one build in ten takes this many times longer")
     ap.add_argument("--run", type=float, default=0.05, help="seconds of each run")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--compare", choices=("adaptive", "order"), default="adaptive")
+    ap.add_argument("--slow-by-value", action="store_true", help="the slow builds are A = 0 and A = 10's")
     args = ap.parse_args()
 
     def build_s(job) -> float:
         h = int(hashlib.sha256(job.config_id.encode()).hexdigest()[:8], 16)
-        return args.build * (args.slow if h % 10 == 0 else 1.0) * (0.75 + 0.5 * ((h >> 8) % 100) / 100)
+        slow = job.params["A"] % 10 == 0 if args.slow_by_value else h % 10 == 0
+        return args.build * (args.slow if slow else 1.0) * (0.75 + 0.5 * ((h >> 8) % 100) / 100)
 
     def answer(job):
         return Status.OK, Status.OK, {"ms": 1.0 + job.params["A"] + job.params["B"] / 100}
 
     rows = {}
+    settings = ("old", "new") if args.compare == "adaptive" else ("asked", "cheapest")
     for r in range(args.repeats):
-        for setting in (("old", "new") if r % 2 == 0 else ("new", "old")):  # order alternated
-            # "old": the random search taken for one whose proposals follow its results
+        for setting in (settings if r % 2 == 0 else settings[::-1]):  # order alternated
+            # "old": the random search taken for one whose proposals follow its results;
+            # "asked": the queued builds started in the order asked
             with mock.patch.object(RandomStrategy, "adaptive", setting == "old"), \
+                    mock.patch.object(pipeline, "next_build", asked if setting == "asked" else next_build), \
                     tempfile.TemporaryDirectory() as tmp:
                 folder = Path(tmp)
                 (folder / "toy.c").write_text("int main(void) { return 0; }\n")
@@ -123,7 +144,8 @@ def main() -> int:
                 idle = 1 - ex.busy / (wall * args.gpus)
                 rows.setdefault(setting, []).append((wall, args.configs / wall * 60, idle))
     print(f"{args.configs} configs, {args.gpus} GPU slots, {args.jobs} builds at once, builds {args.build:g} s "
-          f"(1 in 10 x{args.slow:g}), runs {args.run:g} s; {args.repeats} repeats, order alternated")
+          f"(1 in 10 x{args.slow:g}{', by the value of A' if args.slow_by_value else ''}), runs {args.run:g} s; "
+          f"{args.repeats} repeats, order alternated")
     for setting, got in rows.items():
         walls, rates, idles = zip(*got)
         print(f"{setting}: wall {statistics.median(walls):.2f} s ({min(walls):.2f}-{max(walls):.2f}), "

@@ -391,7 +391,7 @@ def test_a_slow_build_does_not_hold_back_the_builds_and_runs_behind_it(tmp_path)
     configs, until that build ended); the results are still told in the order asked."""
     spec = toy(tmp_path, a=range(8), b=range(6))
     record: list = []
-    fake = FakeExecutor(timed, build_jobs=1, completion="manual")
+    fake = FakeExecutor(timed, build_jobs=2, completion="manual")  # the slow build holds one of two slots
     thread, done = _sweep_in_a_thread(spec, tmp_path / "r.db", fake, record, strategy="random", max_evals=20,
                                       lookahead=3)
     first = _hold_the_first_build(fake, lambda: len(fake.runs) >= 15)

@@ -4,7 +4,9 @@ The strategy is asked one config at a time while fewer than ``window`` configs a
 but not told (a strategy whose proposals do not depend on its results, ``adaptive`` false:
 while fewer than ``window`` are in flight, so that one slow build does not hold back the
 builds and runs behind it); a config already in the store has its result at once, the others are built
-(ahead of the runs: the GPU does not wait on the compiler) and run on free GPU slots. Each
+(ahead of the runs: the GPU does not wait on the compiler; as many at once as the executor
+has build slots, the others queued and started in the order asked or, while a GPU slot has
+nothing to run, the one expected to build soonest: ``build_order.py``) and run on free GPU slots. Each
 finished build or run is judged, stored and shown at once (``record.py``), but told to the
 strategy in the order asked, so a seeded search sees one sequence of events whatever the
 timing, and a resumed one proposes what an uninterrupted one does. A harness
@@ -32,6 +34,7 @@ from ..result import Result
 from ..run.program import RunOutcome
 from ..status import Status, Stopped
 from ..strategies.base import Budget, space_size
+from .build_order import BuildCosts, next_build
 from .jobs import JobFactory
 from .context import SweepContext
 from .programs import DeadKnobs, SameProgramGuard, probe
@@ -68,6 +71,10 @@ class Target:
         self.told = 0  # entries told to the strategy (a prefix of order)
         self.fresh = 0  # asked configs not found in the store (evaluated by this run)
         self.builds: dict[Future, Entry] = {}
+        # asked configs whose builds wait for a build slot: started in the order asked, or, while a
+        # GPU slot has nothing to run, the one expected to build soonest (build_order.py)
+        self.queued: list[Entry] = []
+        self.costs = BuildCosts()
         self.ready: list[tuple[Entry, BuildResult]] = []
         self.runs: dict[Future, tuple[Entry, BuildResult]] = {}
         self.done_asking = False
@@ -132,10 +139,20 @@ class Target:
     def _build(self, entry: Entry) -> None:
         if self.harness is not None:
             self.harness.start()
-        self.sweep.observer.build_started(entry.job)
-        self.builds[self.executor.submit_build(entry.job)] = entry
+        self.queued.append(entry)
         if self._deciding():
             self.submitted.append(entry.job.params)
+        self._pump()
+
+    def _pump(self) -> None:
+        """Start queued builds while the executor has a free build slot."""
+        slots = max(1, self.executor.build_jobs)
+        while self.queued and len(self.builds) < slots:
+            # nothing built waits to run, and a GPU slot has no next run queued: it will wait
+            starving = not self.ready and len(self.runs) < RUN_QUEUE_PER_SLOT * self.executor.run_slots
+            entry = self.queued.pop(next_build([e.job.params for e in self.queued], self.costs, starving))
+            self.sweep.observer.build_started(entry.job)
+            self.builds[self.executor.submit_build(entry.job)] = entry
 
     def _deciding(self) -> bool:
         return self.guard is not None and self.guard.open
@@ -166,6 +183,7 @@ class Target:
     def loop(self) -> None:
         while True:
             self._advance()
+            self._pump()
             if not self.builds and not self.runs and not self.ready and self.deferred:
                 self._end_guard()  # nothing more to tell it: what it held is stored, the builds it kept back start
             if not self.builds and not self.runs and not self.ready:
@@ -183,6 +201,7 @@ class Target:
     def _step(self) -> None:
         """Start what can start, wait a little for something to finish, and store it."""
         self._start_runs()
+        self._pump()
         waiting = [*self.builds, *self.runs, *self.probes]
         if self.harness is not None and self.harness.pending:
             waiting.append(self.harness.future)
@@ -201,6 +220,8 @@ class Target:
             elif fut in self.runs:
                 entry, build = self.runs.pop(fut)
                 self._ran(entry, build, fut.result())
+        self._start_runs()
+        self._pump()
 
     def _start_runs(self) -> None:
         # start runs on free GPU slots, and queue one more per slot: a slot that finishes a
@@ -216,6 +237,8 @@ class Target:
         if isinstance(build, Stopped):
             raise KeyboardInterrupt  # Ctrl-C reached the build first
         self.sweep.summary.build_cpu_seconds += build.cpu_seconds
+        if not build.cached:
+            self.costs.see(entry.job.params, build.seconds)
         if build.failed_harness is not None and self.harness is not None:
             self.harness.failed(build, cancel=self.builds)
         self._program_seen(entry.job, build)
@@ -376,6 +399,7 @@ class Target:
             self.probes.pop(fut, None)
         self.ready.clear()
         self.deferred.clear()
+        self.queued.clear()
         # what was asked but will not be evaluated is never told: it leaves the order
         in_flight = {id(e) for e in self.builds.values()} | {id(e) for e, _ in self.runs.values()}
         self.order = self.order[: self.told] + [e for e in self.order[self.told:]

@@ -61,6 +61,7 @@ class Planned:
     # the digest of the program its build makes (BuildResult.code): configs with one code and one run
     # command are measured once; None: unknown, each config measured on its own
     code: str | None = None
+    build_seconds: float = 0.0  # the build's wall time it reports (BuildResult.seconds); nothing waits
 
     def __post_init__(self):
         build_ok = isinstance(self.build, Stopped) or isinstance(self.build, Status) and (
@@ -275,7 +276,7 @@ class FakeExecutor(Executor):
             return STOPPED
         if plan.build is not Status.OK:
             return failed_build(plan.build, plan.failure_message(plan.build))
-        return built(_binary(job), code=plan.code)
+        return built(_binary(job), code=plan.code, seconds=plan.build_seconds, built_seconds=plan.build_seconds)
 
     def _run(self, job: Job) -> tuple[RunOutcome | Stopped, Path | None]:
         with self._cond:

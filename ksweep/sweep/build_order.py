@@ -1,0 +1,57 @@
+"""Which asked config's build starts next (pure): the first asked, or, while a GPU slot has
+nothing to run, the one expected to build soonest, so that the GPUs wait on the compiler as
+little as they can while the builds are uneven (a CUTLASS config's build takes 55-76 CPU
+seconds, another's twice that).
+
+A config's build time is expected from the builds of the search that finished (built, not
+served from the cache): the mean, plus for each of its parameter values how far the builds
+with that value were from the mean (an additive model, as the build times of tile sizes,
+stages and code paths add up roughly). With no build finished yet, the order asked."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+
+class BuildCosts:
+    """The build seconds seen so far, by parameter value."""
+
+    def __init__(self):
+        self.total = 0.0
+        self.count = 0
+        self._by: dict[tuple[str, Any], list[float]] = {}  # (name, value) -> [seconds, builds]
+
+    def see(self, params: Mapping[str, Any], seconds: float) -> None:
+        self.total += seconds
+        self.count += 1
+        for name, value in params.items():
+            seen = self._by.setdefault((name, _key(value)), [0.0, 0])
+            seen[0] += seconds
+            seen[1] += 1
+
+    def expected(self, params: Mapping[str, Any]) -> float | None:
+        """The seconds a config's build is expected to take (None: no build seen yet)."""
+        if not self.count:
+            return None
+        mean = self.total / self.count
+        out = mean
+        for name, value in params.items():
+            seen = self._by.get((name, _key(value)))
+            if seen is not None:
+                out += seen[0] / seen[1] - mean
+        return max(0.0, out)
+
+
+def next_build(queued: Sequence[Mapping[str, Any]], costs: BuildCosts, starving: bool) -> int:
+    """The index in ``queued`` (configs in the order asked) of the build to start next: the
+    first, or, when ``starving`` (a GPU slot has nothing to run) and builds were seen, the one
+    expected soonest (the first asked of those)."""
+    if not starving or len(queued) < 2 or not costs.count:
+        return 0
+    expected = [costs.expected(p) for p in queued]
+    return min(range(len(queued)), key=lambda i: (expected[i], i))
+
+
+def _key(value: Any) -> Any:
+    """A parameter value as a dictionary key (a list value as a tuple)."""
+    return tuple(value) if isinstance(value, list) else value

@@ -1,0 +1,55 @@
+"""Which queued build starts next (sweep/build_order.py): the order asked, or, while a GPU
+slot has nothing to run, the config expected to build soonest from the builds seen."""
+
+from ksweep.status import Status
+from ksweep.sweep.build_order import BuildCosts, next_build
+from ksweep.testing import FakeExecutor
+from ksweep.testing.fake_executor import Planned
+
+from test_driver import Recording, sweep, toy
+
+
+def test_the_expected_build_time_adds_up_each_values_distance_from_the_mean():
+    costs = BuildCosts()
+    assert costs.expected({"S": 4}) is None
+    for stages, tile, seconds in ((2, 64, 40.0), (4, 64, 60.0), (2, 128, 60.0), (4, 128, 80.0)):
+        costs.see({"STAGES": stages, "TILE": tile}, seconds)
+    # mean 60; STAGES=2 builds 10 s below it, TILE=128 10 s above
+    assert costs.expected({"STAGES": 2, "TILE": 128}) == 60.0
+    assert costs.expected({"STAGES": 2, "TILE": 64}) == 40.0
+    assert costs.expected({"STAGES": 8, "TILE": 64}) == 50.0  # a value never built: no change for it
+    assert costs.expected({"STAGES": [1, 2], "TILE": 64}) == 50.0  # list values are keys too
+
+
+def test_the_order_asked_unless_a_gpu_waits_then_the_cheapest_first_asked():
+    costs = BuildCosts()
+    queued = [{"A": 1}, {"A": 0}, {"A": 2}, {"A": 0}]
+    assert next_build(queued, costs, starving=True) == 0  # nothing seen: the order asked
+    costs.see({"A": 1}, 10.0)
+    costs.see({"A": 0}, 1.0)
+    assert next_build(queued, costs, starving=False) == 0
+    assert next_build(queued, costs, starving=True) == 1  # A=0 (expected 1 s), the first of two
+
+
+def test_a_gpu_without_work_gets_the_cheapest_build_next_and_the_strategy_hears_the_order_asked(tmp_path):
+    """One build slot, one GPU: each time the GPU has nothing to run, the build started is the
+    cheapest queued one (A=0 builds in 1 s, A=1 in 11 s, ... A=3 in 31 s) rather than the next
+    asked; the results are told in the order asked whatever order they were built in."""
+    spec = toy(tmp_path, a=[3, 2, 1, 0], b=range(8))
+
+    def planned(job):
+        return Planned(Status.OK, Status.OK, {"ms": 1.0 + job.params["A"]}, build_seconds=1.0 + 10 * job.params["A"])
+
+    record: list[Recording] = []
+    fake = FakeExecutor(planned, build_jobs=1)
+    sweep(spec, tmp_path / "r.db", fake, record, strategy="random", lookahead=8)
+    built = [j.params["A"] for j in fake.builds if not j.is_harness]
+    asked = [c["A"] for c in record[0].asked]
+    assert sorted(built) == sorted(asked) and len(built) == 32
+    # the seconds of building, summed over the builds in the order each was started: what the
+    # GPU waits for (the order asked: the random one)
+    def waited(order):
+        return sum(sum(1.0 + 10 * a for a in order[:i + 1]) for i in range(len(order)))
+
+    assert built != asked and waited(built) < waited(asked), (built, asked)
+    assert [c for c, _ in record[0].told] == record[0].asked
