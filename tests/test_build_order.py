@@ -29,6 +29,11 @@ def test_the_order_asked_unless_a_gpu_waits_then_the_cheapest_first_asked():
     costs.see({"A": 0}, 1.0)
     assert next_build(queued, costs, starving=False) == 0
     assert next_build(queued, costs, starving=True) == 1  # A=0 (expected 1 s), the first of two
+    # builds that differ by their noise only (gcc builds of 0.11 and 0.10 s) keep the order asked
+    even = BuildCosts()
+    even.see({"A": 1}, 0.11)
+    even.see({"A": 0}, 0.10)
+    assert next_build(queued, even, starving=True) == 0
 
 
 def test_a_gpu_without_work_gets_the_cheapest_build_next_and_the_strategy_hears_the_order_asked(tmp_path):

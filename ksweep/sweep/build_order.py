@@ -42,14 +42,19 @@ class BuildCosts:
         return max(0.0, out)
 
 
+MARGIN = 0.25  # the cheapest goes first when it is expected this much sooner than the first asked
+
+
 def next_build(queued: Sequence[Mapping[str, Any]], costs: BuildCosts, starving: bool) -> int:
     """The index in ``queued`` (configs in the order asked) of the build to start next: the
     first, or, when ``starving`` (a GPU slot has nothing to run) and builds were seen, the one
-    expected soonest (the first asked of those)."""
+    expected soonest (the first asked of those) where it is expected MARGIN sooner than the first."""
     if not starving or len(queued) < 2 or not costs.count:
         return 0
     expected = [costs.expected(p) for p in queued]
-    return min(range(len(queued)), key=lambda i: (expected[i], i))
+    cheapest = min(range(len(queued)), key=lambda i: (expected[i], i))
+    # a difference within the builds' own noise keeps the order asked
+    return cheapest if expected[cheapest] < (1.0 - MARGIN) * expected[0] else 0
 
 
 def _key(value: Any) -> Any:
