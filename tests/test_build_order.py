@@ -58,3 +58,18 @@ def test_a_gpu_without_work_gets_the_cheapest_build_next_and_the_strategy_hears_
 
     assert built != asked and waited(built) < waited(asked), (built, asked)
     assert [c for c, _ in record[0].told] == record[0].asked
+
+
+
+def test_only_a_build_that_made_its_program_teaches_the_costs():
+    """A build that failed fast gives the GPU nothing to run, and a cached one cost nothing to
+    build: neither makes its values look cheap."""
+    from ksweep.build.builder import BuildResult
+
+    costs = BuildCosts()
+    costs.learn({"A": 0}, BuildResult(Status.COMPILE_ERROR, seconds=0.5))
+    costs.learn({"A": 0}, BuildResult(Status.OK, seconds=0.01, cached=True))
+    assert costs.expected({"A": 0}) is None
+    costs.learn({"A": 1}, BuildResult(Status.OK, seconds=10.0))
+    costs.learn({"A": 0}, BuildResult(Status.REGS_LIMIT, seconds=0.5))  # ptxas said no: no program to run
+    assert costs.expected({"A": 0}) == 10.0 and costs.count == 1

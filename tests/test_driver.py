@@ -202,7 +202,7 @@ def test_a_search_stopped_and_resumed_ends_where_an_uninterrupted_one_does(tmp_p
     sweep(toy(one, a=range(8), b=range(6), extra=extra), one / "r.db", FakeExecutor(timed), max_evals=24, **options)
     spec = toy(two, a=range(8), b=range(6), extra=extra)
     for budget in (5, 11, 24):  # stopped twice on the way
-        sweep(spec, two / "r.db", FakeExecutor(timed, completion="shuffled"), max_evals=budget, **options)
+        sweep(spec, two / "r.db", FakeExecutor(timed, completion="shuffled", build_jobs=4), max_evals=budget, **options)
     assert set(stored(one / "r.db")) == set(stored(two / "r.db"))
     assert len(stored(one / "r.db")) == 24 or strategy == "phased"
 
@@ -334,7 +334,7 @@ def test_the_window_is_kept_for_the_target_and_reused(tmp_path):
     spec = toy(tmp_path, a=range(8), b=range(6))
     db = tmp_path / "r.db"
     record: list = []
-    sweep(spec, db, FakeExecutor(timed, completion="shuffled"), record, strategy="surrogate", max_evals=10,
+    sweep(spec, db, FakeExecutor(timed, completion="shuffled", build_jobs=4), record, strategy="surrogate", max_evals=10,
           lookahead=3)
     with Store(db) as store:
         assert store.get_meta("window:base:default") == 3
@@ -616,7 +616,7 @@ def test_the_reference_runs_first_and_every_other_config_is_checked_against_it(t
         wrong = job.params["A"] == 3 and job.params["B"] == 2
         return Status.OK, Status.OK, {"ms": ms(job.params), "checksum": 7.0 if wrong else 5.0}
 
-    fake = FakeExecutor(answer, completion="shuffled")
+    fake = FakeExecutor(answer, completion="shuffled", build_jobs=4)
     sweep(spec, tmp_path / "r.db", fake)
     fake.shutdown()
     assert dict(fake.builds[0].params) == {"A": 2, "B": 1} and fake.builds[0].is_reference
@@ -653,7 +653,7 @@ command = ["true", "-o", "{harness}", "toy.c"]
 
 def test_the_harness_is_built_once_before_any_run_and_handed_to_every_run(tmp_path):
     spec = toy(tmp_path, run='["{harness}", "{binary}"]', extra=HARNESS)
-    fake = FakeExecutor(timed, completion="shuffled")
+    fake = FakeExecutor(timed, completion="shuffled", build_jobs=4)
     summary = sweep(spec, tmp_path / "r.db", fake)
     fake.shutdown()
     assert fake.builds[0].is_harness and sum(j.is_harness for j in fake.builds) == 1
@@ -802,7 +802,7 @@ def test_a_sweep_of_recorded_results_stores_what_was_recorded(tmp_path):
         sources = ["k.c"]
         command = ["true", "{defines}", "-o", "{binary}", "k.c"]
     """))
-    fake = FakeExecutor.replaying(data, metric="time", gpu_models=("RTX",) * 2, completion="shuffled")
+    fake = FakeExecutor.replaying(data, metric="time", gpu_models=("RTX",) * 2, completion="shuffled", build_jobs=4)
     summary = sweep(load_spec(path), tmp_path / "r.db", fake, strategy="surrogate", max_evals=60, seed=1)
     fake.shutdown()
     rows = list(stored(tmp_path / "r.db").values())

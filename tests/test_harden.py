@@ -197,6 +197,10 @@ def test_without_compute_sanitizer_the_sweep_says_so_and_ksweep_harden_does_it_l
     lines = hardened.stdout.splitlines()
     where = lines[lines.index(next(ln for ln in lines if "X=2 FAULT=2: unsafe" in ln)) + 1]
     assert where.startswith("  the tools' reports: ") and where.endswith("-*.txt")
+    # a place the reports cannot go is said before any tool runs
+    (tmp_path / "a_file").write_text("")
+    refused = ksweep_cli("harden", db, "--output", "a_file/reports", cwd=tmp_path)
+    assert refused.returncode == 2 and "--output a_file/reports: the tools' reports cannot be written" in refused.stderr
     race = Path(where.split(": ", 1)[1].replace("*", "racecheck"))
     race = race if race.is_absolute() else tmp_path / race
     assert "Race reported between Write access" in race.read_text()

@@ -121,6 +121,14 @@ def test_racecheck_that_failed_on_a_hardware_exception_is_incomplete_not_a_findi
     clean = ToolRun("memcheck", read("memcheck_clean.txt", "memcheck"), returncode=0)
     v = verdict([clean, ToolRun("racecheck", r, returncode=1)])
     assert v.verdict == "incomplete" and v.status is None and v.message.startswith("racecheck: could not check")
+    # more errors than the failure, or an entry no pattern reads: not explained by it, a finding
+    text = (DATA / "racecheck_internal_error.txt").read_text()
+    more = parse(text.replace("1 hazard displayed (1 error,", "2 hazards displayed (2 errors,"), "racecheck")
+    assert outcome(ToolRun("racecheck", more, returncode=1)) == (
+        "unsafe", "2 errors (ksweep harden --output DIR keeps the tool's report)")
+    other = parse(text.replace("========= \n", "========= Error: A hazard of a new kind\n=========\n", 1), "racecheck")
+    assert outcome(ToolRun("racecheck", other, returncode=1)) == (
+        "unsafe", "1 error; the tool's first entry: Error: A hazard of a new kind")
 
 
 def test_the_verdict_is_unsafe_on_any_finding_and_clean_only_when_every_tool_was():
@@ -163,20 +171,24 @@ def test_the_harden_table_is_checked_when_the_spec_loads():
     from ksweep.errors import SpecError
     from ksweep.spec.load import spec_from_dict
 
-    base = {"params": {"X": [1, 2]}}
+    base = {"params": {"X": [1, 2]}, "shapes": {"s": {"defines": {"N": 4096}}}}
     spec = spec_from_dict({**base, "harden": {"tools": ["memcheck", "racecheck"], "timeout": 30,
                                               "deterministic": True, "special": ["zeros", "nan"],
-                                              "edge": {"N": 4099}}})
+                                              "edge": {"N": 4099}, "sizes": {"N": 1024}}})
     h = spec.harden
-    assert (h.enabled, h.tools, h.timeout, h.deterministic, h.special, dict(h.edge)) == \
-        (True, ("memcheck", "racecheck"), 30.0, True, ("zeros", "nan"), {"N": 4099})
+    assert (h.enabled, h.tools, h.timeout, h.deterministic, h.special, dict(h.edge), dict(h.sizes)) == \
+        (True, ("memcheck", "racecheck"), 30.0, True, ("zeros", "nan"), {"N": 4099}, {"N": 1024})
     assert spec_from_dict(base).harden.tools == ("memcheck", "racecheck", "initcheck", "synccheck")
     for table, fragment in (({"tools": ["memchek"]}, "harden.tools: unknown tool 'memchek' — did you mean 'memcheck'"),
                             ({"special": ["huge"]}, "harden.special: unknown input 'huge'"),
                             ({"timeout": -1}, "harden.timeout"), ({"enabled": "yes"}, "harden.enabled"),
                             ({"tool": ["memcheck"]}, "harden.tool: unknown key"),
                             ({"edge": {"N": [1, 2]}}, "harden.edge.N: expected a number or a string"),
-                            ({"edge": {"2N": 3}}, "harden.edge.2N: '2N' is not a valid name")):
+                            ({"edge": {"2N": 3}}, "harden.edge.2N: '2N' is not a valid name"),
+                            # a name no shape defines would replace nothing: the tools would run the full size
+                            ({"sizes": {"NN": 1024}}, "harden.sizes.NN: no shape defines it, nor is it a constant: "
+                                                      "it would replace nothing — did you mean 'N'?"),
+                            ({"edge": {"M": 7}}, "harden.edge.M: no shape defines it")):
         with pytest.raises(SpecError) as err:
             spec_from_dict({**base, "harden": table})
         assert fragment in str(err.value), str(err.value)

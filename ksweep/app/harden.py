@@ -51,6 +51,14 @@ def harden(db: str, *, spec_path: str | None = None, shape: str | None = None, v
         raise KsweepError(f"--sanitizer {sanitizer}: not an executable file" if sanitizer else sanitize.HINT)
     if t.db is None or not t.db.exists():
         raise KsweepError(f"{db}: no results database to harden: sweep first")
+    if output:
+        try:
+            Path(output).mkdir(parents=True, exist_ok=True)
+            probe = Path(output) / ".ksweep-write-test"
+            probe.write_text("")
+            probe.unlink()
+        except OSError as exc:
+            raise KsweepError(f"--output {output}: the tools' reports cannot be written there ({exc.strerror or exc})")
     mode = mode_for(spec, kernel_backend)
     here = Here(gpu, ProcessRegistry(), scratch_dir(spec))  # Ctrl-C kills the tools' runs
     with Store(t.db, create=False) as store:

@@ -17,7 +17,8 @@ reference config's launch where the reference is a config (``reference``), ``che
   first draw's); the check inputs at a second set of addresses (a fresh allocation); and each
   set of special values ``special`` lists (kernel/inputs.special_draw), each compared with
   the reference's outputs for it, its ``atol`` scaled by how much larger those outputs are
-  than the check inputs' (``scale``: the rounding of the large set's sums is as much larger).
+  than the check inputs' (``scale``: the rounding of the large set's sums is as much larger),
+  at most by the square of how much larger its inputs are.
 
 It prints one JSON line: ``{"ok": true, "failed": null | "<input set>: <mismatch>", "checked":
 [...], "skipped": [...]}``, or ``{"ok": false, "error": ...}`` (with ``cuda_error`` for a
@@ -43,16 +44,27 @@ SAME_ADDRESSES = "the second draw at the first draw's addresses"
 OTHER_ADDRESSES = "the inputs at other addresses"
 
 
-def scale(outputs: list, usual: list | None) -> float:
-    """How many times larger ``outputs`` are than the ``usual`` draw's (the largest finite
-    magnitudes, over every output), at least 1."""
-    def largest(arrays) -> float:
-        finite = [np.abs(a[np.isfinite(a)]).max() for a in map(np.asarray, arrays or ())
-                  if a.size and np.isfinite(a).any()]
-        return float(max(finite, default=0.0))
+def largest(arrays) -> float:
+    """The largest finite magnitude of the floating-point arrays among ``arrays`` (0: none)."""
+    finite = []
+    for a in arrays or ():
+        if a is None or not isinstance(a, np.ndarray) and not hasattr(a, "shape"):
+            continue
+        a = np.asarray(a)
+        if a.size and np.issubdtype(a.dtype, np.floating) and np.isfinite(a).any():
+            finite.append(float(np.abs(a[np.isfinite(a)]).max()))
+    return max(finite, default=0.0)
 
+
+def scale(outputs: list, usual: list | None, inputs: list, usual_inputs: list) -> float:
+    """How many times larger ``outputs`` are than the ``usual`` draw's (the largest finite
+    magnitudes, over every output), at least 1, and at most the square of how many times
+    larger the ``inputs`` are than the usual ones (a product of two of them: an output near
+    zero on the usual draw makes no tolerance unbounded; the "ones" set none larger)."""
     ours, theirs = largest(outputs), largest(usual)
-    return max(1.0, ours / theirs) if theirs > 0 else 1.0
+    grown = largest(inputs) / largest(usual_inputs) if largest(usual_inputs) > 0 else 1.0
+    ratio = ours / theirs if theirs > 0 else 1.0
+    return max(1.0, min(ratio, grown * grown))
 
 
 class Checks:
@@ -102,7 +114,8 @@ class Checks:
                 continue
             # a special set's outputs on another scale (large inputs): atol, the error the check
             # accepts on the usual draw's outputs, scales with them, as a float sum's rounding does
-            atol = w.atol * (scale(expected[name], base) if name.endswith(" inputs") and made is None else 1.0)
+            atol = w.atol * (scale(expected[name], base, args, check) if name.endswith(" inputs") and made is None
+                             else 1.0)
             mismatch = compare([self._download(g) for g in got], expected[name], atol, w.rtol)
             checked.append(name)
             if mismatch:

@@ -94,7 +94,10 @@ def run_tool(exe: str, tool: str, program: Sequence[str], *, env: Mapping[str, s
     text = out.stdout + "\n" + out.stderr
     report = parse(text, tool)
     tail = last_lines("\n".join(ln for ln in text.splitlines() if ln.strip() and not ln.startswith("=========")), 3)
-    own = [ln for ln in text.splitlines() if ln.startswith(PREFIX)][:REPORT_LINES]
+    own = [ln for ln in text.splitlines() if ln.startswith(PREFIX)]
+    if len(own) > REPORT_LINES:  # the first entries and the summary, the middle left out
+        half = REPORT_LINES // 2
+        own = [*own[:half], f"{PREFIX} [ksweep: {len(own) - 2 * half} lines left out]", *own[-half:]]
     return ToolRun(tool, report, timed_out=out.timed_out, timeout=timeout, returncode=out.returncode, tail=tail,
                    seconds=out.seconds, text="\n".join(own))
 

@@ -143,6 +143,13 @@ def spec_from_dict(data: Mapping[str, Any], path: Path | None = None) -> Spec:
     physics = _physics(ctx, data["physics"]) if "physics" in data else None
     profile = _profile(ctx, data["profile"]) if "profile" in data else Profile()
     harden = harden_from_dict(ctx, data.get("harden", {}))
+    sized = {n for s in shapes for n in (*s.defines, *s.constants)} | set(constants)
+    for key in ("edge", "sizes"):  # each replaces a shape's value: a name no shape has is a typo
+        for name in getattr(harden, key):
+            if name not in sized:
+                close = did_you_mean(name, sorted(sized))
+                raise ctx.error(f"harden.{key}.{name}", "no shape defines it, nor is it a constant: it would "
+                                f"replace nothing" + (f" — did you mean '{close}'?" if close else ""))
     if kernel is not None and check.reference is not None:
         raise ctx.error("check.reference", "kernel mode compares each config's outputs with the reference's itself: "
                         "give [kernel] reference = \"defaults\" instead ([check] keeps expected values and max bounds)")

@@ -6,11 +6,15 @@ seconds, another's twice that).
 A config's build time is expected from the builds of the search that finished (built, not
 served from the cache): the mean, plus for each of its parameter values how far the builds
 with that value were from the mean (an additive model, as the build times of tile sizes,
-stages and code paths add up roughly). With no build finished yet, the order asked."""
+stages and code paths add up roughly); failed and cached builds teach it nothing. With no
+build finished yet, the order asked. A time-limited sweep that ends with builds still queued
+leaves out more of the configs expected to build slowly than the order asked would."""
 
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
+
+from ..status import Status
 
 
 class BuildCosts:
@@ -28,6 +32,12 @@ class BuildCosts:
             seen = self._by.setdefault((name, _key(value)), [0.0, 0])
             seen[0] += seconds
             seen[1] += 1
+
+    def learn(self, params: Mapping[str, Any], build) -> None:
+        """What a finished build (``BuildResult``) says: its seconds, where it made its program
+        (not a failure, which gives the GPU nothing to run, nor a build served from the cache)."""
+        if build.status is Status.OK and not build.cached and build.seconds > 0:
+            self.see(params, build.seconds)
 
     def expected(self, params: Mapping[str, Any]) -> float | None:
         """The seconds a config's build is expected to take (None: no build seen yet)."""

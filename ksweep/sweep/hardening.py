@@ -354,7 +354,8 @@ class HardeningPhase:
                 if time.monotonic() >= self.deadline - 1.0:  # left for a resumed run or ksweep harden
                     counts["not reached (time budget)"] = counts.get("not reached (time budget)", 0) + 1
                 else:
-                    batch.append((cid, self._prepare(results[cid])))
+                    batch.append((cid, self._prepare(results[cid], sanitized=exe is not None and bool(
+                        spec.harden.tools))))
             started = time.monotonic()
 
             def harden_one(item):
@@ -400,9 +401,10 @@ class HardeningPhase:
         elif exe is None:
             summary.hardened.append(f"{where}: not hardened: no compute-sanitizer")
 
-    def _prepare(self, result: Result):
+    def _prepare(self, result: Result, sanitized: bool = True):
         """What hardening ``result``'s config needs, built (here, before its runs start at once):
-        (job, build, harness, reference), or a Hardened saying it did not build."""
+        (job, build, harness, reference, its build at ``[harden] sizes`` for the sanitizers:
+        ``_small``, None where no sanitizer runs), or a Hardened saying it did not build."""
         sweep, factory = self.sweep, self.target.factory
         job = factory.make(dict(result.params), phase="harden")
         build = self._build(job)
@@ -419,7 +421,7 @@ class HardeningPhase:
         if job.harness is not None:
             built = self._build(job.harness)
             harness = built.binary if built is not None else None
-        return job, build, harness, reference, self._small(result)
+        return job, build, harness, reference, self._small(result) if sanitized else None
 
     def _small(self, result: Result) -> Resized | str | None:
         """The config built at ``[harden] sizes`` for the sanitizers, or why it

@@ -237,8 +237,7 @@ class Target:
         if isinstance(build, Stopped):
             raise KeyboardInterrupt  # Ctrl-C reached the build first
         self.sweep.summary.build_cpu_seconds += build.cpu_seconds
-        if not build.cached:
-            self.costs.see(entry.job.params, build.seconds)
+        self.costs.learn(entry.job.params, build)
         if build.failed_harness is not None and self.harness is not None:
             self.harness.failed(build, cancel=self.builds)
         self._program_seen(entry.job, build)

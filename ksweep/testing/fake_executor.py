@@ -275,7 +275,7 @@ class FakeExecutor(Executor):
         if isinstance(plan.build, Stopped):
             return STOPPED
         if plan.build is not Status.OK:
-            return failed_build(plan.build, plan.failure_message(plan.build))
+            return failed_build(plan.build, plan.failure_message(plan.build), seconds=plan.build_seconds)
         return built(_binary(job), code=plan.code, seconds=plan.build_seconds, built_seconds=plan.build_seconds)
 
     def _run(self, job: Job) -> tuple[RunOutcome | Stopped, Path | None]:

@@ -32,7 +32,7 @@ from typing import Mapping, Sequence
 from ..status import Status
 
 PREFIX = "========="
-REPORT_LINES = 2000  # the tool's lines a run keeps (ksweep harden --output writes them)
+REPORT_LINES = 2000  # the tool's lines a run keeps, the first and last half (ksweep harden --output writes them)
 
 # "ERROR SUMMARY: 8192 errors", not the line after it, "ERROR SUMMARY: 8187 errors were not printed"
 _SUMMARY = re.compile(r"^ERROR SUMMARY:\s*(\d+)\s+errors?\b(?!\s+were not printed)", re.I)
@@ -183,7 +183,7 @@ class ToolRun:
     returncode: int | None = None
     tail: str = ""  # the last lines of the run's output, for a run that ended without a report
     seconds: float | None = None
-    text: str = ""  # the tool's own lines (its report), the first REPORT_LINES of them
+    text: str = ""  # the tool's own lines (its report): at most REPORT_LINES, its first and last
 
 
 def outcome(run: ToolRun) -> tuple[str, str]:
@@ -193,8 +193,8 @@ def outcome(run: ToolRun) -> tuple[str, str]:
         first = report.errors_found[0]
         count = report.errors if report.errors else len(report.errors_found)
         return "unsafe", f"{first.describe()}" + (f" ({count} errors)" if count > 1 else "")
-    if report is not None and report.tool_failure:
-        # the tool could not check the program (its summary may count that failure as an error)
+    if report is not None and report.tool_failure and not report.unread and (report.errors or 0) <= 1:
+        # the tool could not check the program, and its summary counts that failure as its one error
         return "incomplete", f"could not check the program: {report.tool_failure}"
     if report is not None and report.errors:  # a summary counting errors whose entries were not read
         said = f"{report.errors} error{'s' * (report.errors != 1)}"
