@@ -118,6 +118,31 @@ def test_select_prints_the_config_and_its_rule_and_says_when_it_extrapolates(til
     assert doc["config"] == {"TILE": 32} and doc["shape"] == "n1000" and doc["extrapolated"]
 
 
+def test_select_says_when_the_specs_constraints_refuse_its_choice_at_the_sizes_asked(tmp_path):
+    """The kernel needs its tile to divide N: the nearest tuned shape's best (TILE=64 at N=8192)
+    is refused at N=3000, and select says so, with the constraint's reason; at N=2048 it is
+    not (the header ships the same choice: it knows no constraint)."""
+    (tmp_path / "tile.c").write_text(PROGRAM)
+    shapes = "".join(f'[shapes.n{n}]\ndefines = {{ N = {n} }}\n' for n in (1024, 8192, 65536))
+    spec = tmp_path / "tile.toml"
+    spec.write_text(f'[sweep]\nname = "tile"\nobjective = "ms"\n[params]\nTILE = {list(TILES)}\n'
+                    '[[constraints]]\nname = "whole_tiles"\nexpr = "N % TILE == 0"\n'
+                    'reason = "N={N} is not a multiple of TILE {TILE}"\n'
+                    f'{shapes}[build]\nsources = ["tile.c"]\n'
+                    'command = ["gcc", "-O0", "{defines}", "-o", "{binary}", "tile.c"]\n')
+    db = tmp_path / "tile.db"
+    assert ksweep_cli("run", spec, "--db", db, "-q", "--no-confirm").returncode == 0
+    done = ksweep_cli("select", db, "--size", "N=3000")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "TILE=64"
+    assert ("refused: the spec's constraints refuse this config at these sizes (whole_tiles: N=3000 is not a "
+            "multiple of TILE 64): tune a shape nearer them") in done.stdout
+    doc = json.loads(ksweep_cli("select", db, "--size", "N=3000", "--json").stdout)
+    assert doc["refused"] == "whole_tiles: N=3000 is not a multiple of TILE 64"
+    allowed = ksweep_cli("select", db, "--size", "N=2048")
+    assert allowed.returncode == 0 and "refused" not in allowed.stdout
+
+
 @pytest.mark.parametrize("argv, said", [
     (["--size", "M=3"], "--size M: no size of that name (the tuned shapes' sizes: N)"),
     (["--size", "N=x"], "--size N=x: give sizes as NAME=NUMBER"),

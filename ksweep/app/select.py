@@ -5,19 +5,21 @@ the tuned range. ``--validate`` measures it (app/validate.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from ..errors import KsweepError
 from ..export.formats import selector_of
 from ..export.selection import select as selection_of
 from ..export.selector import Choice, Selector
-from ..export.sizes import completed, parse_sizes, text as sizes_text
+from ..export.sizes import completed, parse_sizes, shape_of, text as sizes_text
 from ..gpu.models import compute_capability, parse_arch
+from ..space.space import Space
 from ..store.sqlite import Store
 from ..store.standings import by_gpu_model
 from .export import shape_sizes
 from .report import load_all
+from .target import open_target
 
 
 __all__ = ["Selected", "choose", "select", "selector", "sizes_text"]
@@ -30,6 +32,9 @@ class Selected:
     gpu: str | None  # the GPU model asked for, as the selector was given it
     arch: int
     notes: list[str] = field(default_factory=list)
+    # why the spec's constraints refuse the config at these sizes (None: they allow it, or the
+    # database names no spec that can be read)
+    refused: str | None = None
 
     @property
     def params(self) -> dict[str, Any]:
@@ -39,7 +44,8 @@ class Selected:
         e = self.choice.entry
         return {"sizes": self.sizes, "config": self.params, "variant": e.variant, "shape": e.shape,
                 "gpu": e.gpu, "value_at_shape": e.value, "loss_at_shape": e.loss, "distance": self.choice.distance,
-                "rule": self.choice.rule, "extrapolated": list(self.choice.extrapolated), "notes": self.notes}
+                "rule": self.choice.rule, "extrapolated": list(self.choice.extrapolated), "refused": self.refused,
+                "notes": self.notes}
 
 
 def selector(db: str, *, cover: float | None = None, robust: bool = False) -> tuple[Selector, list[str]]:
@@ -84,9 +90,35 @@ def gpu_of(chosen: Selector, gpu: str | None, arch: str | None) -> tuple[str | N
 
 def select(db: str, sizes: Sequence[str], *, gpu: str | None = None, arch: str | None = None,
            variant: str | None = None, cover: float | None = None, robust: bool = False) -> Selected:
-    """The selector's config for ``sizes`` (``NAME=VALUE`` words)."""
+    """The selector's config for ``sizes`` (``NAME=VALUE`` words), and whether the spec's
+    constraints allow it there (``Selected.refused``)."""
     chosen, notes = selector(db, cover=cover, robust=robust)
-    return choose(chosen, parse_sizes(sizes), gpu=gpu, arch=arch, variant=variant, notes=notes)
+    picked = choose(chosen, parse_sizes(sizes), gpu=gpu, arch=arch, variant=variant, notes=notes)
+    return replace(picked, refused=refused(db, chosen, picked))
+
+
+def refused(db: str, chosen: Selector, picked: Selected) -> str | None:
+    """Why the spec the database was swept with refuses the picked config at the sizes asked
+    ("seq_tiles: S=640 is not a multiple of BLOCK_M 256"): a selector that ships the nearest
+    tuned shape's config knows no constraint, so a kernel that needs its tile to divide the
+    size is told here. None: allowed, or no spec to read."""
+    entry = picked.choice.entry
+    try:
+        spec = open_target(db).spec
+    except KsweepError:
+        return None
+    names = [s.name for s in spec.shape_list()]
+    if not names or entry.shape not in chosen.sizes.texts:
+        return None
+    own = spec.shape(entry.shape) if entry.shape in names else spec.shape(names[0])
+    defines, args = shape_of(chosen.sizes, entry.shape, picked.sizes)
+    at = replace(own, name=f"{own.name}_asked", defines=defines, args=tuple(args))
+    at_spec = replace(spec, shapes=(*spec.shapes, at))
+    try:
+        verdict = Space.from_spec(at_spec, at.name, entry.variant).explain(dict(entry.result.params))
+    except KsweepError:
+        return None
+    return None if verdict.ok else f"{verdict.constraint}: {verdict.reason}"
 
 
 def choose(chosen: Selector, asked: dict[str, float], *, gpu: str | None = None, arch: str | None = None,

@@ -55,6 +55,9 @@ def run(args) -> int:
         return 0
     print(" ".join(f"{k}={v}" for k, v in chosen.params.items()))
     print(f"rule: {chosen.choice.rule}")
+    if chosen.refused:
+        print(f"refused: the spec's constraints refuse this config at these sizes ({chosen.refused}): "
+              f"tune a shape nearer them")
     for line in chosen.choice.extrapolated:
         print(f"extrapolated: {line}")
     for note in chosen.notes:
