@@ -73,3 +73,30 @@ def test_only_a_build_that_made_its_program_teaches_the_costs():
     costs.learn({"A": 1}, BuildResult(Status.OK, seconds=10.0))
     costs.learn({"A": 0}, BuildResult(Status.REGS_LIMIT, seconds=0.5))  # ptxas said no: no program to run
     assert costs.expected({"A": 0}) == 10.0 and costs.count == 1
+
+
+def test_a_config_whose_build_is_under_way_waits_for_it_without_a_build_slot(tmp_path):
+    """B is read by the run only: the four configs of one A share a build. While A=1's build
+    runs (held here), its three siblings are not sent to build beside it (each would hold a
+    build slot, waiting on the cache's lock); the other A's builds and runs go on, and the
+    siblings come once it is done."""
+    from test_driver import _finish, _hold_the_first_build, _sweep_in_a_thread
+
+    (tmp_path / "toy.c").write_text("int main(void) { return 0; }\n")
+    spec = tmp_path / "toy.toml"
+    spec.write_text('[sweep]\nname = "toy"\nobjective = "ms"\n[params]\nA = [1, 2, 3]\n'
+                    'B = { values = [1, 2, 3, 4], define = false }\n'
+                    '[build]\nsources = ["toy.c"]\ncommand = ["true", "{defines}", "-o", "{binary}", "toy.c"]\n'
+                    '[run]\ncommand = ["{binary}", "{B}"]\n')
+    from ksweep import load_spec
+
+    def planned(job):
+        return Status.OK, Status.OK, {"ms": 1.0 + job.params["A"] + job.params["B"] / 10}
+
+    fake = FakeExecutor(planned, build_jobs=2, completion="manual")
+    thread, done = _sweep_in_a_thread(load_spec(spec), tmp_path / "r.db", fake, None, lookahead=8)
+    first = _hold_the_first_build(fake, lambda: len(fake.runs) >= 6)
+    ones = [j.params["B"] for j in fake.builds if not j.is_harness and j.params["A"] == 1]
+    assert not first.done() and len(fake.runs) >= 6 and ones == [1], (ones, len(fake.runs))
+    _finish(fake, thread, done)
+    assert sorted(j.params["B"] for j in fake.builds if j.params["A"] == 1) == [1, 2, 3, 4]

@@ -6,7 +6,9 @@ while fewer than ``window`` are in flight, so that one slow build does not hold 
 builds and runs behind it); a config already in the store has its result at once, the others are built
 (ahead of the runs: the GPU does not wait on the compiler; as many at once as the executor
 has build slots, the others queued and started in the order asked or, while a GPU slot has
-nothing to run, the one expected to build soonest: ``build_order.py``) and run on free GPU slots. Each
+nothing to run, the one expected to build soonest: ``build_order.py``; one whose build is
+already under way waits for it without a build slot, then runs right after it) and run on
+free GPU slots. Each
 finished build or run is judged, stored and shown at once (``record.py``), but told to the
 strategy in the order asked, so a seeded search sees one sequence of events whatever the
 timing, and a resumed one proposes what an uninterrupted one does. A harness
@@ -145,12 +147,19 @@ class Target:
         self._pump()
 
     def _pump(self) -> None:
-        """Start queued builds while the executor has a free build slot."""
+        """Start queued builds while the executor has a free build slot. A config whose build is
+        one already under way (a knob its build does not read) waits for it, keeping no build
+        slot: that build done, it is the cache's at once, and runs right after the first."""
         slots = max(1, self.executor.build_jobs)
         while self.queued and len(self.builds) < slots:
+            building = {e.job.build_cache_key for e in self.builds.values()}
+            free = [i for i, e in enumerate(self.queued) if e.job.build_cache_key not in building]
+            if not free:
+                return
             # nothing built waits to run, and a GPU slot has no next run queued: it will wait
             starving = not self.ready and len(self.runs) < RUN_QUEUE_PER_SLOT * self.executor.run_slots
-            entry = self.queued.pop(next_build([e.job.params for e in self.queued], self.costs, starving))
+            pick = next_build([self.queued[i].job.params for i in free], self.costs, starving)
+            entry = self.queued.pop(free[pick])
             self.sweep.observer.build_started(entry.job)
             self.builds[self.executor.submit_build(entry.job)] = entry
 
