@@ -147,9 +147,11 @@ class Target:
         self._pump()
 
     def _pump(self) -> None:
-        """Start queued builds while the executor has a free build slot. A config whose build is
-        one already under way (a knob its build does not read) waits for it, keeping no build
+        """Start the runs that can start, then queued builds while the executor has a free build
+        slot (whether a GPU slot will wait is read after the runs started). A config whose build
+        is one already under way (a knob its build does not read) waits for it, keeping no build
         slot: that build done, it is the cache's at once, and runs right after the first."""
+        self._start_runs()
         slots = max(1, self.executor.build_jobs)
         while self.queued and len(self.builds) < slots:
             building = {e.job.build_cache_key for e in self.builds.values()}
@@ -209,7 +211,6 @@ class Target:
 
     def _step(self) -> None:
         """Start what can start, wait a little for something to finish, and store it."""
-        self._start_runs()
         self._pump()
         waiting = [*self.builds, *self.runs, *self.probes]
         if self.harness is not None and self.harness.pending:
@@ -229,8 +230,6 @@ class Target:
             elif fut in self.runs:
                 entry, build = self.runs.pop(fut)
                 self._ran(entry, build, fut.result())
-        self._start_runs()
-        self._pump()
 
     def _start_runs(self) -> None:
         # start runs on free GPU slots, and queue one more per slot: a slot that finishes a
