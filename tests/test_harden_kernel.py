@@ -121,13 +121,14 @@ def test_a_special_sets_tolerance_grows_with_its_outputs_but_never_past_its_inpu
     """The large set's outputs 1e4 times the usual: atol 1e4 times; an output near zero on the
     usual draw does not make it unbounded (at most the inputs' growth squared, 1e8); the ones
     set, whose inputs are no larger than the usual draw's, keeps the usual atol."""
-    from ksweep.kernel.harden_one import scale
+    from ksweep.kernel.harden_one import largest, scale
 
-    usual_in, large_in, ones_in = [np.full(4, 3.0)], [np.full(4, 3e4)], [np.ones(4)]
-    assert scale([np.array([6e6])], [np.array([600.0])], large_in, usual_in) == pytest.approx(1e4)
-    assert scale([np.array([2e4])], [np.array([1e-30])], large_in, usual_in) == pytest.approx(1e8)
-    assert scale([np.array([4096.0])], [np.array([60.0])], ones_in, usual_in) == 1.0
-    assert scale([None, np.array([5.0])], [None, np.array([1.0])], usual_in, usual_in) == 1.0
+    usual_in, large_in, ones_in = largest([np.full(4, 3.0)]), largest([np.full(4, 3e4), 7]), largest([np.ones(4)])
+    assert scale(largest([np.array([6e6])]), 600.0, large_in, usual_in) == pytest.approx(1e4)
+    assert scale(2e4, 1e-30, large_in, usual_in) == pytest.approx(1e8)
+    assert scale(4096.0, 60.0, ones_in, usual_in) == 1.0
+    assert largest([None, np.array([5.0, np.nan]), np.array([9], np.int32)]) == 5.0  # floats, finite values only
+    assert scale(5.0, 1.0, usual_in, usual_in) == 1.0
 
 
 def test_without_a_python_reference_the_reference_configs_launches_give_the_expected_outputs():

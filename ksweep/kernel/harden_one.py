@@ -46,24 +46,18 @@ OTHER_ADDRESSES = "the inputs at other addresses"
 
 def largest(arrays) -> float:
     """The largest finite magnitude of the floating-point arrays among ``arrays`` (0: none)."""
-    finite = []
-    for a in arrays or ():
-        if a is None or not isinstance(a, np.ndarray) and not hasattr(a, "shape"):
-            continue
-        a = np.asarray(a)
-        if a.size and np.issubdtype(a.dtype, np.floating) and np.isfinite(a).any():
-            finite.append(float(np.abs(a[np.isfinite(a)]).max()))
-    return max(finite, default=0.0)
+    finite = [np.abs(a[np.isfinite(a)]).max() for a in arrays if isinstance(a, np.ndarray) and a.size
+              and np.issubdtype(a.dtype, np.floating) and np.isfinite(a).any()]
+    return float(max(finite, default=0.0))
 
 
-def scale(outputs: list, usual: list | None, inputs: list, usual_inputs: list) -> float:
-    """How many times larger ``outputs`` are than the ``usual`` draw's (the largest finite
-    magnitudes, over every output), at least 1, and at most the square of how many times
-    larger the ``inputs`` are than the usual ones (a product of two of them: an output near
-    zero on the usual draw makes no tolerance unbounded; the "ones" set none larger)."""
-    ours, theirs = largest(outputs), largest(usual)
-    grown = largest(inputs) / largest(usual_inputs) if largest(usual_inputs) > 0 else 1.0
-    ratio = ours / theirs if theirs > 0 else 1.0
+def scale(outputs: float, usual: float, inputs: float, usual_inputs: float) -> float:
+    """How many times larger a set's outputs are than the usual draw's (each the ``largest``
+    magnitude over every output), at least 1, and at most the square of how many times larger
+    its inputs are than the usual ones (a product of two of them: an output near zero on the
+    usual draw makes no tolerance unbounded; the "ones" set, none larger, gets none)."""
+    grown = inputs / usual_inputs if usual_inputs > 0 else 1.0
+    ratio = outputs / usual if usual > 0 else 1.0
     return max(1.0, min(ratio, grown * grown))
 
 
@@ -107,15 +101,16 @@ class Checks:
                 skipped.append(name)
         self._load(self.req["launch"])
         checked = []
-        base = expected.get("the check inputs")
-        for name, args, made, where in sets:
+        special = {f"{kind} inputs" for kind in self.req.get("special", ())}
+        usual = largest(expected.get("the check inputs", ())), largest(check)
+        for name, args, _, where in sets:
             got = self._launch(self._place(args, where))
             if name not in expected:
                 continue
             # a special set's outputs on another scale (large inputs): atol, the error the check
             # accepts on the usual draw's outputs, scales with them, as a float sum's rounding does
-            atol = w.atol * (scale(expected[name], base, args, check) if name.endswith(" inputs") and made is None
-                             else 1.0)
+            atol = w.atol * (scale(largest(expected[name]), usual[0], largest(args), usual[1])
+                             if name in special else 1.0)
             mismatch = compare([self._download(g) for g in got], expected[name], atol, w.rtol)
             checked.append(name)
             if mismatch:
