@@ -29,19 +29,19 @@ def harden_from_dict(ctx: Ctx, spec: Any) -> Harden:
         timeout=ctx.number(table["timeout"], "harden.timeout") if "timeout" in table else None,
         deterministic=ctx.boolean(table.get("deterministic", default.deterministic), "harden.deterministic"),
         special=names("special", SPECIAL_INPUTS, table["special"]) if "special" in table else default.special,
-        edge=_edge(ctx, table.get("edge", {})),
-        sizes=_edge(ctx, table.get("sizes", {}), "sizes"),
+        edge=_replacing(ctx, table.get("edge", {}), "edge"),
+        sizes=_replacing(ctx, table.get("sizes", {}), "sizes"),
         budget=ctx.number(table["budget"], "harden.budget") if "budget" in table else None,
         jobs=ctx.integer(table["jobs"], "harden.jobs", minimum=1) if "jobs" in table else None,
     )
 
 
-def _edge(ctx: Ctx, table: Any, key: str = "edge") -> dict:
-    """``edge = { N = 4099 }`` (or ``sizes = { N = 512 }``): names and the numbers (or
-    strings) that replace a shape's."""
-    edge = ctx.keys(table, set(table) if isinstance(table, dict) else set(), f"harden.{key}")
-    for name, value in edge.items():
+def _replacing(ctx: Ctx, table: Any, key: str) -> dict:
+    """``edge = { N = 4099 }`` or ``sizes = { N = 512 }``: names and the numbers (or strings)
+    that replace a shape's."""
+    values = ctx.keys(table, set(table) if isinstance(table, dict) else set(), f"harden.{key}")
+    for name, value in values.items():
         ctx.name(name, f"harden.{key}.{name}")
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise ctx.error(f"harden.{key}.{name}", f"expected a number or a string, got {value!r}")
-    return dict(edge)
+    return dict(values)

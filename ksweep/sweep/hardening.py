@@ -204,7 +204,7 @@ def harden_config(spec, mode, job: Job, build: "BuildResult", here: Here, *, exe
                 tools_said = verdict([run for how, run in said if how == "ran"])
                 if at is not None:
                     tools_said = replace(tools_said, message=f"{tools_said.message} (at "
-                                         f"{at.named if isinstance(at, Resized) else 'the shape: ' + at})")
+                                         f"{at.named if sized else 'the shape: ' + at})")
                 short = [(tool, how) for tool, (how, _) in zip(tools, said) if how != "ran"]
                 if short and tools_said.verdict != "unsafe":
                     tool, how = short[0]
@@ -441,14 +441,14 @@ class HardeningPhase:
         sweep = self.sweep
         spec, edge = sweep.spec, sweep.spec.harden.edge
         edge_spec, edge_shape, space = resized(spec, self.shape, self.variant, edge, "edge")
-        named_ = said_sizes(edge)
+        named = said_sizes(edge)
         if dict(result.params) not in space:
-            return "skipped", None, f"edge size {named_}: the spec's constraints refuse this config there"
+            return "skipped", None, f"edge size {named}: the spec's constraints refuse this config there"
         factory = JobFactory(edge_spec, edge_shape, spec.variant(self.variant), space, sweep.mode)
         job = factory.make(dict(result.params), phase="harden")
         build = self._build(job)
         if build is None:
-            return "failed", Status.COMPILE_ERROR, f"hardening: edge size {named_}: the config did not build"
+            return "failed", Status.COMPILE_ERROR, f"hardening: edge size {named}: the config did not build"
         reference = None
         params = sweep.mode.reference_config(edge_spec, {p.name: p.default for p in space.params})
         if params is not None and params in space:
@@ -458,10 +458,10 @@ class HardeningPhase:
         said = harden_config(edge_spec, sweep.mode, job, build, here, exe=None, tools=(),
                              timeout=tool_timeout(spec, result), reference=reference).inputs
         if said is None:
-            return "skipped", None, f"edge size {named_}: no check"
+            return "skipped", None, f"edge size {named}: no check"
         verdict_, status, message = said
-        return verdict_, status, (message.replace("hardening: ", f"hardening: edge size {named_}: ", 1)
-                                  if status is not None else f"edge size {named_}: {message}")
+        return verdict_, status, (message.replace("hardening: ", f"hardening: edge size {named}: ", 1)
+                                  if status is not None else f"edge size {named}: {message}")
 
     def _build(self, job: Job):
         built = wait_for(self.sweep.executor.submit_build(job))
