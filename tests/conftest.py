@@ -52,6 +52,20 @@ def ksweep_cli(*args, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(["ksweep", *map(str, args)], code, _text(out), _text(err))
 
 
+
+@contextlib.contextmanager
+def ended_after(proc: subprocess.Popen, *, group: bool = False):
+    """A program a test signals, killed if it still runs when the test ends (a failed
+    assertion, a timeout): it must not run on beside the tests that follow. ``group``: its own
+    process group (``start_new_session``), killed as a whole."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL) if group else proc.kill()
+            proc.communicate()
+
 def _text(stream: io.StringIO) -> str:
     """What a pipe read in text mode gives (universal newlines: the CSV writer's \\r\\n is \\n)."""
     return stream.getvalue().replace("\r\n", "\n").replace("\r", "\n")
@@ -175,6 +189,17 @@ needs_nvrtc = pytest.mark.needs_nvrtc
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "needs_nvrtc: skipped without cuda-python and a loadable NVRTC")
+    _ctrl_c_as_at_a_terminal()
+
+
+def _ctrl_c_as_at_a_terminal() -> None:
+    """Ctrl-C raises KeyboardInterrupt here and in every program the tests start, however the
+    test run was started. A shell starts a background job (``cmd &`` in a script, as a CI job
+    may be run) with SIGINT ignored; its children inherit that, and Python then installs no
+    handler of its own: the tests of Ctrl-C interrupted nothing, and a sweep they had started
+    ran on to its end."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_runtest_setup(item):

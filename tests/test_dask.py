@@ -33,7 +33,7 @@ from ksweep.sweep.jobs import JobFactory  # noqa: E402
 from ksweep.app.wiring import make_dask_executor  # noqa: E402
 from ksweep.sweep.local import build_rules, make_builder, workspace  # noqa: E402
 
-from conftest import GCC_BUILD, ksweep_cli  # noqa: E402
+from conftest import GCC_BUILD, ended_after, ksweep_cli  # noqa: E402
 from test_multigpu import DEVICES, devices_spec, sweep_with  # noqa: E402
 
 FAKE_GPUS = [Gpu(0, "fake"), Gpu(1, "fake")]
@@ -489,12 +489,13 @@ def test_cli_ctrl_c_on_a_local_cluster_stops_everything(program_dir):
     proc = subprocess.Popen([sys.executable, "-m", "ksweep.cli.main", "run", str(spec), "--cluster", "local",
                              "--fake-gpus", "2", "-j", "1", "--strategy", "grid", "-q"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(programs_of(program_dir.dir)) < 4:
-        time.sleep(0.05)
-    assert len(programs_of(program_dir.dir)) == 4
-    os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    with ended_after(proc, group=True):
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(programs_of(program_dir.dir)) < 4:
+            time.sleep(0.05)
+        assert len(programs_of(program_dir.dir)) == 4
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     deadline = time.monotonic() + 10
     while programs_of(program_dir.dir) and time.monotonic() < deadline:

@@ -15,7 +15,7 @@ from ksweep.store.sqlite import Store
 from ksweep.sweep.driver import SweepOptions
 from ksweep.app.sweep import run_sweep
 
-from conftest import GCC_BUILD, ksweep_cli
+from conftest import GCC_BUILD, ended_after, ksweep_cli
 
 ALL_MODES = f"""
 [sweep]
@@ -288,21 +288,22 @@ def test_ctrl_c_stops_fast_kills_children_keeps_results(program_dir):
     """)
     proc = subprocess.Popen([sys.executable, "-m", "ksweep.cli.main", "run", str(spec), "--strategy", "grid", "-q", "-j", "1"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    db = program_dir.dir / ".ksweep" / "sweep.db"
-    deadline = time.time() + 60
-    hung, seen = False, set()
-    while time.time() < deadline and not hung:  # wait until a hanging program is running
-        out = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
-        # a program run from the build cache (a build's output path has '.tmp-' in it), seen in two
-        # polls in a row: the MODE=0 programs live for milliseconds, the hang does not end
-        running = {ln.split(None, 1)[0] for ln in out.splitlines()
-                   if ln.split(None, 1)[-1].startswith(str(program_dir.dir)) and ln.rstrip().endswith("/prog")}
-        hung = bool(running & seen)
-        seen = running
-        time.sleep(0.1)
-    assert hung
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=10)  # bounds a hang; the latency itself is in bench/bad_input.py
+    with ended_after(proc):
+        db = program_dir.dir / ".ksweep" / "sweep.db"
+        deadline = time.time() + 60
+        hung, seen = False, set()
+        while time.time() < deadline and not hung:  # wait until a hanging program is running
+            out = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
+            # a program run from the build cache (a build's output path has '.tmp-' in it), seen in two
+            # polls in a row: the MODE=0 programs live for milliseconds, the hang does not end
+            running = {ln.split(None, 1)[0] for ln in out.splitlines()
+                       if ln.split(None, 1)[-1].startswith(str(program_dir.dir)) and ln.rstrip().endswith("/prog")}
+            hung = bool(running & seen)
+            seen = running
+            time.sleep(0.1)
+        assert hung
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=10)  # bounds a hang; the latency itself is in bench/bad_input.py
     assert proc.returncode == 130, err
     assert "interrupted:" in err and "run the same command to resume" in err, err
     time.sleep(0.2)

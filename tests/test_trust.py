@@ -29,7 +29,7 @@ from ksweep.sweep.driver import Sweep, SweepOptions
 from ksweep.app.sweep import run_sweep
 from ksweep.sweep.local import make_builder, scratch_dir
 
-from conftest import ksweep_cli
+from conftest import ended_after, ksweep_cli
 
 PROGRAMS = Path(__file__).parent / "programs"
 A20 = list(range(20))
@@ -570,11 +570,12 @@ def test_ctrl_c_says_how_many_were_evaluated_and_how_to_resume(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "ksweep.cli.main", "run", str(spec), "-j", "1"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
     db = tmp_path / ".ksweep" / "toy.db"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and _evaluated(db) < 2:
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    err, _ = proc.communicate(timeout=60)
+    with ended_after(proc):
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and _evaluated(db) < 2:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        err, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130
     line = [ln for ln in err.splitlines() if "interrupted:" in ln]
     assert line and "evaluated — run the same command to resume" in line[0]
@@ -582,6 +583,19 @@ def test_ctrl_c_says_how_many_were_evaluated_and_how_to_resume(tmp_path):
     n = int(line[0].split("interrupted:")[1].split()[0])
     assert n == _evaluated(db) >= 2
 
+
+
+def test_ctrl_c_is_tested_even_when_the_test_run_was_started_with_it_ignored():
+    """A CI job started in the background (``cmd &`` in a script) has SIGINT ignored, and so
+    has every process it starts: unless the tests' set-up gives Ctrl-C back, the test above
+    sends SIGINT to a sweep that ignores it and runs on."""
+    here = Path(__file__).resolve()
+    test = f"{here.name}::test_ctrl_c_says_how_many_were_evaluated_and_how_to_resume"
+    done = subprocess.run(["sh", "-c", 'trap "" INT; exec "$@"', "sh", sys.executable, "-m", "pytest", "-q",
+                           "-p", "no:cacheprovider", "-p", "no:xdist", test],
+                          cwd=here.parent, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "1 passed" in done.stdout
 
 # -- 4. a wrong result never wins unseen ------------------------------------------------------
 
