@@ -116,7 +116,10 @@ def _guard_that_hangs(folder: Path, marker: str) -> subprocess.Popen:
     (folder / "k.c").write_text(SOURCE)
     argv = [sys.executable, "-m", "ksweep.cli.main", "guard", "k.c", "--in-place", "--check", "--",
             "sh", "-c", "exec sleep 600", marker, "k.c", "-o", "k.o"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    # its temporary folder in the test's: the one a kill -9 leaves is not left in the machine's
+    (folder / "tmp").mkdir(exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           "TMPDIR": str(folder / "tmp")}
     return subprocess.Popen(argv, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
