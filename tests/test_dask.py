@@ -702,3 +702,63 @@ def test_a_worker_its_nanny_restarts_is_not_closed_as_lost_meanwhile():
         finally:
             client.close()
             cluster.close()
+
+
+class _OneGpuClient:
+    """What DaskExecutor asks of its client before any task: a cluster with one GPU worker."""
+
+    def register_plugin(self, plugin):
+        pass
+
+    def scheduler_info(self, n_workers=-1):
+        return {"workers": {"tcp://gpu": {"resources": {"GPU": 1}, "nthreads": 1}}}
+
+
+class _FinishedTask:
+    """A dask future whose value is fetched when ``fetched`` is set (as a Future's ``result``
+    goes to the scheduler and to the worker that holds the value)."""
+
+    def __init__(self, value, fetched: threading.Event):
+        self.value, self.fetched, self._callbacks = value, fetched, []
+
+    def add_done_callback(self, fn):
+        self._callbacks.append(fn)
+
+    def finish(self, callback_thread):
+        for fn in self._callbacks:
+            callback_thread.submit(fn, self)
+
+    def result(self):
+        self.fetched.wait()
+        return self.value
+
+
+def test_a_value_slow_to_fetch_holds_back_no_other_result_of_any_sweep():
+    """distributed runs the done callbacks of every client of a process on one thread. The
+    executor fetched each task's value there: a fetch that did not return (the task of a sweep
+    that had ended, its key released) held every later result of every sweep in the process,
+    and a sweep on the test session's cluster waited for ever."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    callback_thread = ThreadPoolExecutor(1)  # distributed's, shared by every client
+    never, now = threading.Event(), threading.Event()
+    now.set()
+    ended = DaskExecutor(_OneGpuClient(), None, gpu_wait=0)
+    running = DaskExecutor(_OneGpuClient(), None, gpu_wait=0)
+    stuck_before = _FinishedTask("lost", never)
+    ended._bridge(stuck_before, lambda v: v, lambda exc: exc)
+    stuck = _FinishedTask("slow", never)
+    slow = running._bridge(stuck, lambda v: v, lambda exc: exc)
+    fine = _FinishedTask(7, now)
+    result = running._bridge(fine, lambda v: v * 2, lambda exc: exc)
+    try:
+        stuck_before.finish(callback_thread)  # before its sweep ended
+        ended.shutdown()
+        stuck.finish(callback_thread)  # one of this sweep's own
+        fine.finish(callback_thread)
+        assert result.result(timeout=60) == 14  # a bound on a hang, not a time raced
+        assert not slow.done()
+    finally:
+        never.set()
+        running.shutdown()
+        callback_thread.shutdown(wait=True)

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import secrets
 import shutil
 import signal
@@ -48,7 +49,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -75,6 +76,7 @@ GPU_NAME_ENV = "KSWEEP_GPU_NAME"  # the GPU's name where nvidia-smi cannot tell 
 RUN_PRIORITY = 10  # runs before builds on a worker that takes both: the GPU waits for nobody
 META_PRIORITY = 20
 WORKERS_REFRESH_S = 2.0
+FETCH_THREADS = 4  # an executor's threads that fetch its finished tasks' values
 
 
 def _distributed():
@@ -311,6 +313,31 @@ def _stop_runs(owner: str, resume: bool) -> int:
 # -- the client side -------------------------------------------------------------------
 
 
+class _Fetches:
+    """Calls handed over from distributed's callback thread, made on a few threads of their
+    own. Daemon threads: a call that never returns (a value no worker holds any more) holds
+    one of them, not the process at its exit, as a ThreadPoolExecutor's thread would."""
+
+    def __init__(self, threads: int):
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._work, name=f"ksweep-dask-results-{i}", daemon=True)
+                         for i in range(threads)]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, fn: Callable, *args) -> None:
+        self._queue.put((fn, args))
+
+    def _work(self) -> None:
+        while (item := self._queue.get()) is not None:
+            fn, args = item
+            fn(*args)
+
+    def close(self) -> None:
+        """The threads end once what was handed over before is done (each call may return at once)."""
+        for _ in self._threads:
+            self._queue.put(None)
+
 class DaskExecutor(Executor):
     """Builds and runs on a Dask cluster, behind the executor contract (run/base.py).
 
@@ -334,12 +361,16 @@ class DaskExecutor(Executor):
         self._close_client = close_client
         self._cluster = cluster
         self._lock = threading.Lock()
-        self._live: set = set()  # dask futures in flight: one the client drops is forgotten by the scheduler
+        # dask futures in flight (one the client drops is forgotten by the scheduler), each with the
+        # future handed to the driver
+        self._live: dict[Any, Future] = {}
         self._binaries: dict[int, tuple[BuildResult, Any]] = {}  # id(result handed out) -> its build future
         self._harnesses: dict[str, Any] = {}  # harness cache key -> its build future (held for every run)
         self._workers: dict[str, dict] = {}
         self._workers_at = float("-inf")
         self._closed = False
+        # the results' fetches (``_bridge``): a few at once, so that one slow to arrive holds back no other
+        self._fetches = _Fetches(FETCH_THREADS)
         self._owner = secrets.token_hex(8)  # its tasks' processes, apart from other sweeps' on the workers
         from .dask_plugin import OnClose  # imports distributed
 
@@ -446,39 +477,57 @@ class DaskExecutor(Executor):
         return self._bridge(run, lambda outcome: outcome, killed)
 
     def _bridge(self, dask_future, on_value: Callable, on_killed: Callable) -> Future:
-        """A concurrent.futures.Future that follows ``dask_future``."""
+        """A concurrent.futures.Future that follows ``dask_future``. Its value is fetched on
+        this executor's own threads, never on distributed's callback thread: that one thread
+        runs the done callbacks of every client in the process, and a fetch that never returns
+        (the key of a closed executor's future, already released; data a dead worker held)
+        held it, and with it every later result of every sweep in the process."""
         killed_worker = _distributed().KilledWorker
         future: Future = Future()
         future.set_running_or_notify_cancel()
         with self._lock:
-            self._live.add(dask_future)
+            self._live[dask_future] = future
 
-        def done(f) -> None:  # on the client's callback thread
+        def fetch(f) -> None:
+            if self._closed:  # shut down since: its future was answered then
+                return
             try:
                 try:
                     value = on_value(f.result())
                 except killed_worker as exc:
                     value = on_killed(exc)
             except BaseException as exc:  # noqa: BLE001 - handed to the driver as it is
-                future.set_exception(exc)
+                outcome = (future.set_exception, exc)
             else:
-                future.set_result(value)
-            finally:
-                with self._lock:
-                    self._live.discard(f)
+                outcome = (future.set_result, value)
+            with self._lock:
+                answer = self._live.pop(f, None) is not None  # not answered by shutdown meanwhile
+            if answer:
+                outcome[0](outcome[1])
+
+        def done(f) -> None:  # on distributed's callback thread: hand over, never wait
+            with self._lock:
+                if self._closed:  # nobody waits for it; its key may be gone from the scheduler
+                    return
+                self._fetches.submit(fetch, f)
 
         dask_future.add_done_callback(done)
         return future
 
     def shutdown(self, cancel: bool = False) -> None:
-        if self._closed:
-            return
-        self._closed = True
         with self._lock:
+            if self._closed:
+                return
+            self._closed = True
             pending = [*self._live, *(built for _, built in self._binaries.values()), *self._harnesses.values()]
+            # what is still to come is cancelled: its future says so now, whatever its task does
+            unanswered = list(self._live.values())
             self._live.clear()
             self._binaries.clear()
             self._harnesses.clear()
+        self._fetches.close()
+        for future in unanswered:
+            future.set_exception(CancelledError())
         try:
             if cancel:
                 self.client.cancel(pending, force=True)
