@@ -25,15 +25,32 @@ def test_the_order_asked_unless_a_gpu_waits_then_the_cheapest_first_asked():
     costs = BuildCosts()
     queued = [{"A": 1}, {"A": 0}, {"A": 2}, {"A": 0}]
     assert next_build(queued, costs, starving=True) == 0  # nothing seen: the order asked
-    costs.see({"A": 1}, 10.0)
-    costs.see({"A": 0}, 1.0)
+    for seconds in (10.0, 10.4):
+        costs.see({"A": 1}, seconds)
+        costs.see({"A": 0}, seconds / 10)
     assert next_build(queued, costs, starving=False) == 0
     assert next_build(queued, costs, starving=True) == 1  # A=0 (expected 1 s), the first of two
     # builds that differ by their noise only (gcc builds of 0.11 and 0.10 s) keep the order asked
     even = BuildCosts()
-    even.see({"A": 1}, 0.11)
-    even.see({"A": 0}, 0.10)
+    for seconds in (0.11, 0.10):
+        even.see({"A": 1}, seconds)
+        even.see({"A": 0}, 0.21 - seconds)
     assert next_build(queued, even, starving=True) == 0
+
+
+def test_one_build_of_a_value_moves_no_order():
+    """A grid sweep of one build at a time, interrupted: its first three builds (one X each) took
+    0.40, 0.15 and 0.15 s on a loaded machine, the first slow as a sweep's first build is. Each
+    X's distance from the mean came from one build, and (MODE=1, X=2) looked 35% cheaper than
+    (MODE=0, X=4), whose X was never built: a hanging MODE=1 config ran before the last MODE=0
+    one, which Ctrl-C then never let finish."""
+    costs = BuildCosts()
+    for x, seconds in ((1, 0.40), (2, 0.15), (3, 0.15)):
+        costs.see({"MODE": 0, "X": x}, seconds)
+    queued = [{"MODE": 0, "X": 4}, {"MODE": 1, "X": 1}, {"MODE": 1, "X": 2}, {"MODE": 1, "X": 3}]
+    assert next_build(queued, costs, starving=True) == 0
+    costs.see({"MODE": 1, "X": 2}, 0.15)  # a second build of X=2, and a first of MODE=1
+    assert costs.expected({"MODE": 1, "X": 2}) < costs.expected({"MODE": 0, "X": 4})
 
 
 def test_a_gpu_without_work_gets_the_cheapest_build_next_and_the_strategy_hears_the_order_asked(tmp_path):

@@ -6,7 +6,9 @@ seconds, another's twice that).
 A config's build time is expected from the builds of the search that finished (built, not
 served from the cache): the mean, plus for each of its parameter values how far the builds
 with that value were from the mean (an additive model, as the build times of tile sizes,
-stages and code paths add up roughly); failed and cached builds teach it nothing. With no
+stages and code paths add up roughly), counted once at least ``MIN_SEEN`` builds had that
+value: one build's time is no evidence (the first of a sweep pays the compiler's cold start,
+and a loaded machine makes any one slow); failed and cached builds teach it nothing. With no
 build finished yet, the order asked. A time-limited sweep that ends with builds still queued
 leaves out more of the configs expected to build slowly than the order asked would."""
 
@@ -47,12 +49,13 @@ class BuildCosts:
         out = mean
         for name, value in params.items():
             seen = self._by.get((name, _key(value)))
-            if seen is not None:
+            if seen is not None and seen[1] >= MIN_SEEN:
                 out += seen[0] / seen[1] - mean
         return max(0.0, out)
 
 
 MARGIN = 0.25  # the cheapest goes first when it is expected this much sooner than the first asked
+MIN_SEEN = 2  # builds of a value before its distance from the mean counts
 
 
 def next_build(queued: Sequence[Mapping[str, Any]], costs: BuildCosts, starving: bool) -> int:
