@@ -738,7 +738,7 @@ def test_a_value_slow_to_fetch_holds_back_no_other_result_of_any_sweep():
     executor fetched each task's value there: a fetch that did not return (the task of a sweep
     that had ended, its key released) held every later result of every sweep in the process,
     and a sweep on the test session's cluster waited for ever."""
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import CancelledError, ThreadPoolExecutor
 
     callback_thread = ThreadPoolExecutor(1)  # distributed's, shared by every client
     never, now = threading.Event(), threading.Event()
@@ -746,7 +746,7 @@ def test_a_value_slow_to_fetch_holds_back_no_other_result_of_any_sweep():
     ended = DaskExecutor(_OneGpuClient(), None, gpu_wait=0)
     running = DaskExecutor(_OneGpuClient(), None, gpu_wait=0)
     stuck_before = _FinishedTask("lost", never)
-    ended._bridge(stuck_before, lambda v: v, lambda exc: exc)
+    left = ended._bridge(stuck_before, lambda v: v, lambda exc: exc)
     stuck = _FinishedTask("slow", never)
     slow = running._bridge(stuck, lambda v: v, lambda exc: exc)
     fine = _FinishedTask(7, now)
@@ -758,6 +758,8 @@ def test_a_value_slow_to_fetch_holds_back_no_other_result_of_any_sweep():
         fine.finish(callback_thread)
         assert result.result(timeout=60) == 14  # a bound on a hang, not a time raced
         assert not slow.done()
+        with pytest.raises(CancelledError):  # what the ended sweep still waited for, answered then
+            left.result(timeout=60)
     finally:
         never.set()
         running.shutdown()

@@ -64,8 +64,12 @@ class Executor(abc.ABC):
     (``run/program.run_argv`` fills it); a harness that did not build makes such a run a
     ``RUN_ERROR`` outcome, never an exception.
 
-    **Shutdown.** ``shutdown()`` waits for what is in flight and frees everything the
-    executor holds (threads, worker processes, a cluster it made). ``shutdown(cancel=True)``
+    **Shutdown.** ``shutdown()`` frees everything the executor holds (threads, worker
+    processes, a cluster it made); the driver calls it once nothing is in flight. What still
+    is, a local executor waits for; a cluster's answers at once as cancelled (``result()``
+    raises ``CancelledError``), since its tasks' keys may be gone from the scheduler once its
+    client lets go of them. A build or run submitted after shutdown raises ``RuntimeError``.
+    ``shutdown(cancel=True)``
     (Ctrl-C, an error) cancels what has not started and kills every process the executor
     started, at any depth, before it returns; the futures still pending are cancelled or
     end with any value, which the driver no longer reads. Calling ``shutdown`` again, with

@@ -369,14 +369,15 @@ class DaskExecutor(Executor):
         self._workers: dict[str, dict] = {}
         self._workers_at = float("-inf")
         self._closed = False
-        # the results' fetches (``_bridge``): a few at once, so that one slow to arrive holds back no other
-        self._fetches = _Fetches(FETCH_THREADS)
         self._owner = secrets.token_hex(8)  # its tasks' processes, apart from other sweeps' on the workers
         from .dask_plugin import OnClose  # imports distributed
 
         # every worker, and each that joins later, kills its programs when it closes (once per cluster)
         client.register_plugin(OnClose("ksweep-worker-leaving", worker_leaving))
         self._wait_for_gpus(gpu_wait)
+        # the results' fetches (``_bridge``): a few at once, so that one slow to arrive holds back
+        # no other; started last, so that an executor that could not start leaves no thread
+        self._fetches = _Fetches(FETCH_THREADS)
 
     # -- cluster view ----------------------------------------------------------------------
     def _worker_info(self) -> dict[str, dict]:
@@ -424,7 +425,12 @@ class DaskExecutor(Executor):
         return {"workers": cpu, "allow_other_workers": True} if cpu else {}
 
     # -- the executor interface -----------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("DaskExecutor: a build or run submitted after shutdown")
+
     def submit_build(self, job: Job) -> Future:
+        self._check_open()
         if job.is_harness:  # built once per sweep (another shape may share it); its future goes to the runs
             built = self._harness_build(job)
         else:
@@ -435,7 +441,8 @@ class DaskExecutor(Executor):
             if isinstance(result, BuildResult) and result.status is Status.OK and not job.is_harness:
                 # hold the binary until its run is submitted
                 with self._lock:
-                    self._binaries[id(result)] = (result, built)
+                    if not self._closed:  # (a fetch may end after shutdown, which let go of every task)
+                        self._binaries[id(result)] = (result, built)
             return result
 
         def killed(exc: BaseException) -> BuildResult:
@@ -465,6 +472,7 @@ class DaskExecutor(Executor):
         return self._harness_build(job.harness)
 
     def submit_run(self, job: Job, build: BuildResult) -> Future:
+        self._check_open()
         with self._lock:
             entry = self._binaries.pop(id(build), None)
         built = entry[1] if entry is not None else Built(build)  # shared cache, or nothing built
@@ -525,10 +533,10 @@ class DaskExecutor(Executor):
             self._live.clear()
             self._binaries.clear()
             self._harnesses.clear()
-        self._fetches.close()
-        for future in unanswered:
-            future.set_exception(CancelledError())
         try:
+            self._fetches.close()
+            for future in unanswered:
+                future.set_exception(CancelledError())
             if cancel:
                 self.client.cancel(pending, force=True)
                 # a closing worker would leave its programs' children behind, and wait for its runs

@@ -180,6 +180,14 @@ class ExecutorSuite:
         executor.shutdown(cancel=True)
         executor.shutdown(cancel=True)
 
+    def test_a_build_or_run_submitted_after_shutdown_raises(self, executor, case):
+        built = build(executor, case.good)
+        executor.shutdown()
+        with pytest.raises(RuntimeError):
+            executor.submit_build(case.good)
+        with pytest.raises(RuntimeError):
+            executor.submit_run(case.good, built)
+
     def test_shutdown_cancel_kills_what_it_started(self, executor, case):
         if case.hang is None or case.hang_pids is None:
             pytest.skip("this case has no hanging job")
