@@ -22,7 +22,7 @@ from .report import load_all
 from .target import open_target
 
 
-__all__ = ["Selected", "choose", "select", "selector", "sizes_text"]
+__all__ = ["Selected", "at_sizes", "choose", "select", "selector", "sizes_text"]
 
 
 @dataclass(frozen=True)
@@ -102,23 +102,30 @@ def refused(db: str, chosen: Selector, picked: Selected) -> str | None:
     ("seq_tiles: S=640 is not a multiple of BLOCK_M 256"): a selector that ships the nearest
     tuned shape's config knows no constraint, so a kernel that needs its tile to divide the
     size is told here. None: allowed, or no spec to read."""
-    entry = picked.choice.entry
     try:
-        spec = open_target(db).spec
+        at = at_sizes(open_target(db).spec, chosen, picked)
     except KsweepError:
         return None
-    names = [s.name for s in spec.shape_list()]
-    if not names or entry.shape not in chosen.sizes.texts:
+    if at is None:
         return None
-    own = spec.shape(entry.shape) if entry.shape in names else spec.shape(names[0])
-    defines, args = shape_of(chosen.sizes, entry.shape, picked.sizes)
-    at = replace(own, name=f"{own.name}_asked", defines=defines, args=tuple(args))
-    at_spec = replace(spec, shapes=(*spec.shapes, at))
+    entry = picked.choice.entry
     try:
-        verdict = Space.from_spec(at_spec, at.name, entry.variant).explain(dict(entry.result.params))
+        verdict = Space.from_spec(at, entry.shape, entry.variant).explain(dict(entry.result.params))
     except KsweepError:
         return None
     return None if verdict.ok else f"{verdict.constraint}: {verdict.reason}"
+
+
+def at_sizes(spec, chosen: Selector, picked: Selected):
+    """``spec`` with one shape: the one the picked config was tuned at, its defines and run
+    arguments written at the sizes asked (export/sizes.py's ``shape_of``); None when the spec
+    or the selector has no such shape."""
+    name = picked.choice.entry.shape
+    shape = next((s for s in spec.shape_list() if s.name == name), None)
+    if shape is None or name not in chosen.sizes.texts:
+        return None
+    defines, args = shape_of(chosen.sizes, name, picked.sizes)
+    return replace(spec, shapes=(replace(shape, defines=defines, args=tuple(args)),))
 
 
 def choose(chosen: Selector, asked: dict[str, float], *, gpu: str | None = None, arch: str | None = None,

@@ -13,19 +13,19 @@ from __future__ import annotations
 
 import re
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..errors import KsweepError
 from ..export.robust import loss
-from ..export.sizes import parse_sizes, shape_of, text
+from ..export.sizes import parse_sizes, text
 from ..job import config_id
 from ..store import standings as standings_of
 from ..store.sqlite import Store
 from ..strategies.local import LocalSearch
 from ..sweep.options import SweepOptions
-from .select import choose, selector
+from .select import at_sizes, choose, selector
 from .sweep import run_sweep
 from .target import open_target
 from .wiring import cache_folder
@@ -74,12 +74,10 @@ def validate(db: str, size_sets: Sequence[str], *, budget: int = 20, spec: str |
         for i, sizes in enumerate(asked):
             chosen = choose(found, sizes, gpu=gpu, arch=arch, variant=variant, notes=notes)
             entry = chosen.choice.entry
-            shape = next((s for s in target.spec.shape_list() if s.name == entry.shape), None)
-            if shape is None:
+            at = at_sizes(target.spec, found, chosen)
+            if at is None:
                 raise KsweepError(f"{db}: the selector chose shape {entry.shape}'s config, but the spec "
                                   f"{target.spec.label} has no shape {entry.shape} to measure it as")
-            defines, args = shape_of(found.sizes, entry.shape, chosen.sizes)
-            at = replace(target.spec, shapes=(replace(shape, defines=defines, args=tuple(args)),))
             if progress is not None:
                 progress(f"{text(chosen.sizes)}: {_words(chosen.params)} (from shape {entry.shape}) and a local "
                          f"search around it, at most {budget} configs")
