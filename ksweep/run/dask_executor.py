@@ -338,6 +338,7 @@ class _Fetches:
         for _ in self._threads:
             self._queue.put(None)
 
+
 class DaskExecutor(Executor):
     """Builds and runs on a Dask cluster, behind the executor contract (run/base.py).
 
