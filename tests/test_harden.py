@@ -131,6 +131,24 @@ def test_a_leaders_tools_run_at_once(tmp_path, fake_sanitizer, monkeypatch):
     assert bad.returncode == 2 and "harden.jobs" in bad.stderr and "expected an integer >= 1" in bad.stderr
 
 
+def test_ksweep_harden_hardens_the_leaders_at_once_as_a_sweep_does(tmp_path, fake_sanitizer, monkeypatch):
+    """``ksweep harden`` on a stored sweep runs its leaders together, as the sweep's own
+    hardening does (``[harden] jobs = 2``, one tool: two leaders at once). It hardened them one
+    after the other: the Hopper GEMM's second leader waited for the first's initcheck, minutes."""
+    path = spec(tmp_path, "X = [4, 3]", "[harden]\njobs = 2\ntools = [\"memcheck\"]")
+    done = ksweep_cli("run", path, "-q", "--confirm", "2,1,all", "--no-harden", "--no-gpu-check", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not fake_sanitizer.exists()
+    started = tmp_path / "started"
+    started.mkdir()
+    monkeypatch.setenv("FAKE_SANITIZER_BARRIER", f"2 {started}")  # each run waits for the other
+    hardened = ksweep_cli("harden", tmp_path / ".ksweep" / "h.db", cwd=tmp_path)
+    assert hardened.returncode == 0, hardened.stdout + hardened.stderr
+    assert "hardened 2 config(s): 2 clean" in hardened.stdout, hardened.stdout
+    lines = [ln for ln in hardened.stdout.splitlines() if ln.startswith("default/base X=")]
+    assert [ln.split(":")[0] for ln in lines] == ["default/base X=3", "default/base X=4"], lines  # best first
+
+
 @pytest.mark.parametrize("given", ["0,1", "0,0,1"])
 def test_the_leaders_are_hardened_on_the_hosts_gpus_in_turn(tmp_path, fake_sanitizer, monkeypatch, given):
     """Sweeping on GPUs 0 and 1, the leaders hardened at once go one to each (all went to the

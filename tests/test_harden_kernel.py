@@ -337,7 +337,7 @@ def test_a_stop_while_the_tools_run_at_once_kills_them(tmp_path):
 
     from ksweep.process import ProcessRegistry, run_process
     from ksweep.run.base import Here
-    from ksweep.sweep.hardening import _at_once
+    from ksweep.sweep.hardening import each_at_once
 
     here = Here(None, ProcessRegistry(), tmp_path)
     said = []
@@ -349,7 +349,7 @@ def test_a_stop_while_the_tools_run_at_once_kills_them(tmp_path):
 
     def call():
         try:
-            _at_once(one, ["sleep", "stop"], 2, here)
+            each_at_once(one, ["sleep", "stop"], 2, here)
         except KeyboardInterrupt:
             said.append("stopped")
 

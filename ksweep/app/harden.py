@@ -18,8 +18,8 @@ from ..run import sanitize
 from ..run.base import Here
 from ..status import Status
 from ..store.sqlite import Store
-from ..sweep.hardening import (Hardened, determinism, harden_config, jobs_of, leaders, record, report_name,
-                               sized_for_tools, tool_timeout)
+from ..sweep.hardening import (Hardened, determinism, each_at_once, harden_config, leaders, record, report_name,
+                               shares, sized_for_tools, tool_timeout)
 from ..sweep.local import scratch_dir
 from .target import build_config, open_target
 from .wiring import mode_for
@@ -75,16 +75,19 @@ def harden(db: str, *, spec_path: str | None = None, shape: str | None = None, v
             chosen = leaders(results, measurements, objective, defaults)
             for h in determinism(results, measurements, mode.fingerprint_keys(spec), chosen):
                 store.put_hardening(h)
+        # each leader built (one after another), then hardened together as a sweep does: [harden]
+        # jobs sanitizer runs at once on this GPU, a leader's tools together, leaders in turn
+        ready: list[HardenedConfig | tuple] = []
         for cid in chosen:
             result = results[cid]
             params = dict(result.params)
             job, built, harness = build_config(spec, sh, va, params, t.db)
             if job.cache_key != result.cache_key:
-                out.append(HardenedConfig(sh, va, params, "skipped", "its stored result was measured on another "
-                                          "source or spec: sweep again first"))
+                ready.append(HardenedConfig(sh, va, params, "skipped", "its stored result was measured on another "
+                                            "source or spec: sweep again first"))
                 continue
             if built.status is not Status.OK:
-                out.append(HardenedConfig(sh, va, params, "skipped", f"did not build: {built.message}"))
+                ready.append(HardenedConfig(sh, va, params, "skipped", f"did not build: {built.message}"))
                 continue
             reference = None
             if mode.harden_reference:
@@ -93,15 +96,30 @@ def harden(db: str, *, spec_path: str | None = None, shape: str | None = None, v
                 if ref is not None:
                     ref_job, ref_built, _ = build_config(spec, sh, va, dict(ref), t.db)
                     reference = (ref_job, ref_built) if ref_built.status is Status.OK else None
-            def build(at_spec, at_shape, _space):
+
+            def build(at_spec, at_shape, _space, params=params):
                 at_job, at_built, _ = build_config(at_spec, at_shape.name, va, params, t.db)
                 return (at_job, at_built) if at_built.status is Status.OK else None
 
             small = sized_for_tools(spec, mode, sh, va, params, build)
-            hardened = harden_config(spec, mode, job, built, here, exe=exe, tools=spec.harden.tools,
-                                     timeout=tool_timeout(spec, result), reference=reference,
-                                     harness=harness.binary if harness is not None else None,
-                                     jobs=jobs_of(spec), output=Path(output) if output else None, at=small)
+            ready.append((result, params, job, built, harness.binary if harness is not None else None, reference,
+                          small))
+        per_config, together = shares(spec, len(spec.harden.tools) or 1, 1)
+
+        def harden_one(item):
+            result, _params, job, built, harness, reference, small = item
+            return harden_config(spec, mode, job, built, here, exe=exe, tools=spec.harden.tools,
+                                 timeout=tool_timeout(spec, result), reference=reference, harness=harness,
+                                 jobs=per_config, output=Path(output) if output else None, at=small)
+
+        todo = [item for item in ready if not isinstance(item, HardenedConfig)]
+        said = iter(each_at_once(harden_one, todo, together, here))
+        for item in ready:
+            if isinstance(item, HardenedConfig):
+                out.append(item)
+                continue
+            result, params, job = item[:3]
+            hardened = next(said)
             with Store(t.db, create=False) as store:
                 status = record(store, result, hardened)
             done = _said(sh, va, params, hardened, status)

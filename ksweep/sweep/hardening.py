@@ -127,6 +127,16 @@ def jobs_of(spec) -> int:
     return max(1, min(MOST_JOBS, (os.cpu_count() or 2) // 2))
 
 
+def shares(spec, tools: int, gpus: int) -> tuple[int, int]:
+    """How ``[harden] jobs`` sanitizer runs at once are shared on a host whose runs use ``gpus``
+    GPUs, for ``tools`` tools a leader: (a leader's tools at once, leaders at once). With
+    several GPUs, fewer tools of a leader together, so that more leaders go to the GPUs in
+    turn, best first."""
+    jobs = jobs_of(spec)
+    per_config = max(1, min(tools, jobs // max(1, gpus)))
+    return per_config, max(1, jobs // per_config)
+
+
 def budget_of(spec, spent: float) -> float:
     """Seconds the hardening of one shape × variant may take in a sweep: ``[harden] budget``,
     else BUDGET_SHARE of ``spent`` (the seconds its search and confirmation took), at least
@@ -198,7 +208,7 @@ def harden_config(spec, mode, job: Job, build: "BuildResult", here: Here, *, exe
                     # stopped by the budget's end, not by its own timeout: not a verdict of the tool
                     return ("cut" if run is not None and run.timed_out and given < timeout else "ran"), run
 
-                said = _at_once(one, list(zip(tools, folders, programs)), jobs, here)
+                said = each_at_once(one, list(zip(tools, folders, programs)), jobs, here)
                 if any(how != "late" and run is None for how, run in said):
                     raise KeyboardInterrupt
                 tools_said = verdict([run for how, run in said if how == "ran"])
@@ -222,7 +232,7 @@ def harden_config(spec, mode, job: Job, build: "BuildResult", here: Here, *, exe
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _at_once(fn, items: Sequence, jobs: int, here: Here) -> list:
+def each_at_once(fn, items: Sequence, jobs: int, here: Here) -> list:
     """``fn`` of each item, ``jobs`` at a time (``process.at_once``; one by one for one job or
     one item); Ctrl-C or an exception of one call kills what ``here``'s registry runs."""
     if jobs <= 1 or len(items) <= 1:
@@ -342,12 +352,8 @@ class HardeningPhase:
         first_finding = ""
         self.deadline = time.monotonic() + self.budget
         todo = [cid for cid in chosen if needs and not done_before(done, results[cid], needs)]
-        # [harden] jobs sanitizer runs at once on the whole host: with several GPUs, fewer tools
-        # of a leader together, so that more leaders go to the GPUs in turn, best first
-        jobs = jobs_of(spec)
         tools = len(spec.harden.tools) if exe is not None and spec.harden.tools else 1
-        per_config = max(1, min(tools, jobs // (len(here.gpus) if exe is not None else 1)))
-        at_once = max(1, jobs // per_config)  # leaders hardened at once
+        per_config, at_once = shares(spec, tools, len(here.gpus))
         for start in range(0, len(todo), at_once):
             batch = []
             for cid in todo[start:start + at_once]:
@@ -369,7 +375,7 @@ class HardeningPhase:
                                      timeout=tool_timeout(spec, results[cid]), harness=harness,
                                      reference=reference, deadline=self.deadline, jobs=per_config, at=small)
 
-            said = _at_once(harden_one, list(enumerate(batch)), at_once, here)
+            said = each_at_once(harden_one, list(enumerate(batch)), at_once, here)
             for (cid, _), hardened in zip(batch, said):
                 result = results[cid]
                 if edge:
