@@ -914,7 +914,13 @@ int main(int argc, char **argv) {
     auto unfused = [&] { u.run(s); rest(); };
     const bool have_unfused = u.choose(s, key("bias"));
     if (have_unfused) {
+      // U poisoned like D before each run that is checked: an element cuBLASLt left unwritten
+      // fails the comparison with D below. (Unpoisoned, compute-sanitizer's initcheck, which
+      // checks the whole program, reported unfused_rest's reads of U, just written by
+      // cuBLASLt, as reads of uninitialised memory: 100 errors on fc2.)
+      ksweep::poison(U, MN, s);
       unfused_ms = timer.time(unfused).median;
+      ksweep::poison(U, MN, s);
       unfused();  // U = the unfused result, compared with D below and with the reference here
       algos = u.algos_tried;
       compare_rows<<<kRefRows, 256, 0, s>>>(max_err + 1, U, ref, M, N);
