@@ -383,7 +383,7 @@ class FakeFuture:
     def __init__(self, value=None, error=None):
         self.value, self.error = value, error
 
-    def result(self):
+    def result(self, timeout=None):
         if self.error:
             raise self.error
         return self.value
@@ -728,8 +728,9 @@ class _FinishedTask:
         for fn in self._callbacks:
             callback_thread.submit(fn, self)
 
-    def result(self):
-        self.fetched.wait()
+    def result(self, timeout=None):
+        if not self.fetched.wait(timeout):
+            raise TimeoutError(f"not fetched in {timeout} s")  # as distributed's Future.result says it
         return self.value
 
 
@@ -763,4 +764,32 @@ def test_a_value_slow_to_fetch_holds_back_no_other_result_of_any_sweep():
     finally:
         never.set()
         running.shutdown()
+        callback_thread.shutdown(wait=True)
+
+
+def test_a_value_that_never_arrives_is_answered_as_lost_not_waited_for():
+    """A finished task whose value never arrives (the worker that held it gone, its key
+    released) held one of the executor's fetch threads for ever, and as many such as it has
+    threads held every later result of the sweep. A fetch has a bound (``fetch_timeout``):
+    past it the task is answered as a lost one, saying why, and the other results come."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    callback_thread = ThreadPoolExecutor(1)
+    never, now = threading.Event(), threading.Event()
+    now.set()
+    executor = DaskExecutor(_OneGpuClient(), None, gpu_wait=0, fetch_timeout=0.5)
+    lost = [_FinishedTask(i, never) for i in range(dask_executor.FETCH_THREADS + 1)]
+    answers = [executor._bridge(t, lambda v: v, lambda exc: dask_executor._killed_message("run", exc)) for t in lost]
+    fine = _FinishedTask(7, now)
+    result = executor._bridge(fine, lambda v: v * 2, lambda exc: exc)
+    try:
+        for task in [*lost, fine]:
+            task.finish(callback_thread)
+        assert result.result(timeout=60) == 14  # a bound on a hang, not a time raced
+        said = [answer.result(timeout=60) for answer in answers]
+        assert said == ["the run's result could not be fetched from the cluster within 0.5 s (the worker that "
+                        "held it lost?); not tried again"] * len(lost), said
+    finally:
+        never.set()
+        executor.shutdown()
         callback_thread.shutdown(wait=True)

@@ -77,6 +77,7 @@ RUN_PRIORITY = 10  # runs before builds on a worker that takes both: the GPU wai
 META_PRIORITY = 20
 WORKERS_REFRESH_S = 2.0
 FETCH_THREADS = 4  # an executor's threads that fetch its finished tasks' values
+FETCH_TIMEOUT = 600.0  # seconds a finished task's value may take to arrive before it is answered as lost
 
 
 def _distributed():
@@ -348,13 +349,16 @@ class DaskExecutor(Executor):
     binaries travel in the tasks. ``retries``: re-runs of a task that raised. The client
     (``close_client``) and ``cluster`` are closed by ``shutdown`` when given.
     ``start_gap``: seconds between run starts on one host; None: the default gap on hosts with
-    several GPU workers, none on the others.
+    several GPU workers, none on the others. ``fetch_timeout``: seconds a finished task's value
+    may take to arrive (the worker that held it may be gone); past them the task is answered as
+    lost, and its fetch thread is free again.
     """
 
     def __init__(self, client, rules: BuildRules, *, shared_cache: str | Path | None = None,
                  retries: int = 2, gpu_wait: float = 120.0, close_client: bool = False, cluster=None,
-                 start_gap: float | None = None):
+                 start_gap: float | None = None, fetch_timeout: float = FETCH_TIMEOUT):
         self.client = client
+        self.fetch_timeout = fetch_timeout
         self.start_gap = start_gap
         self.rules = rules
         self.shared_cache = str(shared_cache) if shared_cache is not None else None
@@ -502,9 +506,13 @@ class DaskExecutor(Executor):
                 return
             try:
                 try:
-                    value = on_value(f.result())
+                    got = f.result(timeout=self.fetch_timeout)
+                except TimeoutError:
+                    value = on_killed(_NotFetched(self.fetch_timeout))
                 except killed_worker as exc:
                     value = on_killed(exc)
+                else:
+                    value = on_value(got)
             except BaseException as exc:  # noqa: BLE001 - handed to the driver as it is
                 outcome = (future.set_exception, exc)
             else:
@@ -552,7 +560,18 @@ class DaskExecutor(Executor):
                 self._cluster.close()
 
 
+class _NotFetched(Exception):
+    """A finished task's value that did not arrive within ``seconds``."""
+
+    def __init__(self, seconds: float):
+        super().__init__(f"not fetched within {seconds:g} s")
+        self.seconds = seconds
+
+
 def _killed_message(what: str, exc: BaseException) -> str:
+    if isinstance(exc, _NotFetched):
+        return (f"the {what}'s result could not be fetched from the cluster within {exc.seconds:g} s (the worker "
+                f"that held it lost?); not tried again")
     allowed = getattr(exc, "allowed_failures", None)
     last = getattr(getattr(exc, "last_worker", None), "address", None)
     tries = f"{allowed + 1} workers" if isinstance(allowed, int) else "several workers"
