@@ -149,6 +149,37 @@ def test_ksweep_harden_hardens_the_leaders_at_once_as_a_sweep_does(tmp_path, fak
     assert [ln.split(":")[0] for ln in lines] == ["default/base X=3", "default/base X=4"], lines  # best first
 
 
+def test_ksweep_harden_stores_each_batch_of_leaders_before_the_next_starts(tmp_path, fake_sanitizer, monkeypatch):
+    """Hardened together, the leaders' verdicts were stored only once every leader of the
+    shape had been hardened: a Ctrl-C during the last lost the verdicts of all the others
+    (minutes of sanitizer runs each). With ``[harden] jobs = 1`` one leader at a time, each
+    stored before the next starts."""
+    from ksweep.app import harden as app_harden
+
+    path = spec(tmp_path, "X = [4, 3]", "[harden]\njobs = 1\ntools = [\"memcheck\"]")
+    done = ksweep_cli("run", path, "-q", "--confirm", "2,1,all", "--no-harden", "--no-gpu-check", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    calls = []
+    real = app_harden.harden_config
+
+    def stopped_at_the_second(*args, **kwargs):
+        calls.append(args[2].params["X"])
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(app_harden, "harden_config", stopped_at_the_second)
+    db = tmp_path / ".ksweep" / "h.db"
+    said = []
+    with pytest.raises(KeyboardInterrupt):
+        app_harden.harden(str(db), echo=said.append)
+    assert calls == [3, 4]
+    assert [ln.split(":")[0] for ln in said] == ["default/base X=3"], said
+    with Store(db) as store:
+        kept = [h for h in store.hardenings() if h.kind == "sanitizer"]
+    assert [(h.params["X"], h.verdict) for h in kept] == [(3, "clean")], kept
+
+
 @pytest.mark.parametrize("given", ["0,1", "0,0,1"])
 def test_the_leaders_are_hardened_on_the_hosts_gpus_in_turn(tmp_path, fake_sanitizer, monkeypatch, given):
     """Sweeping on GPUs 0 and 1, the leaders hardened at once go one to each (all went to the

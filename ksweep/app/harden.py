@@ -112,21 +112,22 @@ def harden(db: str, *, spec_path: str | None = None, shape: str | None = None, v
                                  timeout=tool_timeout(spec, result), reference=reference, harness=harness,
                                  jobs=per_config, output=Path(output) if output else None, at=small)
 
+        # in batches of the leaders hardened at once, each stored (and said) before the next
+        # starts: a Ctrl-C or a failure keeps the verdicts of the batches before
         todo = [item for item in ready if not isinstance(item, HardenedConfig)]
-        said = iter(each_at_once(harden_one, todo, together, here))
-        for item in ready:
-            if isinstance(item, HardenedConfig):
-                out.append(item)
-                continue
-            result, params, job = item[:3]
-            hardened = next(said)
-            with Store(t.db, create=False) as store:
-                status = record(store, result, hardened)
-            done = _said(sh, va, params, hardened, status)
-            out.append(done)
-            echo(f"{sh}/{va} " + " ".join(f"{k}={v}" for k, v in params.items()) + f": {done.verdict}: {done.message}")
-            if output and hardened.tools is not None and hardened.tools.tools:
-                echo(f"  the tools' reports: {Path(output) / report_name(job, '*')}")
+        said: dict[int, HardenedConfig] = {}
+        for start in range(0, len(todo), together):
+            batch = todo[start:start + together]
+            for item, hardened in zip(batch, each_at_once(harden_one, batch, together, here)):
+                result, params, job = item[:3]
+                with Store(t.db, create=False) as store:
+                    status = record(store, result, hardened)
+                said[id(item)] = done = _said(sh, va, params, hardened, status)
+                echo(f"{sh}/{va} " + " ".join(f"{k}={v}" for k, v in params.items())
+                     + f": {done.verdict}: {done.message}")
+                if output and hardened.tools is not None and hardened.tools.tools:
+                    echo(f"  the tools' reports: {Path(output) / report_name(job, '*')}")
+        out.extend(item if isinstance(item, HardenedConfig) else said[id(item)] for item in ready)
     return out
 
 
