@@ -793,3 +793,17 @@ def test_a_value_that_never_arrives_is_answered_as_lost_not_waited_for():
         never.set()
         executor.shutdown()
         callback_thread.shutdown(wait=True)
+
+
+def test_a_task_that_raised_a_timeout_is_its_own_error_not_a_fetch_that_timed_out():
+    """``Future.result`` raises the task's own exception too: a task that raised TimeoutError
+    (a shared cache's file system not answering) was said as a value never fetched."""
+    executor = DaskExecutor(_OneGpuClient(), None, gpu_wait=0)
+    task = FakeFuture(error=TimeoutError("the shared cache did not answer"))
+    task.status = "error"  # as distributed's Future says of a task that raised
+    try:
+        answer = executor._bridge(task, lambda v: v, lambda exc: dask_executor._killed_message("run", exc))
+        with pytest.raises(TimeoutError, match="shared cache"):
+            answer.result(timeout=60)
+    finally:
+        executor.shutdown()

@@ -508,6 +508,8 @@ class DaskExecutor(Executor):
                 try:
                     got = f.result(timeout=self.fetch_timeout)
                 except TimeoutError:
+                    if getattr(f, "status", None) == "error":  # the task's own, raised again here
+                        raise
                     value = on_killed(_NotFetched(self.fetch_timeout))
                 except killed_worker as exc:
                     value = on_killed(exc)
