@@ -174,7 +174,8 @@ def test_ksweep_harden_stores_each_batch_of_leaders_before_the_next_starts(tmp_p
     with pytest.raises(KeyboardInterrupt):
         app_harden.harden(str(db), echo=said.append)
     assert calls == [3, 4]
-    assert [ln.split(":")[0] for ln in said] == ["default/base X=3"], said
+    assert said[0] == "default/base: hardening 2 leader(s) (memcheck), 1 at once", said  # before any ran
+    assert [ln.split(":")[0] for ln in said[1:]] == ["default/base X=3"], said
     with Store(db) as store:
         kept = [h for h in store.hardenings() if h.kind == "sanitizer"]
     assert [(h.params["X"], h.verdict) for h in kept] == [(3, "clean")], kept

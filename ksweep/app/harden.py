@@ -116,6 +116,9 @@ def harden(db: str, *, spec_path: str | None = None, shape: str | None = None, v
         # starts: a Ctrl-C or a failure keeps the verdicts of the batches before
         todo = [item for item in ready if not isinstance(item, HardenedConfig)]
         said: dict[int, HardenedConfig] = {}
+        if todo:  # said first: a sanitizer's runs take minutes
+            echo(f"{sh}/{va}: hardening {len(todo)} leader(s) ({', '.join(spec.harden.tools) or 'no sanitizer'}"
+                 f"{', the further inputs' if mode.harden_reference else ''}), {min(together, len(todo))} at once")
         for start in range(0, len(todo), together):
             batch = todo[start:start + together]
             for item, hardened in zip(batch, each_at_once(harden_one, batch, together, here)):
