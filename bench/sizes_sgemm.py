@@ -129,15 +129,22 @@ def main() -> int:
     run_sweep(at, db=out / "untuned.db", options=options)
     picks = [(select(str(out / "tuned.db"), [text(v).replace(" ", ",")]),
               select(str(out / "tuned.db"), [text(v).replace(" ", ",")], robust=True)) for v in untuned]
+    # the configs a rule can choose from: each tuned shape's best, measured at every untuned size
+    # too, so that the rule's own loss (against the best of them) is told from the search's
+    with Store(out / "tuned.db", create=False) as store:
+        tuned_bests = [b.params for j in range(len(tuned))
+                       if (b := standings.standing(store, "base", f"tuned{j}").best()) is not None]
     for i, (plain, robust) in enumerate(picks):  # the choices, measured beside the sweep's leaders
         wanted = [dict(plain.params), dict(robust.params)]
-        run_sweep(at, db=out / "untuned.db", options=replace(options, shapes=(f"at{i}",), max_evals=args.evals + 2),
+        wanted += [dict(c) for c in tuned_bests if config_id(c) not in {config_id(w) for w in wanted}]
+        run_sweep(at, db=out / "untuned.db", options=replace(options, shapes=(f"at{i}",),
+                                                             max_evals=args.evals + len(wanted)),
                   strategy_factory=lambda name, space, seed, max_evals, wanted=wanted: ListedStrategy(space, wanted))
     direction = spec.objective.direction
     print(f"| sizes | chosen config | from | its {spec.objective.metric} | best of a separate sweep "
-          f"({args.evals} configs) | loss | robust: loss |")
-    print("|---|---|---|---|---|---|---|")
-    losses, robust_losses = [], []
+          f"({args.evals} configs) | loss | robust: loss | loss against the tuned shapes' bests there |")
+    print("|---|---|---|---|---|---|---|---|")
+    losses, robust_losses, rule_losses = [], [], []
     with Store(out / "untuned.db", create=False) as store:
         for i, (values, (plain, robust)) in enumerate(zip(untuned, picks)):
             standing = standings.standing(store, "base", f"at{i}")
@@ -151,14 +158,25 @@ def main() -> int:
                            (value.value, loss(value.value, best_value, direction)))
             losses.append(row[0][1] if row[0] else None)
             robust_losses.append(row[1][1] if row[1] else None)
+            ids = {config_id(c) for c in tuned_bests}
+            there = [v.value for r in standing.results if config_id(r.params) in ids
+                     and (v := standing.value(r, singles=True)) is not None]
+            best_there = (min(there) if direction == "min" else max(there)) if there else None
+            rule_losses.append(None if row[0] is None or best_there is None else
+                               loss(row[0][0], best_there, direction))
             words = " ".join(f"{k}={v}" for k, v in plain.params.items())
             cell = lambda r: "not measured" if r is None else f"{100 * r[1]:.1f}%"  # noqa: E731
             print(f"| {text(values)} | {words} | {plain.choice.entry.shape} | "
                   f"{'-' if row[0] is None else f'{row[0][0]:.6g}'} | "
-                  f"{'-' if best_value is None else f'{best_value:.6g}'} | {cell(row[0])} | {cell(row[1])} |")
+                  f"{'-' if best_value is None else f'{best_value:.6g}'} | {cell(row[0])} | {cell(row[1])} | "
+                  f"{cell(None if rule_losses[-1] is None else (None, rule_losses[-1]))} |")
     scored = [x for x in losses if x is not None]
     print(f"\nwithin 5% of the separate sweep's best: {sum(x <= 0.05 for x in scored)} of {len(untuned)} sizes; "
           f"worst loss {100 * max(scored):.1f}%" if scored else "\nno choice ran OK")
+    rule_scored = [x for x in rule_losses if x is not None]
+    if rule_scored:
+        print(f"against the best of the tuned shapes' bests measured there (the rule's own loss): within 5% at "
+              f"{sum(x <= 0.05 for x in rule_scored)} of {len(untuned)}; worst loss {100 * max(rule_scored):.1f}%")
     robust_scored = [x for x in robust_losses if x is not None]
     if robust_scored:
         print(f"robust configs at the untuned sizes: within 5% at {sum(x <= 0.05 for x in robust_scored)} of "
