@@ -101,10 +101,11 @@ def dask_cluster():
 
     import dask
 
-    # it lives until the session ends, mostly idle: its servers' event-loop watch (every 20 ms)
-    # and memory watch (every 100 ms) once a second halve what its four processes take of the
-    # CPU while idle (2.4 to 1.2 CPU-seconds in 30 s), which the other tests need. Set for the
-    # rest of the session: a restarted worker takes this process's settings of that moment
+    # it lives until the session ends, mostly idle, and its CPU is the other tests': its workers
+    # run with local_cluster's settings for that (run/dask_executor.py's worker_config); its
+    # scheduler and nannies run in this process, whose event-loop watch (every 20 ms) and memory
+    # watch (every 100 ms) once a second halve what is left (1.4-1.6 to 0.7 CPU-seconds in 30 s
+    # idle, bench/idle_cluster.py). Set for the rest of the session
     dask.config.set({"distributed.admin.tick.interval": "1s", "distributed.worker.memory.monitor-interval": "1s"})
     with warnings.catch_warnings():
         # another cluster on this host (another test session's) holds the port of the HTTP server: it takes another
