@@ -113,24 +113,25 @@ def harden(db: str, *, spec_path: str | None = None, shape: str | None = None, v
                                  jobs=per_config, output=Path(output) if output else None, at=small)
 
         # in batches of the leaders hardened at once, each stored (and said) before the next
-        # starts: a Ctrl-C or a failure keeps the verdicts of the batches before
-        todo = [item for item in ready if not isinstance(item, HardenedConfig)]
-        said: dict[int, HardenedConfig] = {}
+        # starts: a Ctrl-C or a failure keeps the verdicts of the batches before; each verdict
+        # takes its leader's place in ``ready``
+        todo = [i for i, item in enumerate(ready) if not isinstance(item, HardenedConfig)]
         if todo:  # said first: a sanitizer's runs take minutes
             echo(f"{sh}/{va}: hardening {len(todo)} leader(s) ({', '.join(spec.harden.tools) or 'no sanitizer'}"
                  f"{', the further inputs' if mode.harden_reference else ''}), {min(together, len(todo))} at once")
         for start in range(0, len(todo), together):
             batch = todo[start:start + together]
-            for item, hardened in zip(batch, each_at_once(harden_one, batch, together, here)):
-                result, params, job = item[:3]
-                with Store(t.db, create=False) as store:
+            said = each_at_once(harden_one, [ready[i] for i in batch], together, here)
+            with Store(t.db, create=False) as store:
+                for i, hardened in zip(batch, said):
+                    result, params, job = ready[i][:3]
                     status = record(store, result, hardened)
-                said[id(item)] = done = _said(sh, va, params, hardened, status)
-                echo(f"{sh}/{va} " + " ".join(f"{k}={v}" for k, v in params.items())
-                     + f": {done.verdict}: {done.message}")
-                if output and hardened.tools is not None and hardened.tools.tools:
-                    echo(f"  the tools' reports: {Path(output) / report_name(job, '*')}")
-        out.extend(item if isinstance(item, HardenedConfig) else said[id(item)] for item in ready)
+                    ready[i] = done = _said(sh, va, params, hardened, status)
+                    echo(f"{sh}/{va} " + " ".join(f"{k}={v}" for k, v in params.items())
+                         + f": {done.verdict}: {done.message}")
+                    if output and hardened.tools is not None and hardened.tools.tools:
+                        echo(f"  the tools' reports: {Path(output) / report_name(job, '*')}")
+        out.extend(ready)
     return out
 
 

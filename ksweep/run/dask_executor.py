@@ -611,9 +611,7 @@ def local_cluster(gpus: Sequence[Gpu], *, build_workers: int = 1, build_threads:
         silence_logs=silence_logs, scheduler_kwargs={"allowed_failures": allowed_failures},
     )
     template = cluster.new_spec
-    import dask.config
-
-    options = {**template["options"], "preload": [__name__], "config": worker_config(dask.config.config)}
+    options = {**template["options"], "preload": [__name__], "config": worker_config()}
     specs = {}
     for gpu in gpus:
         env = {GPU_NAME_ENV: gpu.name}
@@ -630,8 +628,8 @@ def local_cluster(gpus: Sequence[Gpu], *, build_workers: int = 1, build_threads:
     return cluster
 
 
-def worker_config(base: dict) -> dict:
-    """The dask config of a local cluster's workers: ``base`` (this process's), with an idle
+def worker_config(base: dict | None = None) -> dict:
+    """The dask config of a local cluster's workers: ``base`` (default: this process's), with an idle
     worker's CPU left to the builds on this host. No statistical profiler (it samples every 10
     ms; with no dashboard nobody reads it), and the event loop's watch (every 20 ms) and the
     memory watch (every 100 ms; the programs' memory is not the worker's) once a second. Whole:
@@ -639,7 +637,7 @@ def worker_config(base: dict) -> dict:
     it restarts runs with it too)."""
     import dask.config
 
-    return dask.config.merge(base, {"distributed": {
+    return dask.config.merge(dask.config.config if base is None else base, {"distributed": {
         "worker": {"profile": {"enabled": False}, "memory": {"monitor-interval": "1s"}},
         "admin": {"tick": {"interval": "1s"}}}})
 
