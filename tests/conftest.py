@@ -52,7 +52,6 @@ def ksweep_cli(*args, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(["ksweep", *map(str, args)], code, _text(out), _text(err))
 
 
-
 @contextlib.contextmanager
 def ended_after(proc: subprocess.Popen, *, group: bool = False):
     """A program a test signals, killed if it still runs when the test ends (a failed
@@ -63,8 +62,12 @@ def ended_after(proc: subprocess.Popen, *, group: bool = False):
     finally:
         if proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL) if group else proc.kill()
+                if group:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                else:
+                    proc.kill()
             proc.communicate()
+
 
 def _text(stream: io.StringIO) -> str:
     """What a pipe read in text mode gives (universal newlines: the CSV writer's \\r\\n is \\n)."""

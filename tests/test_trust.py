@@ -584,7 +584,6 @@ def test_ctrl_c_says_how_many_were_evaluated_and_how_to_resume(tmp_path):
     assert n == _evaluated(db) >= 2
 
 
-
 def test_ctrl_c_is_tested_even_when_the_test_run_was_started_with_it_ignored():
     """A CI job started in the background (``cmd &`` in a script) has SIGINT ignored, and so
     has every process it starts: unless the tests' set-up gives Ctrl-C back, the test above
@@ -596,6 +595,7 @@ def test_ctrl_c_is_tested_even_when_the_test_run_was_started_with_it_ignored():
                           cwd=here.parent, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "1 passed" in done.stdout
+
 
 # -- 4. a wrong result never wins unseen ------------------------------------------------------
 
