@@ -25,6 +25,7 @@ between never tuned): what the test suite checks, with nothing to measure but th
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import time
@@ -59,6 +60,42 @@ UNTUNED = ";".join([SQ.format(1536), SQ.format(2560), SQ.format(3072), SQ.format
 FLASH = "SEQ_LEN={},HEAD_DIM=64,ARG0=4,ARG1=8,ARG4=0"
 FLASH_TUNED = ";".join(FLASH.format(n) for n in (256, 512, 1024, 2048, 4096))
 FLASH_UNTUNED = ";".join(FLASH.format(n) for n in (384, 640, 768, 1280, 1536, 2560, 3072, 3584, 5120, 6144))
+
+
+def top(db: Path, names: list[str], k: int) -> list[dict]:
+    """The ``k`` best configs of each shape named (single measurements, or a confirmation's
+    medians), without repeats, in the order found."""
+    out: dict[str, dict] = {}
+    with Store(db, create=False) as store:
+        for name in names:
+            standing = standings.standing(store, "base", name)
+            sign = 1.0 if standing.objective.direction == "min" else -1.0
+            ranked = sorted(standing.values(singles=True).values(), key=lambda v: sign * v.value)
+            for v in ranked[:k]:
+                out.setdefault(config_id(v.result.params), dict(v.result.params))
+    return list(out.values())
+
+
+def listed(spec, db: Path, options: SweepOptions, shape: str, configs: list[dict]) -> None:
+    """Measure ``configs`` (those valid there) at one shape of ``spec``, in ``db``, beside
+    what is stored: the sweep's confirmation compares them with its leaders."""
+    with Store(db, create=True) as store:
+        have = len({config_id(r.params) for r in standings.standing(store, "base", shape).results})
+    run_sweep(spec, db=db, options=replace(options, shapes=(shape,), max_evals=have + len(configs)),
+              strategy_factory=lambda name, space, seed, max_evals: ListedStrategy(space, configs))
+
+
+def write_matrix(out: Path, dbs) -> None:
+    """OUT/matrix.json: for every shape of each database, its sizes and each config's value
+    there (as ``standing.value(singles=True)``), keyed by config id."""
+    matrix = {}
+    for db, stem, sets in dbs:
+        with Store(db, create=False) as store:
+            for i, values in enumerate(sets):
+                standing = standings.standing(store, "base", f"{stem}{i}")
+                matrix[f"{stem}{i}"] = {"sizes": dict(values), "direction": standing.objective.direction,
+                                        "values": {cid: v.value for cid, v in standing.values(singles=True).items()}}
+    (out / "matrix.json").write_text(json.dumps(matrix, indent=1, sort_keys=True))
 
 
 def shapes(spec, sets: list[dict], stem: str):
@@ -110,6 +147,10 @@ def main() -> int:
     p.add_argument("--example", choices=("sgemm", "flash"), default="sgemm",
                    help="flash: the flash-attention example at FLASH_TUNED and FLASH_UNTUNED's sizes")
     p.add_argument("--persistent", action="store_true", help="every config in one host process ([run] persistent)")
+    p.add_argument("--cross", type=int, default=0, metavar="K",
+                   help="each tuned shape's K best measured at every tuned shape and every untuned size too, "
+                        "and every config's value per size written to OUT/matrix.json (what a rule over "
+                        "several tuned shapes can be scored on, with no GPU)")
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -124,6 +165,11 @@ def main() -> int:
     started = time.monotonic()
     options = SweepOptions(max_evals=args.evals, harden=False)  # the selector is measured, not the sanitizers
     run_sweep(replace(spec, shapes=shapes(spec, tuned, "tuned")), db=out / "tuned.db", options=options)
+    tuned_spec = replace(spec, shapes=shapes(spec, tuned, "tuned"))
+    candidates = top(out / "tuned.db", [f"tuned{j}" for j in range(len(tuned))], args.cross)
+    if args.cross:
+        for j in range(len(tuned)):
+            listed(tuned_spec, out / "tuned.db", options, f"tuned{j}", candidates)
     swept = time.monotonic()
     at = replace(spec, shapes=shapes(spec, untuned, "at"))
     run_sweep(at, db=out / "untuned.db", options=options)
@@ -136,13 +182,15 @@ def main() -> int:
                        if (b := standings.standing(store, "base", f"tuned{j}").best()) is not None]
     for i, (plain, robust) in enumerate(picks):  # the choices, measured beside the sweep's leaders
         wanted = [dict(plain.params), dict(robust.params)]
-        wanted += [dict(c) for c in tuned_bests if config_id(c) not in {config_id(w) for w in wanted}]
-        run_sweep(at, db=out / "untuned.db", options=replace(options, shapes=(f"at{i}",),
-                                                             max_evals=args.evals + len(wanted)),
-                  strategy_factory=lambda name, space, seed, max_evals, wanted=wanted: ListedStrategy(space, wanted))
+        more = candidates if args.cross else tuned_bests
+        wanted += [dict(c) for c in more if config_id(c) not in {config_id(w) for w in wanted}]
+        listed(at, out / "untuned.db", options, f"at{i}", wanted)
+    if args.cross:
+        write_matrix(out, [(out / "tuned.db", "tuned", tuned), (out / "untuned.db", "at", untuned)])
     direction = spec.objective.direction
+    chosen_from = f"tuned shapes' {args.cross} best" if args.cross else "tuned shapes' bests"
     print(f"| sizes | chosen config | from | its {spec.objective.metric} | best of a separate sweep "
-          f"({args.evals} configs) | loss | robust: loss | loss against the tuned shapes' bests there |")
+          f"({args.evals} configs) | loss | robust: loss | loss against the {chosen_from} there |")
     print("|---|---|---|---|---|---|---|---|")
     losses, robust_losses, rule_losses = [], [], []
     with Store(out / "untuned.db", create=False) as store:
@@ -158,7 +206,7 @@ def main() -> int:
                            (value.value, loss(value.value, best_value, direction)))
             losses.append(row[0][1] if row[0] else None)
             robust_losses.append(row[1][1] if row[1] else None)
-            ids = {config_id(c) for c in tuned_bests}
+            ids = {config_id(c) for c in (candidates if args.cross else tuned_bests)}
             there = [v.value for r in standing.results if config_id(r.params) in ids
                      and (v := standing.value(r, singles=True)) is not None]
             best_there = (min(there) if direction == "min" else max(there)) if there else None
@@ -175,7 +223,7 @@ def main() -> int:
           f"worst loss {100 * max(scored):.1f}%" if scored else "\nno choice ran OK")
     rule_scored = [x for x in rule_losses if x is not None]
     if rule_scored:
-        print(f"against the best of the tuned shapes' bests measured there (the rule's own loss): within 5% at "
+        print(f"against the best of the {chosen_from} measured there (the rule's own loss): within 5% at "
               f"{sum(x <= 0.05 for x in rule_scored)} of {len(untuned)}; worst loss {100 * max(rule_scored):.1f}%")
     robust_scored = [x for x in robust_losses if x is not None]
     if robust_scored:
