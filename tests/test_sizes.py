@@ -20,6 +20,7 @@ import pytest
 from ksweep.app.select import select
 from ksweep.cli.main import main
 from ksweep.errors import KsweepError
+from ksweep.export.robust import Single, robust as robust_configs
 from ksweep.export.sizes import parse_sizes, shape_of, sizes_of
 from ksweep.result import Result
 from ksweep.status import Status
@@ -318,11 +319,33 @@ def test_robust_configs_have_the_least_worst_loss_and_are_the_fewest(tmp_path, c
     assert max(loss(c, s) for s, c in chosen.items()) == pytest.approx(least)
     assert len(set(chosen.values())) == fewest
     assert f"the least it can be ({100 * least:.2f}%)" in err
+    # the one config that would serve every shape and model: the least worst loss, brute force
+    single = min(CONFIGS, key=lambda c: max(loss(c, s) for s in SHAPES))
+    worst = max(loss(single, s) for s in SHAPES)
+    assert worst > least  # one config loses more than one per shape here: the line tells the price
+    one = doc["single"]["base"]
+    assert (one["params"]["BM"], one["params"]["STAGES"]) == single
+    assert one["worst_loss"] == pytest.approx(worst) and loss(single, one["shape"]) == pytest.approx(worst)
+    assert f"one config for every shape: BM={single[0]} STAGES={single[1]}" in err
+    assert f"worst loss {100 * worst:.2f}% (on {one['shape']})" in err
     assert f"base / s1 / {H100}" in err and f"portability, base / s1: each GPU model's best" in err
     # the header needs no GPU macro: a shape's config is the same on both models
     assert main(["export", db, "--format", "header", "--robust", "-o", str(tmp_path / "r.h")]) == 0
     text = (tmp_path / "r.h").read_text()
     assert "#if defined(KSWEEP_SHAPE_s1)\n" in text and "defined(KSWEEP_GPU_" not in text.split("#if defined")[1]
+
+
+def test_no_single_robust_config_where_none_was_measured_on_every_shape():
+    """Each config measured on one shape only: the robust configs are each shape's best, and
+    no one config is said to serve them all."""
+    values = {("base", "s1", None): {"a": (None, 1.0, True), "b": (None, 1.2, True)},
+              ("base", "s2", None): {"c": (None, 2.0, True)}}
+    found = robust_configs(values, {("base", "s1", None): "a", ("base", "s2", None): "c"}, "min")
+    assert found.chosen == {("base", "s1", None): "a", ("base", "s2", None): "c"}
+    assert found.single == {}
+    values[("base", "s2", None)]["b"] = (None, 2.1, True)
+    assert robust_configs(values, {("base", "s1", None): "a", ("base", "s2", None): "c"}, "min").single == {
+        "base": Single("b", pytest.approx(0.2), "s1")}
 
 
 def test_run_arguments_that_repeat_defines_are_written_anew_at_other_sizes():

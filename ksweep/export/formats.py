@@ -159,6 +159,17 @@ def _robust_summary(sel: Selection, head: str) -> list[str]:
     for e, label in zip(sel.entries, labels):
         lines.append(f"  {label:<{width}}  config {sel.config_index(e)}  {e.value:.6g} {sel.metric}  "
                      f"loss {100 * e.loss:5.2f}%")
+    for variant in sel.robust:
+        one = sel.single.get(variant)
+        said = f" (variant {variant})" if len(sel.robust) > 1 else ""
+        if one is None:
+            lines.append(f"  one config for every shape{said}: none was measured, comparably, on all of them")
+        else:
+            params = json.loads(one.config)  # in the order the entries give them
+            order = next((list(e.result.params) for e in sel.entries if e.variant == variant), list(params))
+            words = " ".join(f"{k}={params[k]}" for k in order if k in params)
+            lines.append(f"  one config for every shape{said}: {words}, worst loss {100 * one.worst:.2f}% "
+                         f"(on {one.shape})")
     for (variant, shape), rows in sel.matrix.items():
         lines.append(f"  portability, {variant} / {shape}: each GPU model's best, its loss on the others")
         for a, row in rows.items():
@@ -177,6 +188,8 @@ def selection_json(selection: Selection, conf=None, selector: Selector | None = 
     doc = {
         "objective": {"metric": selection.metric, "direction": selection.direction},
         "cover_pct": selection.cover_pct, "exact": selection.exact, "robust": selection.robust,
+        "single": {v: {"params": json.loads(one.config), "worst_loss": one.worst, "shape": one.shape}
+                   for v, one in selection.single.items()} if selection.robust is not None else None,
         "entries": [
             {"variant": e.variant, "shape": e.shape, "gpu": e.gpu, "config": selection.config_index(e),
              "params": dict(e.result.params), "defines": dict(defines_of(e.result)), "value": e.value,

@@ -8,7 +8,9 @@
   worst loss over the shapes and the models is the least it can be, and of those choices
   the fewest distinct configs (export/cover.py's exact set cover at that loss), each shape
   served by the one that loses least on it. With one GPU model the least worst loss is 0:
-  each shape's own best, shapes that share one sharing it.
+  each shape's own best, shapes that share one sharing it. Beside them, the one config
+  that would serve every shape and model with the least worst loss (``Single``): what a
+  library that ships one config gives up.
 """
 
 from __future__ import annotations
@@ -68,11 +70,23 @@ def portable_models(matrix: Mapping[tuple[str, str], dict]) -> dict[tuple[str, s
 
 
 @dataclass(frozen=True)
+class Single:
+    """The one config of a variant with the least worst loss over all its shapes and models."""
+
+    config: str  # its config id
+    worst: float  # its worst loss (a fraction)
+    shape: str  # the shape where it loses that
+
+
+@dataclass(frozen=True)
 class Robust:
     chosen: dict  # (variant, shape, model) -> config id
     worst: dict  # variant -> the least worst loss over its shapes and models
     exact: bool  # the cover is a proven minimum
     notes: list = field(default_factory=list)
+    # variant -> its single config for every shape and model; absent: no config of the
+    # variant was measured (comparably) on all of them
+    single: dict = field(default_factory=dict)
 
 
 def robust(values: Mapping[Key, Mapping], bests: Mapping[Key, str], direction: str,
@@ -82,7 +96,7 @@ def robust(values: Mapping[Key, Mapping], bests: Mapping[Key, str], direction: s
     shapes: dict[str, dict[str, list]] = {}  # variant -> shape -> its models
     for variant, shape, model in values:
         shapes.setdefault(variant, {}).setdefault(shape, []).append(model)
-    chosen, worst_of, exact, notes = {}, {}, True, []
+    chosen, worst_of, exact, notes, single = {}, {}, True, [], {}
     for variant, by_shape in shapes.items():
         losses: dict[str, dict[str, float]] = {}  # config id -> shape -> its worst loss over the models
         for shape, models in by_shape.items():
@@ -94,6 +108,9 @@ def robust(values: Mapping[Key, Mapping], bests: Mapping[Key, str], direction: s
             for cid, x in everywhere.items():
                 losses.setdefault(cid, {})[shape] = x
         least = max(min(row[shape] for row in losses.values() if shape in row) for shape in by_shape)
+        one = _single(losses, list(by_shape))
+        if one is not None:
+            single[variant] = one
         worst_of[variant] = least
         limit = max(least, tolerance) + 1e-12
         found = cover({cid: {s: x for s, x in row.items() if x <= limit} for cid, row in losses.items()},
@@ -106,7 +123,18 @@ def robust(values: Mapping[Key, Mapping], bests: Mapping[Key, str], direction: s
                 if cid not in there:
                     notes.append(f"shape {shape} (variant {variant}): no config was measured on every GPU model; "
                                  f"{model} keeps its own best")
-    return Robust(chosen, worst_of, exact, notes)
+    return Robust(chosen, worst_of, exact, notes, single)
+
+
+def _single(losses: Mapping[str, Mapping[str, float]], shapes: list[str]) -> Single | None:
+    """Of the configs with a loss on every shape, the one whose worst is least (of two alike,
+    the first); None when no config has one everywhere."""
+    everywhere = {cid: row for cid, row in losses.items() if all(s in row for s in shapes)}
+    if not everywhere:
+        return None
+    cid = min(everywhere, key=lambda c: max(everywhere[c].values()))
+    shape = max(shapes, key=lambda s: everywhere[cid][s])
+    return Single(cid, everywhere[cid][shape], shape)
 
 
 def _candidates(values, bests, direction, variant, shape, models, least: int | None = None) -> dict[str, float]:

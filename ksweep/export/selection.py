@@ -17,7 +17,7 @@ from ..job import config_id
 from ..result import Result
 from ..store.standings import Standings
 from .cover import cover
-from .robust import loss, portability, portable_models, robust as robust_of
+from .robust import Single, loss, portability, portable_models, robust as robust_of
 from ..report.rank import group_results
 
 
@@ -50,6 +50,10 @@ class Selection:
     # (variant, shape) -> the GPU model whose entry a GPU model never tuned on falls back to
     portable: Mapping[tuple[str, str], str | None] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    # --robust: variant -> the one config that would serve all its shapes and models, and its
+    # worst loss (export/robust.py's ``Single``); a variant no config was measured on everywhere
+    # has none
+    single: Mapping[str, Single] = field(default_factory=dict)
 
     @property
     def configs(self) -> list[tuple[str, str]]:
@@ -118,11 +122,11 @@ def select(standings: Standings, *, cover_pct: float | None = None, gpu: str | N
     if cover_pct is not None and cover_pct < 0:
         raise ExportError(f"--cover {cover_pct:g}: the tolerance must be a percentage >= 0")
     matrix = portability(values, bests, direction)
-    worst, notes = None, ()
+    worst, notes, single = None, (), {}
     if robust:
         found = robust_of(values, bests, direction, (cover_pct or 0.0) / 100)
         chosen = {k: found.chosen[k] for k in values}
-        exact, worst, notes = found.exact, found.worst, tuple(dict.fromkeys(found.notes))
+        exact, worst, notes, single = found.exact, found.worst, tuple(dict.fromkeys(found.notes)), found.single
     elif cover_pct is not None:
         for (variant, model), keys in _by_kernel(values).items():
             losses: dict[str, dict] = {}
@@ -141,7 +145,7 @@ def select(standings: Standings, *, cover_pct: float | None = None, gpu: str | N
         best, ref = values[k][bests[k]][0], values[k][bests[k]][1]
         entries.append(Entry(k[0], k[1], k[2], r, v, confirmed_, best, ref, loss(v, ref, direction)))
     return Selection(metric, direction, tuple(entries), cover_pct, exact, worst, matrix, portable_models(matrix),
-                     notes)
+                     notes, single)
 
 
 def _per_model(values: Values, models: Mapping[str | None, Standings]) -> tuple[Values, dict]:
