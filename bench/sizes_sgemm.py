@@ -232,6 +232,9 @@ def main() -> int:
     done = export(str(out / "tuned.db"), "json", generator="bench", robust=True)
     head = re.sub(r"^\d+ [a-z ()/]+, ", "", done.out.lines[0])
     print(f"export --robust over the tuned shapes: {head}")
+    single = next((line.strip() for line in done.out.lines if "one config for every shape" in line), None)
+    if single:
+        print(f"export --robust, {single}")
     print(f"\ntuned sweep {swept - started:.0f} s; all {time.monotonic() - started:.0f} s", file=sys.stderr)
     return 0
 

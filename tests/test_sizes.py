@@ -20,7 +20,7 @@ import pytest
 from ksweep.app.select import select
 from ksweep.cli.main import main
 from ksweep.errors import KsweepError
-from ksweep.export.robust import Single, robust as robust_configs
+from ksweep.export.robust import Single, single as single_config
 from ksweep.export.sizes import parse_sizes, shape_of, sizes_of
 from ksweep.result import Result
 from ksweep.status import Status
@@ -336,16 +336,14 @@ def test_robust_configs_have_the_least_worst_loss_and_are_the_fewest(tmp_path, c
 
 
 def test_no_single_robust_config_where_none_was_measured_on_every_shape():
-    """Each config measured on one shape only: the robust configs are each shape's best, and
-    no one config is said to serve them all."""
+    """Each config measured on one shape only: no one config is said to serve them all; once
+    one is measured on both, it is, with its worst loss and where."""
     values = {("base", "s1", None): {"a": (None, 1.0, True), "b": (None, 1.2, True)},
               ("base", "s2", None): {"c": (None, 2.0, True)}}
-    found = robust_configs(values, {("base", "s1", None): "a", ("base", "s2", None): "c"}, "min")
-    assert found.chosen == {("base", "s1", None): "a", ("base", "s2", None): "c"}
-    assert found.single == {}
+    bests = {("base", "s1", None): "a", ("base", "s2", None): "c"}
+    assert single_config(values, bests, "min") == {}
     values[("base", "s2", None)]["b"] = (None, 2.1, True)
-    assert robust_configs(values, {("base", "s1", None): "a", ("base", "s2", None): "c"}, "min").single == {
-        "base": Single("b", pytest.approx(0.2), "s1")}
+    assert single_config(values, bests, "min") == {"base": Single("b", pytest.approx(0.2), "s1")}
 
 
 def test_run_arguments_that_repeat_defines_are_written_anew_at_other_sizes():

@@ -84,9 +84,6 @@ class Robust:
     worst: dict  # variant -> the least worst loss over its shapes and models
     exact: bool  # the cover is a proven minimum
     notes: list = field(default_factory=list)
-    # variant -> its single config for every shape and model; absent: no config of the
-    # variant was measured (comparably) on all of them
-    single: dict = field(default_factory=dict)
 
 
 def robust(values: Mapping[Key, Mapping], bests: Mapping[Key, str], direction: str,
@@ -96,7 +93,7 @@ def robust(values: Mapping[Key, Mapping], bests: Mapping[Key, str], direction: s
     shapes: dict[str, dict[str, list]] = {}  # variant -> shape -> its models
     for variant, shape, model in values:
         shapes.setdefault(variant, {}).setdefault(shape, []).append(model)
-    chosen, worst_of, exact, notes, single = {}, {}, True, [], {}
+    chosen, worst_of, exact, notes = {}, {}, True, []
     for variant, by_shape in shapes.items():
         losses: dict[str, dict[str, float]] = {}  # config id -> shape -> its worst loss over the models
         for shape, models in by_shape.items():
@@ -108,9 +105,6 @@ def robust(values: Mapping[Key, Mapping], bests: Mapping[Key, str], direction: s
             for cid, x in everywhere.items():
                 losses.setdefault(cid, {})[shape] = x
         least = max(min(row[shape] for row in losses.values() if shape in row) for shape in by_shape)
-        one = _single(losses, list(by_shape))
-        if one is not None:
-            single[variant] = one
         worst_of[variant] = least
         limit = max(least, tolerance) + 1e-12
         found = cover({cid: {s: x for s, x in row.items() if x <= limit} for cid, row in losses.items()},
@@ -123,18 +117,29 @@ def robust(values: Mapping[Key, Mapping], bests: Mapping[Key, str], direction: s
                 if cid not in there:
                     notes.append(f"shape {shape} (variant {variant}): no config was measured on every GPU model; "
                                  f"{model} keeps its own best")
-    return Robust(chosen, worst_of, exact, notes, single)
+    return Robust(chosen, worst_of, exact, notes)
 
 
-def _single(losses: Mapping[str, Mapping[str, float]], shapes: list[str]) -> Single | None:
-    """Of the configs with a loss on every shape, the one whose worst is least (of two alike,
-    the first); None when no config has one everywhere."""
-    everywhere = {cid: row for cid, row in losses.items() if all(s in row for s in shapes)}
-    if not everywhere:
-        return None
-    cid = min(everywhere, key=lambda c: max(everywhere[c].values()))
-    shape = max(shapes, key=lambda s: everywhere[cid][s])
-    return Single(cid, everywhere[cid][shape], shape)
+def single(values: Mapping[Key, Mapping], bests: Mapping[Key, str], direction: str) -> dict[str, Single]:
+    """variant -> the one config measured on every shape and GPU model of it whose worst loss
+    is least (of two alike, the first found); a variant with no such config has none. Meant
+    for every config's value (``Standing.value(singles=True)``): a config far from a shape's
+    leaders is measured there once, and that once says what it loses."""
+    out = {}
+    keys: dict[str, list] = {}
+    for key in values:
+        keys.setdefault(key[0], []).append(key)
+    for variant, mine in keys.items():
+        worst: dict[str, tuple[float, str]] = {}
+        for cid in dict.fromkeys(c for k in mine for c in values[k]):
+            if not all(cid in values[k] for k in mine):
+                continue
+            at = [(_loss(values[k][cid][1], values[k][bests[k]][1], direction), k[1]) for k in mine]
+            worst[cid] = max(at, key=lambda t: t[0])
+        if worst:
+            cid = min(worst, key=lambda c: worst[c][0])
+            out[variant] = Single(cid, *worst[cid])
+    return out
 
 
 def _candidates(values, bests, direction, variant, shape, models, least: int | None = None) -> dict[str, float]:

@@ -17,7 +17,7 @@ from ..job import config_id
 from ..result import Result
 from ..store.standings import Standings
 from .cover import cover
-from .robust import Single, loss, portability, portable_models, robust as robust_of
+from .robust import Single, loss, portability, portable_models, robust as robust_of, single as single_of
 from ..report.rank import group_results
 
 
@@ -51,8 +51,8 @@ class Selection:
     portable: Mapping[tuple[str, str], str | None] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     # --robust: variant -> the one config that would serve all its shapes and models, and its
-    # worst loss (export/robust.py's ``Single``); a variant no config was measured on everywhere
-    # has none
+    # worst loss (export/robust.py's ``single``: every config's value, a config measured once
+    # too); a variant no config was measured on everywhere has none
     single: Mapping[str, Single] = field(default_factory=dict)
 
     @property
@@ -107,13 +107,18 @@ def select(standings: Standings, *, cover_pct: float | None = None, gpu: str | N
     which the values and bests are read from: a config measured on several GPU models
     counts on each of them, though the database's current row is one model's."""
     metric, direction = standings.objective.metric, standings.objective.direction
-    values = measured(standings, standings.results if results is None else results)
+    rows = standings.results if results is None else results
+    values = measured(standings, rows)
     owner = {k: standings for k in values}
+    everything = measured(standings, rows, singles=True) if robust else {}
     if models is not None:  # each GPU model's own standing: a config's result on every model it ran on
+        if robust:
+            everything, _ = _per_model(values, models, singles=True)
         values, owner = _per_model(values, models)
     if gpu is not None:
         model = only_gpu(values, gpu)
         values = {k: v for k, v in values.items() if k[2] == model}
+        everything = {k: v for k, v in everything.items() if k[2] == model}
     if not values:
         raise ExportError("no config ran OK with a finite objective: nothing to export")
     bests = {k: best_of(k, v, owner[k]) for k, v in values.items()}
@@ -126,7 +131,8 @@ def select(standings: Standings, *, cover_pct: float | None = None, gpu: str | N
     if robust:
         found = robust_of(values, bests, direction, (cover_pct or 0.0) / 100)
         chosen = {k: found.chosen[k] for k in values}
-        exact, worst, notes, single = found.exact, found.worst, tuple(dict.fromkeys(found.notes)), found.single
+        exact, worst, notes = found.exact, found.worst, tuple(dict.fromkeys(found.notes))
+        single = single_of({k: everything[k] for k in values if k in everything}, bests, direction)
     elif cover_pct is not None:
         for (variant, model), keys in _by_kernel(values).items():
             losses: dict[str, dict] = {}
@@ -148,16 +154,17 @@ def select(standings: Standings, *, cover_pct: float | None = None, gpu: str | N
                      notes, single)
 
 
-def _per_model(values: Values, models: Mapping[str | None, Standings]) -> tuple[Values, dict]:
+def _per_model(values: Values, models: Mapping[str | None, Standings], singles: bool = False
+               ) -> tuple[Values, dict]:
     """The values of the shapes × variants of ``values`` read from each GPU model's own
-    standing (in the order of ``values``' shapes, then of the models), and the standing
-    each key's best is asked of."""
+    standing (in the order of ``values``' shapes, then of the models; ``singles``: every
+    config's, as ``measured``), and the standing each key's best is asked of."""
     pairs = list(dict.fromkeys(k[:2] for k in values))
     order = list(models)
     out: Values = {}
     owner = {}
     for model, theirs in models.items():
-        found = measured(theirs, [r for r in theirs.results if (r.variant, r.shape) in pairs])
+        found = measured(theirs, [r for r in theirs.results if (r.variant, r.shape) in pairs], singles)
         for k, v in found.items():
             if k[2] == model:
                 out[k], owner[k] = v, theirs
