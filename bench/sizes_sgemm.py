@@ -143,6 +143,9 @@ def main() -> int:
     p.add_argument("--tuned", default=TUNED, help="the tuned size sets, ';'-separated")
     p.add_argument("--untuned", default=UNTUNED, help="the size sets never tuned, ';'-separated")
     p.add_argument("--evals", type=int, default=40, help="configs measured per size (default 40)")
+    p.add_argument("--tuned-evals", type=int, default=None,
+                   help="configs measured per tuned size (default: --evals); a run given more resumes the tuned "
+                        "sweep, then measures the new choices beside what the untuned sizes hold")
     p.add_argument("--cpu-demo", action="store_true", help="a gcc program instead of SGEMM (no GPU)")
     p.add_argument("--example", choices=("sgemm", "flash"), default="sgemm",
                    help="flash: the flash-attention example at FLASH_TUNED and FLASH_UNTUNED's sizes")
@@ -164,7 +167,8 @@ def main() -> int:
     untuned = [parse_sizes([s]) for s in args.untuned.split(";") if s.strip()]
     started = time.monotonic()
     options = SweepOptions(max_evals=args.evals, harden=False)  # the selector is measured, not the sanitizers
-    run_sweep(replace(spec, shapes=shapes(spec, tuned, "tuned")), db=out / "tuned.db", options=options)
+    run_sweep(replace(spec, shapes=shapes(spec, tuned, "tuned")), db=out / "tuned.db",
+              options=replace(options, max_evals=args.tuned_evals or args.evals))
     tuned_spec = replace(spec, shapes=shapes(spec, tuned, "tuned"))
     candidates = top(out / "tuned.db", [f"tuned{j}" for j in range(len(tuned))], args.cross)
     if args.cross:
