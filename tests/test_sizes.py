@@ -335,6 +335,42 @@ def test_robust_configs_have_the_least_worst_loss_and_are_the_fewest(tmp_path, c
     assert "#if defined(KSWEEP_SHAPE_s1)\n" in text and "defined(KSWEEP_GPU_" not in text.split("#if defined")[1]
 
 
+def test_cross_measures_each_shapes_best_at_the_others_and_export_says_one_config_for_all(tmp_path, capsys):
+    """Three random configs a shape leave a shape's best unmeasured at the others; --cross 1
+    measures it there where it is valid (phase cross; nothing measured twice), and `export
+    --robust` then names the one config that serves every shape, with its worst loss (the
+    program's own formula)."""
+    sizes = (1000, 64000, 512000)
+    spec = tile_spec(tmp_path, sizes=sizes)
+    spec.write_text(spec.read_text().replace("[build]", '[[constraints]]\nname = "fits"\nexpr = "TILE <= N / 8"\n'
+                                                        '[build]'))
+    db = tmp_path / "x.db"
+    done = ksweep_cli("run", spec, "--db", db, "-q", "--strategy", "random", "--seed", "1", "--max-evals", "3",
+                      "--no-warm-start", "--confirm", "2,2", "--cross", "1")
+    assert done.returncode == 0, done.stderr
+    with Store(db, create=False) as store:
+        rows = [r for r in store.results() if r.status is Status.OK]
+    at = {f"n{n}": {r.params["TILE"]: r.phase for r in rows if r.shape == f"n{n}"} for n in sizes}
+    searched = {s: [t for t, phase in tiles.items() if phase != "cross"] for s, tiles in at.items()}
+    best = {s: min(tiles, key=lambda t: tile_ms(int(s[1:]), t)) for s, tiles in searched.items()}
+    crossed = {}
+    for shape, tiles in at.items():
+        valid = {best[o] for o in best if o != shape and best[o] <= int(shape[1:]) / 8}
+        assert valid <= set(tiles)  # every other shape's best was measured here, where it is valid
+        assert not {best[o] for o in best if best[o] > int(shape[1:]) / 8} & set(tiles)  # nor an invalid one
+        crossed[shape] = {t for t, phase in tiles.items() if phase == "cross"}
+        assert crossed[shape] == valid - set(searched[shape])
+    assert any(crossed.values())  # the shapes' own searches left something to cross
+    assert main(["export", str(db), "--format", "json", "--robust", "-o", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    everywhere = set.intersection(*(set(tiles) for tiles in at.values()))
+    loss = {t: max(tile_ms(n, t) / min(tile_ms(n, u) for u in at[f"n{n}"]) - 1 for n in sizes) for t in everywhere}
+    single = min(sorted(everywhere), key=loss.get)
+    one = json.loads((tmp_path / "r.json").read_text())["single"]["base"]
+    assert one["params"] == {"TILE": single} and one["worst_loss"] == pytest.approx(loss[single])
+    assert f"one config for every shape: TILE={single}, worst loss {100 * loss[single]:.2f}%" in out
+
+
 def test_no_single_robust_config_where_none_was_measured_on_every_shape():
     """Each config measured on one shape only: no one config is said to serve them all; once
     one is measured on both, it is, with its worst loss and where."""

@@ -44,6 +44,10 @@ def add_parser(sub) -> None:
                    help="N evaluated configs per shape and variant in the database (failures count; configs "
                         "already there count too, so a finished sweep run again evaluates nothing)")
     p.add_argument("--time-limit", type=seconds_of("--time-limit"), help="stop after S seconds")
+    p.add_argument("--cross", type=count_of("--cross"), default=0, metavar="K",
+                   help="once every shape is searched, measure each shape's K best configs at every other "
+                        "shape too (then confirm each shape's leaders again): what `export --robust` and "
+                        "`select` weigh a config on several shapes by (default: 0, not)")
     p.add_argument("--patience", type=count_of("--patience"),
                    help="stop a shape/variant after N evaluations without improvement")
     p.add_argument("--seed", type=int, default=0, help="seed of the search strategy")
@@ -151,7 +155,7 @@ def run(args) -> int:
         patience=args.patience, shapes=shapes, variants=variants,
         rerun=args.rerun, gpu_check=args.gpu_check, warm_start=warm_start,
         warm_between_shapes=args.warm_between_shapes, confirm=_confirmation(args.confirm),
-        harden=args.harden, deterministic=args.deterministic,
+        harden=args.harden, deterministic=args.deterministic, cross=args.cross,
     )
     gpus = parse_gpus(args.gpus)
     observer = make_observer(spec.objective.metric, args.quiet)

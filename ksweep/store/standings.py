@@ -167,6 +167,21 @@ def best(store, variant: str, shape: str) -> Result | None:
     return standing(store, variant, shape).best()
 
 
+def top(store, variant: str, shape: str, k: int) -> list[dict]:
+    """The params of one shape × variant's ``k`` best configs, best first: the store's BEST
+    first where a confirmation named one, then by each config's value (a confirmed median,
+    else its single measurement; ``Standing.values(singles=True)``)."""
+    found = standing(store, variant, shape)
+    values = found.values(singles=True)
+    sign = 1.0 if found.objective.direction == "min" else -1.0
+    order = sorted(values, key=lambda cid: sign * values[cid].value)
+    leader = found.best()
+    if leader is not None and config_id(leader.params) in values:
+        order.remove(config_id(leader.params))
+        order.insert(0, config_id(leader.params))
+    return [dict(values[cid].result.params) for cid in order[:k]]
+
+
 def by_gpu_model(store, variant: str | None = None, shape: str | None = None) -> dict[str | None, Standings]:
     """GPU model -> the standings of what was measured on it (the module's doc), in one snapshot."""
     with store.snapshot():

@@ -23,3 +23,13 @@ class ListedStrategy(Strategy):
         if self._next >= len(self._configs):
             self.exhausted = True
         return out
+
+
+class CrossStrategy(ListedStrategy):
+    """``ksweep run --cross K``: the other shapes' best configs, measured at this shape once
+    its own search is done; their results are stored as phase ``cross``."""
+
+    name = "cross"
+
+    def phase_of(self, config: Mapping[str, Any]) -> str | None:
+        return "cross"

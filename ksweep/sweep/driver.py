@@ -41,7 +41,9 @@ from ..space.space import Space
 from ..spec.model import Spec
 from ..store import resume
 from ..store.sqlite import Store
+from ..store.standings import top as top_configs
 from ..strategies.base import Budget, space_size
+from ..strategies.listed import CrossStrategy
 from ..build.revision import source_revision
 from ..job import config_id
 from ..status import Status
@@ -92,6 +94,7 @@ class Sweep:
         self._swept: list[tuple[str, str]] = []  # (variant, shape) searched by this run, in order
         self.priors: dict[tuple[str, str], tuple[str, ...]] = {}  # (variant, shape) -> its sources' labels
         self.warm_dropped: dict[tuple[str, str], str] = {}  # (variant, shape) -> why its search went on cold
+        self._listed: list[dict] | None = None  # --cross: the other shapes' configs measured at this one
 
     def _default_strategy(self, name: str, space, seed: int, max_evals: int | None, prior=None):
         o = self.options
@@ -166,6 +169,7 @@ class Sweep:
         for variant in self.spec.variant_list():
             if self.options.variants and variant.name not in self.options.variants:
                 continue
+            swept = []
             for shape in self.spec.shape_list():
                 if self.options.shapes and shape.name not in self.options.shapes:
                     continue
@@ -175,7 +179,28 @@ class Sweep:
                 if budget.exhausted():
                     return
                 self._sweep_target(shape, variant, budget)
+                swept.append(shape)
+            if self.options.cross and len(swept) > 1 and not self._cross(variant, swept, start):
+                return
             self._audit_checksum(variant)
+
+    def _cross(self, variant, shapes: list, start: float) -> bool:
+        """``--cross K``: each shape's K best measured at every other shape of the variant,
+        its leaders then confirmed again (they may be among them): what a size selector and
+        ``export --robust`` weigh a config on several shapes by, and a config one size found
+        tried at the others. False when the time limit ended it."""
+        tops = {s.name: top_configs(self.store, variant.name, s.name, self.options.cross) for s in shapes}
+        for shape in shapes:
+            wanted = {config_id(c): c for name, configs in tops.items() if name != shape.name for c in configs}
+            budget = Budget(None, self.options.time_limit, None, started=start)  # the listed configs bound it
+            if budget.exhausted():
+                return False
+            self._listed = list(wanted.values())
+            try:
+                self._sweep_target(shape, variant, budget)
+            finally:
+                self._listed = None
+        return True
 
     def _audit_checksum(self, variant) -> None:
         """Say so when the default config's checksum is the same on every shape whose inputs
@@ -253,13 +278,17 @@ class Sweep:
         # by a confirmation (those runs are counted apart)
         budget.evals = sum(r.phase != "default" for r in stored.values())
         size = space_size(space)  # len() cannot count a space of more than 2**63 - 1 configs
-        prior = None if self._custom_strategy or not size else self._prior(variant.name, shape.name)
-        self._swept.append((variant.name, shape.name))
+        listed = self._listed
+        prior = None if self._custom_strategy or not size or listed is not None else self._prior(variant.name, shape.name)
+        if listed is None:
+            self._swept.append((variant.name, shape.name))
         if prior is not None:
             self.priors[(variant.name, shape.name)] = prior.labels
         # made first: a search the budget cannot bound is refused before anything is shown
         if not size:
             strategy = None
+        elif listed is not None:
+            strategy = CrossStrategy(space, listed)
         elif prior is not None:
             strategy = self._make_strategy(self.options.strategy, space, self.options.seed, budget.max_evals,
                                            prior=prior)

@@ -106,12 +106,16 @@ class SweepOptions:
     harden: bool = True
     # a config whose outputs differ from one run to the next may not be BEST (--deterministic)
     deterministic: bool = False
+    # --cross K: once every shape of a variant is searched, each one's K best measured at the others
+    # (sweep/driver.py's ``_cross``); 0: not
+    cross: int = 0
 
     def __post_init__(self):
         if self.rerun is not None and self.rerun not in RERUN:
             raise KsweepError(f"--rerun {self.rerun}: choose failed or all")
         _whole("max_evals", self.max_evals, 1)
         _whole("patience", self.patience, 1)
+        _whole("cross", self.cross, 0, optional=False)
         _whole("seed", self.seed, 0, optional=False, most=SEED_MAX)
         if self.time_limit is not None and not (isinstance(self.time_limit, (int, float))
                                                 and not isinstance(self.time_limit, bool)
