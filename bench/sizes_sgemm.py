@@ -3,7 +3,7 @@ SGEMM (examples/sgemm) at a few sizes, then at sizes never tuned compare the con
 selector picks (``ksweep select``, and with ``--robust``) with the best of a separate sweep
 of each size.
 
-    python bench/sizes_sgemm.py OUT [--evals 40] [--spec examples/sgemm/sgemm.toml]
+    python bench/sizes_sgemm.py OUT [--evals 40] [--tuned-evals N] [--cross K] [--spec examples/sgemm/sgemm.toml]
         [--tuned 'GEMM_M=1024,GEMM_N=1024,GEMM_K=1024;...'] [--untuned '...;...'] [--persistent]
     python bench/sizes_sgemm.py OUT --example flash   (flash attention over SEQ_LEN: FLASH_* below)
     python bench/sizes_sgemm.py OUT --cpu-demo     (no GPU: a gcc program, below)
@@ -63,16 +63,12 @@ FLASH_UNTUNED = ";".join(FLASH.format(n) for n in (384, 640, 768, 1280, 1536, 25
 
 
 def top(db: Path, names: list[str], k: int) -> list[dict]:
-    """The ``k`` best configs of each shape named (single measurements, or a confirmation's
-    medians), without repeats, in the order found."""
+    """The ``k`` best configs of each shape named (the store's ``top``), without repeats."""
     out: dict[str, dict] = {}
     with Store(db, create=False) as store:
         for name in names:
-            standing = standings.standing(store, "base", name)
-            sign = 1.0 if standing.objective.direction == "min" else -1.0
-            ranked = sorted(standing.values(singles=True).values(), key=lambda v: sign * v.value)
-            for v in ranked[:k]:
-                out.setdefault(config_id(v.result.params), dict(v.result.params))
+            for params in standings.top(store, "base", name, k):
+                out.setdefault(config_id(params), params)
     return list(out.values())
 
 
@@ -167,13 +163,10 @@ def main() -> int:
     untuned = [parse_sizes([s]) for s in args.untuned.split(";") if s.strip()]
     started = time.monotonic()
     options = SweepOptions(max_evals=args.evals, harden=False)  # the selector is measured, not the sanitizers
+    # --cross K: each tuned shape's K best measured at the other tuned shapes (ksweep run --cross)
     run_sweep(replace(spec, shapes=shapes(spec, tuned, "tuned")), db=out / "tuned.db",
-              options=replace(options, max_evals=args.tuned_evals or args.evals))
-    tuned_spec = replace(spec, shapes=shapes(spec, tuned, "tuned"))
+              options=replace(options, max_evals=args.tuned_evals or args.evals, cross=args.cross))
     candidates = top(out / "tuned.db", [f"tuned{j}" for j in range(len(tuned))], args.cross)
-    if args.cross:
-        for j in range(len(tuned)):
-            listed(tuned_spec, out / "tuned.db", options, f"tuned{j}", candidates)
     swept = time.monotonic()
     at = replace(spec, shapes=shapes(spec, untuned, "at"))
     run_sweep(at, db=out / "untuned.db", options=options)
