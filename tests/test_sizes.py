@@ -361,6 +361,11 @@ def test_cross_measures_each_shapes_best_at_the_others_and_export_says_one_confi
         crossed[shape] = {t for t, phase in tiles.items() if phase == "cross"}
         assert crossed[shape] == valid - set(searched[shape])
     assert any(crossed.values())  # the shapes' own searches left something to cross
+    # the cross pass shows and counts only what it measures: this run's own results are not "resumed"
+    assert f"{len(rows)} evaluated, 0 resumed" in done.stdout
+    again = ksweep_cli("run", spec, "--db", db, "-q", "--strategy", "random", "--seed", "1", "--max-evals", "3",
+                       "--no-warm-start", "--confirm", "2,2", "--cross", "1")
+    assert again.returncode == 0 and f"0 evaluated, {len(rows)} resumed" in again.stdout, again.stdout
     assert main(["export", str(db), "--format", "json", "--robust", "-o", str(tmp_path / "r.json")]) == 0
     out = capsys.readouterr().out
     everywhere = set.intersection(*(set(tiles) for tiles in at.values()))

@@ -235,7 +235,7 @@ class Sweep:
         self.store.set_meta(f"params:{variant.name}:{shape.name}", list(space.names))
         self.store.set_shape_sizes(shape.name, shape.defines, shape.args)
         factory = JobFactory(self.spec, shape, variant, space, self.mode)
-        if self.options.record_pruned and space.raw_size <= PRUNED_RECORD_LIMIT:
+        if self.options.record_pruned and space.raw_size <= PRUNED_RECORD_LIMIT and self._listed is None:
             pruned = resume.record_pruned(self.store, space, variant.name, shape.name)
             if pruned:
                 self.summary.counts["PRUNED"] = self.summary.counts.get("PRUNED", 0) + pruned
@@ -297,12 +297,17 @@ class Sweep:
         searching = strategy.label if strategy is not None else None
         if len(self.spec.objective_list()) > 1 and searching not in (None, "grid", "random"):
             self.summary.searched_by[searching] = self.spec.objective.metric  # the front is over what it found
-        planned = size if budget.max_evals is None else min(size, budget.max_evals)
+        if listed is not None:  # --cross: the listed configs valid here and not measured here yet
+            planned = sum(1 for c in listed if c in space and config_id(c) not in stored)
+        else:
+            planned = size if budget.max_evals is None else min(size, budget.max_evals)
         self.observer.target_started(variant.name, shape.name, size, space.raw_size, planned)
         if prior is not None:
             warm_started(self.observer, variant.name, shape.name, prior.labels)
-        for result in stored.values():  # they count, and show, whether or not the search asks for them again
-            self.record.resumed(result)
+        if listed is None:  # they count, and show, whether or not the search asks for them again; --cross
+            # comes after this run's own search of the shape, whose results it counted and showed then
+            for result in stored.values():
+                self.record.resumed(result)
         if size == 0:
             self._pending.pop((variant.name, shape.name), None)
             return None
