@@ -13,6 +13,7 @@ import random
 import shutil
 import subprocess
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -327,7 +328,10 @@ def test_robust_configs_have_the_least_worst_loss_and_are_the_fewest(tmp_path, c
     assert (one["params"]["BM"], one["params"]["STAGES"]) == single
     assert one["worst_loss"] == pytest.approx(worst) and loss(single, one["shape"]) == pytest.approx(worst)
     assert f"one config for every shape: BM={single[0]} STAGES={single[1]}" in err
-    assert f"worst loss {100 * worst:.2f}% (on {one['shape']})" in err
+    there = value[(one["gpu"], one["shape"], single)] / value[(one["gpu"], one["shape"],
+                                                                 best_of(value, one["gpu"], one["shape"]))] - 1
+    assert there == pytest.approx(worst)  # the GPU model where it loses that, named too
+    assert f"worst loss {100 * worst:.2f}% (on {one['shape']}, {one['gpu']})" in err
     assert f"base / s1 / {H100}" in err and f"portability, base / s1: each GPU model's best" in err
     # the header needs no GPU macro: a shape's config is the same on both models
     assert main(["export", db, "--format", "header", "--robust", "-o", str(tmp_path / "r.h")]) == 0
@@ -376,6 +380,110 @@ def test_cross_measures_each_shapes_best_at_the_others_and_export_says_one_confi
     assert f"one config for every shape: TILE={single}, worst loss {100 * loss[single]:.2f}%" in out
 
 
+def cross_spec(folder: Path) -> Path:
+    """The tile program at 8000, 64000 and 512000, a tile valid while TILE² <= N / 2: each
+    size's space differs, and so do random searches of them."""
+    spec = tile_spec(folder, sizes=(8000, 64000, 512000))
+    spec.write_text(spec.read_text().replace("[build]", '[[constraints]]\nname = "fits"\n'
+                                                        'expr = "TILE * TILE <= N / 2"\n[build]'))
+    return spec
+
+
+CROSS = ("-q", "--strategy", "random", "--seed", "12", "--max-evals", "2", "--no-warm-start", "--confirm", "2,2",
+         "--cross", "1")
+
+
+def measured_at(db: Path) -> dict[str, set]:
+    with Store(db, create=False) as store:
+        return {s: {r.params["TILE"] for r in store.results() if r.shape == s and r.status is Status.OK}
+                for s in ("n8000", "n64000", "n512000")}
+
+
+def test_a_cross_pass_resumed_measures_what_an_uninterrupted_one_does(tmp_path, monkeypatch):
+    """Seed 12: n8000's search finds TILE=16 its best, and its cross pass then finds 32 better
+    there. Cut after that pass and resumed, the other shapes are still given 16 (the plan
+    kept in the store), not 32, n8000's best by then."""
+    from ksweep.sweep.driver import Sweep
+
+    spec = cross_spec(tmp_path)
+    whole = tmp_path / "whole.db"
+    assert ksweep_cli("run", spec, "--db", whole, *CROSS).returncode == 0
+    cut = tmp_path / "cut.db"
+    original, crossed = Sweep._sweep_target, []
+
+    def cut_at_the_second_cross_target(self, shape, variant, budget):
+        if self._listed is not None:
+            crossed.append(shape.name)
+            if len(crossed) == 2:
+                raise KeyboardInterrupt
+        return original(self, shape, variant, budget)
+
+    monkeypatch.setattr(Sweep, "_sweep_target", cut_at_the_second_cross_target)
+    assert ksweep_cli("run", spec, "--db", cut, *CROSS).returncode != 0
+    monkeypatch.undo()
+    with Store(cut, create=False) as store:
+        assert store.get_meta("cross:base")["tops"]["n8000"] == [{"TILE": 16}]
+    assert ksweep_cli("run", spec, "--db", cut, *CROSS).returncode == 0
+    assert measured_at(cut) == measured_at(whole)
+    assert 16 in measured_at(whole)["n512000"]
+    with Store(cut, create=False) as store:
+        assert store.get_meta("cross:base") is None  # the pass ended: its plan is gone
+
+
+def test_rerun_all_with_cross_measures_no_config_twice(tmp_path):
+    """--rerun all measures every config again once: the cross pass takes this run's own
+    results as they stand, and confirms only what is new."""
+    spec = cross_spec(tmp_path)
+    db = tmp_path / "x.db"
+    assert ksweep_cli("run", spec, "--db", db, *CROSS).returncode == 0
+    began = time.time()
+    again = ksweep_cli("run", spec, "--db", db, *CROSS, "--rerun", "all")
+    assert again.returncode == 0, again.stderr
+    with Store(db, create=False) as store:
+        new = [r for r in store.results() if r.status is Status.OK and r.started >= began]
+    assert len({(r.shape, r.params["TILE"]) for r in new}) == len(new) > 0
+    assert f"{len(new)} evaluated, 0 resumed" in again.stdout  # each of them measured once
+
+
+def test_a_cross_pass_is_no_search_of_a_pareto_front(tmp_path):
+    """Two objectives: the summary says which search a front is over; the cross pass's listed
+    configs are none (it said "cross searched by ms alone")."""
+    spec = cross_spec(tmp_path)
+    (tmp_path / "tile.c").write_text(PROGRAM.replace('ms=%.9g\\n", ', 'ms=%.9g area=%d\\n", ').replace(
+        "64.0);", "64.0, TILE * TILE);"))
+    spec.write_text(spec.read_text().replace('objective = "ms"', 'objectives = ["ms", "area"]'))
+    done = ksweep_cli("run", spec, "--db", tmp_path / "x.db", *CROSS)
+    assert done.returncode == 0, done.stderr
+    assert "cross searched by" not in done.stdout + done.stderr
+    with Store(tmp_path / "x.db", create=False) as store:
+        crossed = [r for r in store.results() if r.phase == "cross"]
+    assert crossed and all("area" in r.metrics for r in crossed)  # the pass ran, on both objectives
+
+
+def test_the_single_config_never_gains_on_the_best_it_is_compared_with():
+    """A single measurement below the best's confirmed median loses nothing; it gains nothing."""
+    values = {("base", "s1", None): {"best": (None, 100.0, True), "lucky": (None, 97.0, False)},
+              ("base", "s2", None): {"best": (None, 10.0, True), "lucky": (None, 10.5, False)}}
+    bests = {("base", "s1", None): "best", ("base", "s2", None): "best"}
+    assert single_config(values, bests, "min") == {"base": Single("best", 0.0, "s1", None)}
+
+
+def test_top_ranks_confirmed_configs_before_single_measurements_and_keeps_to_the_models(tmp_path):
+    spec = cross_spec(tmp_path)
+    db = tmp_path / "x.db"
+    assert ksweep_cli("run", spec, "--db", db, "-q", "--strategy", "grid", "--confirm", "2,2").returncode == 0
+    from ksweep.store import standings
+
+    with Store(db) as store:
+        everything = standings.standing(store, "base", "n64000")
+        confirmed = [v for v in everything.values(singles=True).values() if v.confirmed]
+        ranked = standings.top(store, "base", "n64000", 10)
+        assert [c["TILE"] for c in ranked[:len(confirmed)]] == [
+            v.result.params["TILE"] for v in sorted(confirmed, key=lambda v: v.value)]
+        assert ranked[0] == dict(everything.best().params)
+        assert standings.top(store, "base", "n64000", 10, models={"another GPU"}) == []
+
+
 def test_no_single_robust_config_where_none_was_measured_on_every_shape():
     """Each config measured on one shape only: no one config is said to serve them all; once
     one is measured on both, it is, with its worst loss and where."""
@@ -384,7 +492,7 @@ def test_no_single_robust_config_where_none_was_measured_on_every_shape():
     bests = {("base", "s1", None): "a", ("base", "s2", None): "c"}
     assert single_config(values, bests, "min") == {}
     values[("base", "s2", None)]["b"] = (None, 2.1, True)
-    assert single_config(values, bests, "min") == {"base": Single("b", pytest.approx(0.2), "s1")}
+    assert single_config(values, bests, "min") == {"base": Single("b", pytest.approx(0.2), "s1", None)}
 
 
 def test_run_arguments_that_repeat_defines_are_written_anew_at_other_sizes():

@@ -46,8 +46,8 @@ def add_parser(sub) -> None:
     p.add_argument("--time-limit", type=seconds_of("--time-limit"), help="stop after S seconds")
     p.add_argument("--cross", type=count_of("--cross"), default=0, metavar="K",
                    help="once every shape is searched, measure each shape's K best configs at every other "
-                        "shape too (then confirm each shape's leaders again): what `export --robust` and "
-                        "`select` weigh a config on several shapes by (default: 0, not)")
+                        "shape too (then confirm each shape's leaders again): what `export --robust` weighs one "
+                        "config for every shape by (default: 0, not)")
     p.add_argument("--patience", type=count_of("--patience"),
                    help="stop a shape/variant after N evaluations without improvement")
     p.add_argument("--seed", type=int, default=0, help="seed of the search strategy")

@@ -168,8 +168,10 @@ def _robust_summary(sel: Selection, head: str) -> list[str]:
             params = json.loads(one.config)  # in the order the entries give them
             order = next((list(e.result.params) for e in sel.entries if e.variant == variant), list(params))
             words = " ".join(f"{k}={params[k]}" for k in order if k in params)
+            models = {e.gpu for e in sel.entries if e.variant == variant}
+            where = one.shape + (f", {one.gpu}" if len(models) > 1 and one.gpu else "")
             lines.append(f"  one config for every shape{said}: {words}, worst loss {100 * one.worst:.2f}% "
-                         f"(on {one.shape})")
+                         f"(on {where})")
     for (variant, shape), rows in sel.matrix.items():
         lines.append(f"  portability, {variant} / {shape}: each GPU model's best, its loss on the others")
         for a, row in rows.items():
@@ -188,7 +190,8 @@ def selection_json(selection: Selection, conf=None, selector: Selector | None = 
     doc = {
         "objective": {"metric": selection.metric, "direction": selection.direction},
         "cover_pct": selection.cover_pct, "exact": selection.exact, "robust": selection.robust,
-        "single": {v: {"params": json.loads(one.config), "worst_loss": one.worst, "shape": one.shape}
+        "single": {v: {"params": json.loads(one.config), "worst_loss": one.worst, "shape": one.shape,
+                       "gpu": one.gpu}
                    for v, one in selection.single.items()} if selection.robust is not None else None,
         "entries": [
             {"variant": e.variant, "shape": e.shape, "gpu": e.gpu, "config": selection.config_index(e),

@@ -74,8 +74,9 @@ class Single:
     """The one config of a variant with the least worst loss over all its shapes and models."""
 
     config: str  # its config id
-    worst: float  # its worst loss (a fraction)
+    worst: float  # its worst loss (a fraction, never below 0)
     shape: str  # the shape where it loses that
+    gpu: str | None = None  # and the GPU model
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,9 @@ def single(values: Mapping[Key, Mapping], bests: Mapping[Key, str], direction: s
         for cid in dict.fromkeys(c for k in mine for c in values[k]):
             if not all(cid in values[k] for k in mine):
                 continue
-            at = [(_loss(values[k][cid][1], values[k][bests[k]][1], direction), k[1]) for k in mine]
+            # a single measurement that beats the best's confirmed median is within the noise
+            # the confirmation judged: it loses nothing there, it does not gain
+            at = [(max(0.0, _loss(values[k][cid][1], values[k][bests[k]][1], direction)), k[1], k[2]) for k in mine]
             worst[cid] = max(at, key=lambda t: t[0])
         if worst:
             cid = min(worst, key=lambda c: worst[c][0])

@@ -22,8 +22,8 @@ from ..spec.kernel import KernelSpec
 
 
 # the runs that are timed in full whatever the best so far: the confirmation's, the default's
-# (the speed-up's baseline) and the reference config's
-MEASURED_IN_FULL = frozenset({"confirm", "default", "reference"})
+# (the speed-up's baseline), the reference config's and --cross's (export --robust weighs them)
+MEASURED_IN_FULL = frozenset({"confirm", "default", "reference", "cross"})
 
 
 def shape_sizes(spec, shape) -> dict:

@@ -167,15 +167,17 @@ def best(store, variant: str, shape: str) -> Result | None:
     return standing(store, variant, shape).best()
 
 
-def top(store, variant: str, shape: str, k: int) -> list[dict]:
+def top(store, variant: str, shape: str, k: int, models=None) -> list[dict]:
     """The params of one shape × variant's ``k`` best configs, best first: the store's BEST
-    first where a confirmation named one, then by each config's value (a confirmed median,
-    else its single measurement; ``Standing.values(singles=True)``)."""
+    where a confirmation named one, then the confirmed configs by their medians, then the
+    others by their single measurements (the two never compare: the module's rule).
+    ``models``: only the results of these GPU models (None: every one)."""
     found = standing(store, variant, shape)
-    values = found.values(singles=True)
+    within = (lambda r: r.gpu_name in models) if models is not None else (lambda r: True)
+    values = found.values([r for r in found.results if within(r)], singles=True)
     sign = 1.0 if found.objective.direction == "min" else -1.0
-    order = sorted(values, key=lambda cid: sign * values[cid].value)
-    leader = found.best()
+    order = sorted(values, key=lambda cid: (not values[cid].confirmed, sign * values[cid].value))
+    leader = found.best(within)
     if leader is not None and config_id(leader.params) in values:
         order.remove(config_id(leader.params))
         order.insert(0, config_id(leader.params))

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from dataclasses import replace
 from typing import Callable
 
 from .. import version
@@ -186,20 +187,38 @@ class Sweep:
 
     def _cross(self, variant, shapes: list, start: float) -> bool:
         """``--cross K``: each shape's K best measured at every other shape of the variant,
-        its leaders then confirmed again (they may be among them): what a size selector and
-        ``export --robust`` weigh a config on several shapes by, and a config one size found
-        tried at the others. False when the time limit ended it."""
-        tops = {s.name: top_configs(self.store, variant.name, s.name, self.options.cross) for s in shapes}
-        for shape in shapes:
-            wanted = {config_id(c): c for name, configs in tops.items() if name != shape.name for c in configs}
-            budget = Budget(None, self.options.time_limit, None, started=start)  # the listed configs bound it
-            if budget.exhausted():
-                return False
-            self._listed = list(wanted.values())
-            try:
-                self._sweep_target(shape, variant, budget)
-            finally:
-                self._listed = None
+        its leaders then confirmed again (they may be among them): what ``export --robust``
+        weighs one config on several shapes by, and a config one size found tried at the
+        others. The configs are chosen once and kept in the store until the pass ends, so
+        that a pass interrupted and resumed measures what an uninterrupted one does. This
+        run's own results stand in it whatever ``--rerun`` says (the search measured them
+        again already). False when the time limit ended it."""
+        key = f"cross:{variant.name}"
+        names = [s.name for s in shapes]
+        kept = self.store.get_meta(key)
+        if isinstance(kept, dict) and kept.get("k") == self.options.cross and kept.get("shapes") == names:
+            tops = kept["tops"]
+        else:
+            tops = {name: top_configs(self.store, variant.name, name, self.options.cross, self._gpu_models)
+                    for name in names}
+            self.store.set_meta(key, {"k": self.options.cross, "shapes": names, "tops": tops})
+        own = replace(self.options, rerun=None)
+        saved = self.options, self.context
+        self.options, self.context = own, replace(self.context, options=own)
+        try:
+            for shape in shapes:
+                wanted = {config_id(c): c for name, configs in tops.items() if name != shape.name for c in configs}
+                budget = Budget(None, own.time_limit, None, started=start)  # the listed configs bound it
+                if budget.exhausted():
+                    return False
+                self._listed = list(wanted.values())
+                try:
+                    self._sweep_target(shape, variant, budget)
+                finally:
+                    self._listed = None
+        finally:
+            self.options, self.context = saved
+        self.store.delete_meta(key)
         return True
 
     def _audit_checksum(self, variant) -> None:
@@ -295,7 +314,7 @@ class Sweep:
         else:
             strategy = self._make_strategy(self.options.strategy, space, self.options.seed, budget.max_evals)
         searching = strategy.label if strategy is not None else None
-        if len(self.spec.objective_list()) > 1 and searching not in (None, "grid", "random"):
+        if len(self.spec.objective_list()) > 1 and searching not in (None, "grid", "random") and listed is None:
             self.summary.searched_by[searching] = self.spec.objective.metric  # the front is over what it found
         if listed is not None:  # --cross: the listed configs valid here and not measured here yet
             planned = sum(1 for c in listed if c in space and config_id(c) not in stored)
