@@ -112,7 +112,14 @@ def test_select_is_within_5pct_of_the_true_best_at_sizes_never_tuned(tiled):
 def test_select_prints_the_config_and_its_rule_and_says_when_it_extrapolates(tiled):
     done = ksweep_cli("select", tiled, "--size", "N=2000")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["TILE=32", "rule: nearest tuned shape n1000 in log-size space (distance 0.693)"]
+    # N=2000 lies between 1000 and 8000: TILE=32, 1000's best, loses at 8000 against its best, 64
+    lost = tile_ms(8000, 32) / min(tile_ms(8000, t) for t in TILES) - 1
+    assert done.stdout.splitlines() == [
+        "TILE=32", "rule: nearest tuned shape n1000 in log-size space (distance 0.693)",
+        f"loses: 0.0% at n1000, {100 * lost:.1f}% at n8000 (the tuned shapes nearest these sizes)",
+        "  it loses more than 5% at a tuned shape beside these sizes: measure it at them (--validate)"]
+    beside = json.loads(ksweep_cli("select", tiled, "--size", "N=2000", "--json").stdout)["beside"]
+    assert [(b["shape"], b["loss"]) for b in beside] == [("n1000", 0.0), ("n8000", pytest.approx(lost))]
     done = ksweep_cli("select", tiled, "--size", "N=2000000")
     assert done.stdout.splitlines()[0] == "TILE=256"
     assert "extrapolated: N=2000000 is above the tuned range (1000–512000)" in done.stdout
@@ -428,6 +435,27 @@ def test_a_cross_pass_resumed_measures_what_an_uninterrupted_one_does(tmp_path, 
     assert 16 in measured_at(whole)["n512000"]
     with Store(cut, create=False) as store:
         assert store.get_meta("cross:base") is None  # the pass ended: its plan is gone
+
+
+def test_select_says_what_its_choice_loses_at_the_other_tuned_shape_once_cross_measured_it(tmp_path):
+    """N=20000 lies between 8000 and 64000, nearer 8000, whose best (TILE=16, seed 12) its
+    search never measured at 64000: select says so. After --cross 1, 8000's best is another
+    (64000's, measured there) and select says what that loses at 64000."""
+    spec = cross_spec(tmp_path)
+    db = tmp_path / "x.db"
+    without = [a for a in CROSS if a not in ("--cross", "1")]
+    assert ksweep_cli("run", spec, "--db", db, *without).returncode == 0
+    done = ksweep_cli("select", db, "--size", "N=20000")
+    assert done.stdout.splitlines()[0] == "TILE=16"
+    assert "loses: 0.0% at n8000, not measured at n64000" in done.stdout
+    assert "`ksweep run --cross K` measures each shape's best at the others" in done.stdout
+    assert ksweep_cli("run", spec, "--db", db, *CROSS).returncode == 0
+    done = ksweep_cli("select", db, "--size", "N=20000")
+    with Store(db, create=False) as store:
+        tiles = {r.params["TILE"] for r in store.results() if r.shape == "n64000" and r.status is Status.OK}
+    chosen = int(done.stdout.splitlines()[0].removeprefix("TILE="))  # 8000's best now: 32, which 64000's was
+    lost = tile_ms(64000, chosen) / min(tile_ms(64000, t) for t in tiles) - 1
+    assert f"loses: 0.0% at n8000, {100 * lost:.1f}% at n64000" in done.stdout
 
 
 def test_rerun_all_with_cross_measures_no_config_twice(tmp_path):

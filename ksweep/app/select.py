@@ -5,15 +5,18 @@ the tuned range. ``--validate`` measures it (app/validate.py)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from ..errors import KsweepError
 from ..export.formats import selector_of
+from ..export.robust import loss
 from ..export.selection import select as selection_of
 from ..export.selector import Choice, Selector
 from ..export.sizes import completed, parse_sizes, shape_of, text as sizes_text
 from ..gpu.models import compute_capability, parse_arch
+from ..job import config_id
 from ..space.space import Space
 from ..store.sqlite import Store
 from ..store.standings import by_gpu_model
@@ -35,6 +38,9 @@ class Selected:
     # why the spec's constraints refuse the config at these sizes (None: they allow it, or the
     # database names no spec that can be read)
     refused: str | None = None
+    # the chosen config's loss at the two tuned shapes nearest the sizes, nearest first (None:
+    # never measured there; ``ksweep run --cross`` measures each shape's best at the others)
+    beside: tuple["Beside", ...] = ()
 
     @property
     def params(self) -> dict[str, Any]:
@@ -45,7 +51,18 @@ class Selected:
         return {"sizes": self.sizes, "config": self.params, "variant": e.variant, "shape": e.shape,
                 "gpu": e.gpu, "value_at_shape": e.value, "loss_at_shape": e.loss, "distance": self.choice.distance,
                 "rule": self.choice.rule, "extrapolated": list(self.choice.extrapolated), "refused": self.refused,
+                "beside": [{"shape": b.shape, "distance": b.distance, "loss": b.loss} for b in self.beside],
                 "notes": self.notes}
+
+
+@dataclass(frozen=True)
+class Beside:
+    """A tuned shape near the sizes asked, and what the chosen config loses there against
+    that shape's best."""
+
+    shape: str
+    distance: float  # from the sizes asked, on the selector's axes
+    loss: float | None  # a fraction; None: the config was never measured there
 
 
 def selector(db: str, *, cover: float | None = None, robust: bool = False) -> tuple[Selector, list[str]]:
@@ -94,7 +111,30 @@ def select(db: str, sizes: Sequence[str], *, gpu: str | None = None, arch: str |
     constraints allow it there (``Selected.refused``)."""
     chosen, notes = selector(db, cover=cover, robust=robust)
     picked = choose(chosen, parse_sizes(sizes), gpu=gpu, arch=arch, variant=variant, notes=notes)
-    return replace(picked, refused=refused(db, chosen, picked))
+    return replace(picked, refused=refused(db, chosen, picked), beside=beside(db, chosen, picked))
+
+
+def beside(db: str, chosen: Selector, picked: Selected, count: int = 2) -> tuple[Beside, ...]:
+    """The picked config's loss at the ``count`` tuned shapes nearest the sizes asked (of its
+    variant, on the GPU model its entry was measured on): a size between two tuned shapes
+    where the config loses much at the other one is a size to measure (``--validate``)."""
+    entry, row = picked.choice.entry, picked.choice.row
+    q = [a.at(float(picked.sizes[a.name])) for a in chosen.axes]
+    rows = [r for r in chosen.rows if r.variant == row.variant and r.gpu == row.gpu]
+    near = sorted(rows, key=lambda r: math.dist(q, r.at))[:count]
+    standings, _, _ = load_all(db)
+    direction = standings.objective.direction
+    out = []
+    for r in near:
+        model = chosen.selection.entries[r.entry].gpu
+        standing = standings.get((r.variant, r.shape))
+        within = [x for x in (standing.results if standing is not None else ()) if x.gpu_name == model or model is None]
+        values = standing.values(within, singles=True) if standing is not None else {}
+        best = standing.best(lambda x: x in within) if standing is not None else None
+        mine, ref = values.get(config_id(entry.result.params)), values.get(config_id(best.params)) if best else None
+        lost = None if mine is None or ref is None else max(0.0, loss(mine.value, ref.value, direction))
+        out.append(Beside(r.shape, math.dist(q, r.at), lost))
+    return tuple(out)
 
 
 def refused(db: str, chosen: Selector, picked: Selected) -> str | None:

@@ -37,6 +37,9 @@ def add_parser(sub) -> None:
     p.set_defaults(handler=run)
 
 
+WIDE = 0.05  # a loss at the other tuned shape beside the sizes that is worth a measurement
+
+
 def run(args) -> int:
     options = dict(gpu=args.gpu, arch=args.arch, variant=args.variant, cover=args.cover, robust=args.robust)
     if args.validate:
@@ -60,6 +63,15 @@ def run(args) -> int:
               f"tune a shape nearer them")
     for line in chosen.choice.extrapolated:
         print(f"extrapolated: {line}")
+    if chosen.beside:
+        cells = [f"{'not measured' if b.loss is None else f'{100 * b.loss:.1f}%'} at {b.shape}" for b in chosen.beside]
+        print(f"loses: {', '.join(cells)} (the tuned shapes nearest these sizes)")
+        if any(b.loss is not None and b.loss > WIDE for b in chosen.beside[1:]):
+            print(f"  it loses more than {100 * WIDE:g}% at a tuned shape beside these sizes: measure it at them "
+                  f"(--validate)")
+        elif any(b.loss is None for b in chosen.beside[1:]):
+            print("  not measured at a tuned shape beside these sizes: `ksweep run --cross K` measures each shape's "
+                  "best at the others")
     for note in chosen.notes:
         print(f"note: {note}", file=sys.stderr)
     return 0
