@@ -128,9 +128,10 @@ def beside(db: str, chosen: Selector, picked: Selected, count: int = 2) -> tuple
     for r in near:
         model = chosen.selection.entries[r.entry].gpu
         standing = standings.get((r.variant, r.shape))
-        within = [x for x in (standing.results if standing is not None else ()) if x.gpu_name == model or model is None]
+        on_model = lambda x, model=model: model is None or x.gpu_name == model  # noqa: E731
+        within = [x for x in (standing.results if standing is not None else ()) if on_model(x)]
         values = standing.values(within, singles=True) if standing is not None else {}
-        best = standing.best(lambda x: x in within) if standing is not None else None
+        best = standing.best(on_model) if standing is not None else None
         mine, ref = values.get(config_id(entry.result.params)), values.get(config_id(best.params)) if best else None
         lost = None if mine is None or ref is None else max(0.0, loss(mine.value, ref.value, direction))
         out.append(Beside(r.shape, math.dist(q, r.at), lost))
