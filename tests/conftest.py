@@ -79,12 +79,13 @@ KERNELS = Path(__file__).parent / "kernels"
 
 def vadd_kernel_spec(folder: Path, params: str, n: int, extra: str = "", *, name: str = "vadd",
                      grid: str = "cdiv(N, BLOCK * ELEMS)", block: str = "BLOCK",
-                     reference: str = '"vadd_args.py:reference"') -> Path:
+                     reference: str = '"vadd_args.py:reference"', file: str = "k.toml") -> Path:
     """A kernel-mode spec of tests/kernels/vadd.cu, written with its files into ``folder``:
-    ``params`` is the [params] table's body, ``n`` the shape's N, ``extra`` more [kernel] keys."""
+    ``params`` is the [params] table's body, ``n`` the shape's N, ``extra`` more [kernel] keys,
+    ``file`` the spec's name (its database's too: specs of one folder share its build cache)."""
     for f in ("vadd.cu", "vadd_args.py"):
         shutil.copy(KERNELS / f, folder / f)
-    path = folder / "k.toml"
+    path = folder / file
     path.write_text("\n".join([
         "[sweep]", 'arch = "sm_90a"', "[params]", params, "[shapes.s]", f"defines = {{ N = {n} }}", "[kernel]",
         'source = "vadd.cu"', f'name = "{name}"', f'grid = "{grid}"', f'block = "{block}"',

@@ -288,10 +288,19 @@ def test_worker_that_cannot_start_is_reported():
     assert resp["status"] == "RUN_ERROR"
 
 
-def grid_of_vadd(folder, params: str, module: str, extra: str, jobs: int = 2):
+@pytest.fixture(scope="module")
+def vadd_folder(tmp_path_factory):
+    """A folder where this module's sweeps of vadd.cu that are not about its files or its
+    builds write their specs, each under a name (and so a database) of its own: they share
+    the build cache beside them, so that a config's cubin is built once (by nvcc, as in a
+    folder of its own; tests/kernels/fake_*.py answer the same for a cubin built earlier)."""
+    return tmp_path_factory.mktemp("vadd")
+
+
+def grid_of_vadd(folder, params: str, module: str, extra: str, jobs: int = 2, file: str = "k.toml"):
     """The summary and the stored results of a grid sweep of vadd.cu's spec over ``params`` on
-    the stand-in GPU of tests/kernels/``module``."""
-    spec = load_spec(vadd_kernel_spec(folder, params, 4096, extra))
+    the stand-in GPU of tests/kernels/``module``, the spec named ``file``."""
+    spec = load_spec(vadd_kernel_spec(folder, params, 4096, extra, file=file))
     summary, db = run_sweep(spec, options=SweepOptions(confirm=None, strategy="grid"), jobs=jobs,
                             kernel_backend=f"fake:{HERE / module}")
     with Store(db) as store:
@@ -300,9 +309,10 @@ def grid_of_vadd(folder, params: str, module: str, extra: str, jobs: int = 2):
 
 @nvcc
 @pytest.mark.slow
-def test_kernel_sweep_with_real_cubins_and_stand_in_worker(tmp_path):
-    summary, stored = grid_of_vadd(tmp_path, "BLOCK = [32, 64, 128, 256, 512]\nELEMS = [1, 2]", "fake_vadd.py",
-                                   "timeout = 2.0\ntiming = { warmup_ms = 1, budget_ms = 3, min_reps = 3, max_reps = 10 }")
+def test_kernel_sweep_with_real_cubins_and_stand_in_worker(vadd_folder):
+    summary, stored = grid_of_vadd(vadd_folder, "BLOCK = [32, 64, 128, 256, 512]\nELEMS = [1, 2]", "fake_vadd.py",
+                                   "timeout = 2.0\ntiming = { warmup_ms = 1, budget_ms = 3, min_reps = 3, max_reps = 10 }",
+                                   file="cubins.toml")
     rows = {(r.params["BLOCK"], r.params["ELEMS"]): r for r in stored}
     assert len(rows) == 10
     for e in (1, 2):
@@ -337,7 +347,7 @@ def test_templated_kernel_cubin_builds(tmp_path):
 
 
 @nvcc
-def test_kernel_mode_runs_carry_the_gpu_state(tmp_path):
+def test_kernel_mode_runs_carry_the_gpu_state(vadd_folder):
     """The kernel executor watches each config's request through its GPU monitor (NVML on a
     real GPU; a fake here): clocks and throttling are stored with the result."""
     from ksweep.run.gpu_state import FakeMonitor, GpuSample
@@ -345,9 +355,10 @@ def test_kernel_mode_runs_carry_the_gpu_state(tmp_path):
     from ksweep.kernel.executor import KernelExecutor
     from ksweep.sweep.local import make_builder, scratch_dir
 
-    spec = load_spec(vadd_kernel_spec(tmp_path, "BLOCK = [128, 256]\nELEMS = [1]", 4096,
+    spec = load_spec(vadd_kernel_spec(vadd_folder, "BLOCK = [128, 256]\nELEMS = [1]", 4096,
                                       "timeout = 5.0\n"
-                                      "timing = { warmup_ms = 1, budget_ms = 3, min_reps = 3, max_reps = 10 }"))
+                                      "timing = { warmup_ms = 1, budget_ms = 3, min_reps = 3, max_reps = 10 }",
+                                      file="gpu_state.toml"))
     monitor = FakeMonitor(lambda index, n: GpuSample(1755, 2619, 71, 450.0, 0), {"cuda": "13.0"})
     backend = f"fake:{HERE / 'fake_vadd.py'}"
     sizes = {s.name: {**spec.constants, **s.constants, **s.defines} for s in spec.shape_list()}
@@ -365,7 +376,7 @@ def test_kernel_mode_runs_carry_the_gpu_state(tmp_path):
 
 @nvcc
 @pytest.mark.slow
-def test_a_config_is_raced_against_its_own_gpu_models_best_only(tmp_path):
+def test_a_config_is_raced_against_its_own_gpu_models_best_only(vadd_folder):
     """Two GPU models on one host (fake_two_models.py: every config 1 ms on GPU 0, 10 ms on
     GPU 1): a config on the slow model is never raced against the fast model's best, so
     every config is timed in full."""
@@ -374,8 +385,9 @@ def test_a_config_is_raced_against_its_own_gpu_models_best_only(tmp_path):
     from ksweep.sweep.local import make_builder, scratch_dir
 
     blocks = ", ".join(str(32 * k) for k in range(1, 13))
-    spec = load_spec(vadd_kernel_spec(tmp_path, f"BLOCK = [{blocks}]\nELEMS = [1]", 4096,
-                                      "timing = { warmup_ms = 1, budget_ms = 40, min_reps = 7, max_reps = 100 }"))
+    spec = load_spec(vadd_kernel_spec(vadd_folder, f"BLOCK = [{blocks}]\nELEMS = [1]", 4096,
+                                      "timing = { warmup_ms = 1, budget_ms = 40, min_reps = 7, max_reps = 100 }",
+                                      file="models.toml"))
     backend = f"fake:{HERE / 'fake_two_models.py'}"
     sizes = {s.name: shape_sizes(spec, s) for s in spec.shape_list()}
     executor = KernelExecutor(make_builder(spec), [Gpu(0, "H100"), Gpu(1, "A100")], scratch_dir(spec),
@@ -392,13 +404,13 @@ def test_a_config_is_raced_against_its_own_gpu_models_best_only(tmp_path):
 
 @nvcc
 @pytest.mark.slow
-def test_a_config_is_raced_against_its_own_variants_best_only(tmp_path):
+def test_a_config_is_raced_against_its_own_variants_best_only(vadd_folder):
     """Two variants of one shape, swept one after the other on one GPU (fake_two_models.py: the
     variant with SLOW = 1 takes 10 ms a config, the other 1 ms): the slow variant's configs are
     not raced against the fast variant's best, so each is timed in full."""
-    _, stored = grid_of_vadd(tmp_path, "BLOCK = [64, 128, 256, 512]\nELEMS = [1]", "fake_two_models.py",
+    _, stored = grid_of_vadd(vadd_folder, "BLOCK = [64, 128, 256, 512]\nELEMS = [1]", "fake_two_models.py",
                              "timing = { warmup_ms = 1, budget_ms = 40, min_reps = 7, max_reps = 100 }\n"
-                             "[variants.fast]\n[variants.slow]\nparams = { SLOW = [1] }", jobs=1)
+                             "[variants.fast]\n[variants.slow]\nparams = { SLOW = [1] }", jobs=1, file="variants.toml")
     rows = [(r.variant, round(r.metrics["ms"], 6), r.metrics["reps"]) for r in stored]
     assert sorted({(v, ms) for v, ms, _ in rows}) == [("fast", 1.0), ("slow", 10.0)] and len(rows) == 8
     assert all(reps == 7 for _, _, reps in rows)
@@ -555,30 +567,29 @@ def test_a_config_far_behind_the_best_so_far_is_timed_no_further(tmp_path):
 
 @nvcc
 @pytest.mark.slow
-def test_a_sweep_races_its_configs_against_its_best_but_never_the_confirmation(tmp_path):
+def test_a_sweep_races_its_configs_against_its_best_but_never_the_confirmation(vadd_folder):
     """On the stand-in GPU of fake_energy.py (BLOCK 256: 1.0 ms, 512: 1.5, 128: 2.0, 64: 4.0),
     swept in that order: 128 and 64 are more than 1.5 times the best so far and stop at 3
     launches; 512 is not; the confirmation's runs are timed in full. With race = 0, none
     stops early."""
     from ksweep.verify.confirm import Confirmation
 
-    def sweep(folder, race):
-        folder.mkdir()
-        spec = load_spec(vadd_kernel_spec(folder, "BLOCK = [256, 512, 128, 64]\nELEMS = [1]", 4096,
+    def sweep(file, race):
+        spec = load_spec(vadd_kernel_spec(vadd_folder, "BLOCK = [256, 512, 128, 64]\nELEMS = [1]", 4096,
                                           "timing = { warmup_ms = 1, budget_ms = 40, min_reps = 7, max_reps = 100"
-                                          + (f", race = {race}" if race is not None else "") + " }"))
+                                          + (f", race = {race}" if race is not None else "") + " }", file=file))
         _, db = run_sweep(spec, options=SweepOptions(strategy="grid", confirm=Confirmation()), jobs=1,
                           kernel_backend=f"fake:{HERE / 'fake_energy.py'}")
         with Store(db) as store:
             return ({r.params["BLOCK"]: r.metrics for r in store.results()},
                     [(m.params["BLOCK"], m.metrics["reps"]) for m in store.measurements()])
 
-    results, measured = sweep(tmp_path / "raced", None)
+    results, measured = sweep("raced.toml", None)
     assert {b: (m["reps"], m.get("raced")) for b, m in results.items()} == \
         {256: (7, None), 512: (7, None), 128: (3, 1.0), 64: (3, 1.0)}
     assert results[64]["ms"] == pytest.approx(4.0) and results[128]["ms"] == pytest.approx(2.0)
     assert sorted(measured) == [(256, 7)] * 3 + [(512, 7)] * 3  # the leaders, in full
-    results, _ = sweep(tmp_path / "full", 0)
+    results, _ = sweep("full.toml", 0)
     assert {b: m["reps"] for b, m in results.items()} == {256: 7, 512: 7, 128: 7, 64: 7}
 
 
