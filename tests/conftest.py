@@ -165,10 +165,15 @@ def _has_gpu() -> bool:
 def pytest_collection_modifyitems(config, items):
     """The modules that hold a slow test run first, each whole and in its own order, so that
     with several workers (-n 2) their long tests do not end the session on one worker while
-    the other has nothing left. Tests under tests/gpu/ need an NVIDIA GPU: skipped (and said
-    so) without one."""
+    the other has nothing left. The other modules' tests on the session's Dask cluster
+    (``dask_cluster``) run among them: pytest-xdist hands each worker a first batch of
+    consecutive tests (a quarter of its share), so one worker runs them all and starts the
+    cluster, instead of each worker starting one of its own (its processes and their idle
+    ticks until the session ends). Tests under tests/gpu/ need an NVIDIA GPU: skipped (and
+    said so) without one."""
     slow = {item.module.__name__ for item in items if item.get_closest_marker("slow") is not None}
-    items.sort(key=lambda item: item.module.__name__ not in slow)  # stable: the rest in order
+    # stable: the rest in order
+    items.sort(key=lambda item: item.module.__name__ not in slow and "dask_cluster" not in item.fixturenames)
     if _has_gpu():
         return
     skip = pytest.mark.skip(reason="no NVIDIA GPU on this machine")
