@@ -5,6 +5,8 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 import textwrap
 import warnings
 from pathlib import Path
@@ -200,6 +202,24 @@ needs_nvrtc = pytest.mark.needs_nvrtc
 def pytest_configure(config):
     config.addinivalue_line("markers", "needs_nvrtc: skipped without cuda-python and a loadable NVRTC")
     _ctrl_c_as_at_a_terminal()
+    _bytecode_outside_the_sources()
+
+
+def _bytecode_outside_the_sources() -> None:
+    """With PYTHONDONTWRITEBYTECODE set (as on the project's machines), each of the several
+    hundred Python processes the tests start (ksweep run, kernel-mode workers, the hardening
+    of leaders, NVRTC builds) compiled ksweep's modules from their sources again: 10 to 15
+    CPU-seconds of a run. Their bytecode goes instead to a folder of the temporary directory
+    (PYTHONPYCACHEPREFIX), which this process and every one it starts read and write; still
+    nothing is written beside the sources. Python checks a cached file against its source's
+    size and time, as in __pycache__."""
+    if not sys.dont_write_bytecode or sys.pycache_prefix:
+        return
+    folder = str(Path(tempfile.gettempdir()) / f"ksweep-tests-bytecode-{os.getuid()}")
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = folder
+    sys.pycache_prefix = folder
+    sys.dont_write_bytecode = False
 
 
 def _ctrl_c_as_at_a_terminal() -> None:
