@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -145,6 +146,37 @@ def test_a_guard_check_stopped_by_sigterm_removes_its_copies(tmp_path, marker):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "interrupted" in err, err
     assert _copies(tmp_path) == [] and (tmp_path / "k.c").read_text() == SOURCE
+
+
+def test_a_stop_just_after_a_copy_is_made_still_removes_it(tmp_path, marker, monkeypatch):
+    """SIGTERM landing as the temporary copy comes into being, before the check has listed it
+    (the moment a loaded machine once hit: the copy was left beside the source): the check
+    stops and no copy is left. The signal is sent from inside the making of the second copy."""
+    from ksweep.source import codecheck
+
+    made = []
+    real = tempfile.mkstemp
+
+    def made_then_stopped(*args, **kwargs):
+        out = real(*args, **kwargs)
+        made.append(out[1])
+        if len(made) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)  # handled once Python runs again: where the copy is not listed
+        return out
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(codecheck.tempfile, "mkstemp", made_then_stopped)
+    previous = signal.signal(signal.SIGTERM, stop)
+    (tmp_path / "k.c").write_text(SOURCE)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            codecheck.check(tmp_path / "k.c", SOURCE, SOURCE, ["sh", "-c", "exec sleep 600", marker, "k.c", "-o", "k.o"],
+                            cwd=tmp_path)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert len(made) == 2 and _copies(tmp_path) == []
 
 
 def test_a_stop_while_the_builds_are_handed_out_stops_the_one_started(tmp_path, marker, monkeypatch):

@@ -18,11 +18,14 @@ when on PATH), addresses and encodings stripped, and the first lines that differ
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import re
 import shutil
+import signal
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -88,7 +91,7 @@ def check(path: str | Path, before: str, after: str, command: Sequence[str], *, 
         copies = []
         try:
             for text in (before, after):
-                copies.append(_copy_beside(path, text, named))
+                _copy_beside(path, text, named, copies)
             env = {"SOURCE_DATE_EPOCH": str(int(path.stat().st_mtime))}
             # the two builds at once: a large kernel takes nvcc minutes
             # (Ctrl-C or SIGTERM stops the compilers, then the copies are removed)
@@ -129,22 +132,36 @@ def _remove_stale_copies(path: Path) -> None:
 
 
 
-def _copy_beside(path: Path, text: str, named: str) -> Path:
-    """A temporary copy of ``text`` beside ``path``, whose lines and __FILE__ are the original's."""
+def _copy_beside(path: Path, text: str, named: str, copies: list[Path]) -> None:
+    """A temporary copy of ``text`` beside ``path``, whose lines and __FILE__ are the original's,
+    put in ``copies`` as soon as it exists, with SIGINT and SIGTERM held until it is there: a
+    stop landing between its making and its listing left it behind (the caller removes what
+    ``copies`` holds)."""
     name = named.replace("\\", "\\\\").replace('"', '\\"')
     body = f'#line 1 "{name}"\n' + text.removeprefix("\ufeff")
     try:
-        fd, copy = tempfile.mkstemp(prefix=_copy_prefix(path, os.getpid()), suffix=path.suffix, dir=path.parent)
+        with _stops_held():
+            fd, copy = tempfile.mkstemp(prefix=_copy_prefix(path, os.getpid()), suffix=path.suffix, dir=path.parent)
+            copies.append(Path(copy))
     except OSError as exc:
         raise SourceError(f"cannot write a temporary copy of {path.name} beside it (--check builds it there "
                           f"so that its #include lines find the same files): {exc.strerror or exc}") from None
+    with os.fdopen(fd, "wb") as f:
+        f.write(encode_source(body))
+
+
+@contextlib.contextmanager
+def _stops_held():
+    """SIGINT and SIGTERM held back (in this thread, the main one: where Python runs their
+    handlers) for the duration; one that came meanwhile is handled when they are let through."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(encode_source(body))
-    except BaseException:  # Ctrl-C or SIGTERM while writing it: the caller never knew of it
-        Path(copy).unlink(missing_ok=True)
-        raise
-    return Path(copy)
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 _OUTPUT_FLAGS = ("-o", "--output-file")
