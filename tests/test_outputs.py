@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -149,33 +148,29 @@ def test_a_guard_check_stopped_by_sigterm_removes_its_copies(tmp_path, marker):
 
 
 def test_a_stop_just_after_a_copy_is_made_still_removes_it(tmp_path, marker, monkeypatch):
-    """SIGTERM landing as the temporary copy comes into being, before the check has listed it
+    """SIGTERM landing as the temporary copy comes into being, before the check could list it
     (the moment a loaded machine once hit: the copy was left beside the source): the check
-    stops and no copy is left. The signal is sent from inside the making of the second copy."""
+    stops and no copy is left. Here the stop is raised from inside the making of the second
+    copy, right after the file is there."""
     from ksweep.source import codecheck
 
     made = []
-    real = tempfile.mkstemp
+    real = os.open
 
-    def made_then_stopped(*args, **kwargs):
-        out = real(*args, **kwargs)
-        made.append(out[1])
-        if len(made) == 2:
-            os.kill(os.getpid(), signal.SIGTERM)  # handled once Python runs again: where the copy is not listed
-        return out
+    def made_then_stopped(file, flags, *args, **kwargs):
+        fd = real(file, flags, *args, **kwargs)
+        if flags & os.O_EXCL:
+            made.append(file)
+            if len(made) == 2:
+                os.close(fd)
+                raise KeyboardInterrupt  # as SIGTERM's handler in `ksweep guard` does
+        return fd
 
-    def stop(signum, frame):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(codecheck.tempfile, "mkstemp", made_then_stopped)
-    previous = signal.signal(signal.SIGTERM, stop)
+    monkeypatch.setattr(codecheck.os, "open", made_then_stopped)
     (tmp_path / "k.c").write_text(SOURCE)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            codecheck.check(tmp_path / "k.c", SOURCE, SOURCE, ["sh", "-c", "exec sleep 600", marker, "k.c", "-o", "k.o"],
-                            cwd=tmp_path)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    with pytest.raises(KeyboardInterrupt):
+        codecheck.check(tmp_path / "k.c", SOURCE, SOURCE, ["sh", "-c", "exec sleep 600", marker, "k.c", "-o", "k.o"],
+                        cwd=tmp_path)
     assert len(made) == 2 and _copies(tmp_path) == []
 
 

@@ -18,14 +18,12 @@ when on PATH), addresses and encodings stripped, and the first lines that differ
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import os
 import re
+import secrets
 import shutil
-import signal
 import tempfile
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -133,35 +131,28 @@ def _remove_stale_copies(path: Path) -> None:
 
 
 def _copy_beside(path: Path, text: str, named: str, copies: list[Path]) -> None:
-    """A temporary copy of ``text`` beside ``path``, whose lines and __FILE__ are the original's,
-    put in ``copies`` as soon as it exists, with SIGINT and SIGTERM held until it is there: a
-    stop landing between its making and its listing left it behind (the caller removes what
-    ``copies`` holds)."""
+    """A temporary copy of ``text`` beside ``path``, whose lines and __FILE__ are the original's.
+    Its name goes into ``copies`` (whose every file the caller removes) before the file is
+    made: a stop (SIGTERM, Ctrl-C) landing between the two leaves nothing behind. A name
+    taken already holds this process's id: a copy of an earlier check of a process that had
+    this id, which may go too."""
     name = named.replace("\\", "\\\\").replace('"', '\\"')
     body = f'#line 1 "{name}"\n' + text.removeprefix("\ufeff")
-    try:
-        with _stops_held():
-            fd, copy = tempfile.mkstemp(prefix=_copy_prefix(path, os.getpid()), suffix=path.suffix, dir=path.parent)
-            copies.append(Path(copy))
-    except OSError as exc:
-        raise SourceError(f"cannot write a temporary copy of {path.name} beside it (--check builds it there "
-                          f"so that its #include lines find the same files): {exc.strerror or exc}") from None
+    for _ in range(100):
+        copy = path.parent / f"{_copy_prefix(path, os.getpid())}{secrets.token_hex(6)}{path.suffix}"
+        copies.append(copy)
+        try:
+            fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            break
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise SourceError(f"cannot write a temporary copy of {path.name} beside it (--check builds it there "
+                              f"so that its #include lines find the same files): {exc.strerror or exc}") from None
+    else:
+        raise SourceError(f"cannot write a temporary copy of {path.name} beside it: every name tried is taken")
     with os.fdopen(fd, "wb") as f:
         f.write(encode_source(body))
-
-
-@contextlib.contextmanager
-def _stops_held():
-    """SIGINT and SIGTERM held back (in this thread, the main one: where Python runs their
-    handlers) for the duration; one that came meanwhile is handled when they are let through."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 _OUTPUT_FLAGS = ("-o", "--output-file")
