@@ -110,11 +110,13 @@ def select(standings: Standings, *, cover_pct: float | None = None, gpu: str | N
     rows = standings.results if results is None else results
     values = measured(standings, rows)
     owner = {k: standings for k in values}
-    everything = measured(standings, rows, singles=True) if robust else {}
+    everything: Values = {}  # --robust: every config's value, a single measurement's too (robust.single)
     if models is not None:  # each GPU model's own standing: a config's result on every model it ran on
         if robust:
             everything, _ = _per_model(values, models, singles=True)
         values, owner = _per_model(values, models)
+    elif robust:
+        everything = measured(standings, rows, singles=True)
     if gpu is not None:
         model = only_gpu(values, gpu)
         values = {k: v for k, v in values.items() if k[2] == model}
