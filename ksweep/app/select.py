@@ -65,9 +65,12 @@ class Beside:
     loss: float | None  # a fraction; None: the config was never measured there
 
 
-def selector(db: str, *, cover: float | None = None, robust: bool = False) -> tuple[Selector, list[str]]:
-    """The size selector an export of ``db`` ships (the same options: ``cover``, ``robust``)."""
-    standings, _, _ = load_all(db)
+def selector(db: str, *, cover: float | None = None, robust: bool = False,
+             standings=None) -> tuple[Selector, list[str]]:
+    """The size selector an export of ``db`` ships (the same options: ``cover``, ``robust``);
+    ``standings``: the database's, read already."""
+    if standings is None:
+        standings, _, _ = load_all(db)
     with Store(db, create=False) as store:
         stored = shape_sizes(store)
         models = by_gpu_model(store)
@@ -109,20 +112,20 @@ def select(db: str, sizes: Sequence[str], *, gpu: str | None = None, arch: str |
            variant: str | None = None, cover: float | None = None, robust: bool = False) -> Selected:
     """The selector's config for ``sizes`` (``NAME=VALUE`` words), and whether the spec's
     constraints allow it there (``Selected.refused``)."""
-    chosen, notes = selector(db, cover=cover, robust=robust)
+    standings, _, _ = load_all(db)
+    chosen, notes = selector(db, cover=cover, robust=robust, standings=standings)
     picked = choose(chosen, parse_sizes(sizes), gpu=gpu, arch=arch, variant=variant, notes=notes)
-    return replace(picked, refused=refused(db, chosen, picked), beside=beside(db, chosen, picked))
+    return replace(picked, refused=refused(db, chosen, picked), beside=beside(standings, chosen, picked))
 
 
-def beside(db: str, chosen: Selector, picked: Selected, count: int = 2) -> tuple[Beside, ...]:
+def beside(standings, chosen: Selector, picked: Selected, count: int = 2) -> tuple[Beside, ...]:
     """The picked config's loss at the ``count`` tuned shapes nearest the sizes asked (of its
-    variant, on the GPU model its entry was measured on): a size between two tuned shapes
+    variant, on the GPU model its entry was measured on; ``standings``: the database's): a size between two tuned shapes
     where the config loses much at the other one is a size to measure (``--validate``)."""
     entry, row = picked.choice.entry, picked.choice.row
     q = [a.at(float(picked.sizes[a.name])) for a in chosen.axes]
     rows = [r for r in chosen.rows if r.variant == row.variant and r.gpu == row.gpu]
     near = sorted(rows, key=lambda r: math.dist(q, r.at))[:count]
-    standings, _, _ = load_all(db)
     direction = standings.objective.direction
     out = []
     for r in near:
