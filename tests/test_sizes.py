@@ -418,12 +418,12 @@ def test_a_cross_pass_resumed_measures_what_an_uninterrupted_one_does(tmp_path, 
     cut = tmp_path / "cut.db"
     original, crossed = Sweep._sweep_target, []
 
-    def cut_at_the_second_cross_target(self, shape, variant, budget):
-        if self._listed is not None:
+    def cut_at_the_second_cross_target(self, shape, variant, budget, listed=None):
+        if listed is not None:
             crossed.append(shape.name)
             if len(crossed) == 2:
                 raise KeyboardInterrupt
-        return original(self, shape, variant, budget)
+        return original(self, shape, variant, budget, listed)
 
     monkeypatch.setattr(Sweep, "_sweep_target", cut_at_the_second_cross_target)
     assert ksweep_cli("run", spec, "--db", cut, *CROSS).returncode != 0

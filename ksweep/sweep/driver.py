@@ -95,7 +95,6 @@ class Sweep:
         self._swept: list[tuple[str, str]] = []  # (variant, shape) searched by this run, in order
         self.priors: dict[tuple[str, str], tuple[str, ...]] = {}  # (variant, shape) -> its sources' labels
         self.warm_dropped: dict[tuple[str, str], str] = {}  # (variant, shape) -> why its search went on cold
-        self._listed: list[dict] | None = None  # --cross: the other shapes' configs measured at this one
 
     def _default_strategy(self, name: str, space, seed: int, max_evals: int | None, prior=None):
         o = self.options
@@ -211,11 +210,7 @@ class Sweep:
                 budget = Budget(None, own.time_limit, None, started=start)  # the listed configs bound it
                 if budget.exhausted():
                     return False
-                self._listed = list(wanted.values())
-                try:
-                    self._sweep_target(shape, variant, budget)
-                finally:
-                    self._listed = None
+                self._sweep_target(shape, variant, budget, list(wanted.values()))
         finally:
             self.options, self.context = saved
         self.store.delete_meta(key)
@@ -248,13 +243,15 @@ class Sweep:
         if problem:
             raise EnvironmentProblem(f"{self.spec.label}: {problem}")
 
-    def _sweep_target(self, shape, variant, budget: Budget) -> None:
+    def _sweep_target(self, shape, variant, budget: Budget, listed: list[dict] | None = None) -> None:
+        """One shape × variant, searched (``listed``: --cross's configs of the other shapes
+        measured instead, ``_cross``), confirmed, hardened and judged."""
         began = time.monotonic()  # the hardening's budget is a share of this shape × variant's time
         space = Space.from_spec(self.spec, shape.name, variant.name)
         self.store.set_meta(f"params:{variant.name}:{shape.name}", list(space.names))
         self.store.set_shape_sizes(shape.name, shape.defines, shape.args)
         factory = JobFactory(self.spec, shape, variant, space, self.mode)
-        if self.options.record_pruned and space.raw_size <= PRUNED_RECORD_LIMIT and self._listed is None:
+        if self.options.record_pruned and space.raw_size <= PRUNED_RECORD_LIMIT and listed is None:
             pruned = resume.record_pruned(self.store, space, variant.name, shape.name)
             if pruned:
                 self.summary.counts["PRUNED"] = self.summary.counts.get("PRUNED", 0) + pruned
@@ -269,7 +266,7 @@ class Sweep:
             rerun_marked = [cid for cid in standing if cid not in stored]
             resume.mark_for_rerun(self.store, variant.name, shape.name, rerun_marked)
         try:
-            target = self._search(shape, variant, budget, space, factory, standing, stored)
+            target = self._search(shape, variant, budget, space, factory, standing, stored, listed)
         except BaseException:  # Ctrl-C (in the reference's run too), a systematic failure: what stopped
             # the sweep is what it says; a mark that stays is a killed sweep's, judged by the next run
             with contextlib.suppress(Exception):
@@ -290,23 +287,23 @@ class Sweep:
                            [e.result for e in target.order if e.result is not None])
 
     def _search(self, shape, variant, budget: Budget, space, factory: JobFactory, standing: dict[str, Result],
-                stored: dict[str, Result]) -> "Target | None":
+                stored: dict[str, Result], listed: list[dict] | None = None) -> "Target | None":
         """Search one shape × variant (its reference config first, when it has one) until its
-        budget ends; None when its space is empty."""
+        budget ends, or measure the ``listed`` configs (--cross); None when its space is empty."""
         # --max-evals counts what the store holds already, but for the default config evaluated
         # by a confirmation (those runs are counted apart)
         budget.evals = sum(r.phase != "default" for r in stored.values())
         size = space_size(space)  # len() cannot count a space of more than 2**63 - 1 configs
-        listed = self._listed
-        prior = None if self._custom_strategy or not size or listed is not None else self._prior(variant.name, shape.name)
-        if listed is None:
+        searched = listed is None  # --cross measures listed configs: no prior, not a shape swept for the next
+        prior = None if self._custom_strategy or not size or not searched else self._prior(variant.name, shape.name)
+        if searched:
             self._swept.append((variant.name, shape.name))
         if prior is not None:
             self.priors[(variant.name, shape.name)] = prior.labels
         # made first: a search the budget cannot bound is refused before anything is shown
         if not size:
             strategy = None
-        elif listed is not None:
+        elif not searched:
             strategy = CrossStrategy(space, listed)
         elif prior is not None:
             strategy = self._make_strategy(self.options.strategy, space, self.options.seed, budget.max_evals,
@@ -314,16 +311,16 @@ class Sweep:
         else:
             strategy = self._make_strategy(self.options.strategy, space, self.options.seed, budget.max_evals)
         searching = strategy.label if strategy is not None else None
-        if len(self.spec.objective_list()) > 1 and searching not in (None, "grid", "random") and listed is None:
+        if len(self.spec.objective_list()) > 1 and searching not in (None, "grid", "random") and searched:
             self.summary.searched_by[searching] = self.spec.objective.metric  # the front is over what it found
-        if listed is not None:  # --cross: the listed configs valid here and not measured here yet
+        if not searched:  # --cross: the listed configs valid here and not measured here yet
             planned = sum(1 for c in listed if c in space and config_id(c) not in stored)
         else:
             planned = size if budget.max_evals is None else min(size, budget.max_evals)
         self.observer.target_started(variant.name, shape.name, size, space.raw_size, planned)
         if prior is not None:
             warm_started(self.observer, variant.name, shape.name, prior.labels)
-        if listed is None:  # they count, and show, whether or not the search asks for them again; --cross
+        if searched:  # they count, and show, whether or not the search asks for them again; --cross
             # comes after this run's own search of the shape, whose results it counted and showed then
             for result in stored.values():
                 self.record.resumed(result)
