@@ -25,6 +25,11 @@ import argparse
 import json
 import math
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from ksweep.export.robust import loss  # noqa: E402
 
 
 def axes_of(matrix: dict) -> list[str]:
@@ -33,10 +38,6 @@ def axes_of(matrix: dict) -> list[str]:
 
 def place(sizes: dict, axes: list[str]) -> list[float]:
     return [math.log(float(sizes[a])) if float(sizes[a]) > 0 else 0.0 for a in axes]
-
-
-def loss(value: float, best: float, direction: str) -> float:
-    return value / best - 1.0 if direction == "min" else best / value - 1.0
 
 
 def best_of(values: dict, direction: str) -> str:
